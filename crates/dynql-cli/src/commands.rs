@@ -1,0 +1,244 @@
+//! Command definitions (clap) and their execution.
+
+use std::io::{BufRead, Read, Write};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use dynql::{Database, SelectOptions, Yson};
+
+use crate::format::{write_result, OutputFormat};
+
+/// The store used when neither --store nor DYNQL_STORE is given.
+pub const DEFAULT_STORE: &str = "file://./dynql-data";
+
+/// dynql: YTsaurus-style dynamic tables and YT QL, embedded.
+#[derive(Debug, Parser)]
+#[command(name = "dynql", version, about)]
+pub struct Cli {
+    /// Store URL: file://DIR or memory:// [env: DYNQL_STORE; default: file://./dynql-data]
+    #[arg(long, global = true)]
+    pub store: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Input row formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    Json,
+    Yson,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a node: `create table PATH --attributes '{dynamic=%true; schema=[...]}'`.
+    Create {
+        /// Node type (only `table`).
+        node_type: String,
+        /// Table path, e.g. //home/me/table.
+        path: String,
+        /// Attributes as a YSON or JSON map.
+        #[arg(long)]
+        attributes: Option<String>,
+        /// Accepted for `yt` compatibility: parent directories are implicit in dynql.
+        #[arg(long, short = 'r')]
+        recursive: bool,
+        /// Do not fail when the table already exists.
+        #[arg(long, short = 'i')]
+        ignore_existing: bool,
+    },
+    /// Insert (upsert) rows read from stdin.
+    InsertRows {
+        path: String,
+        #[arg(long, value_enum, default_value = "yson")]
+        format: InputFormat,
+    },
+    /// Delete rows by key; keys read from stdin.
+    DeleteRows {
+        path: String,
+        #[arg(long, value_enum, default_value = "yson")]
+        format: InputFormat,
+    },
+    /// Run a YT QL query.
+    SelectRows {
+        query: String,
+        #[arg(long, value_enum, default_value = "yson")]
+        format: OutputFormat,
+        /// Most rows read (YT default 1000000).
+        #[arg(long)]
+        input_row_limit: Option<u64>,
+        /// Most rows written (YT default 1000000).
+        #[arg(long)]
+        output_row_limit: Option<u64>,
+        /// Fail (true, default) or truncate silently (false) when a row limit is hit.
+        #[arg(long, value_parser = parse_bool)]
+        fail_on_incomplete_result: Option<bool>,
+        /// Placeholder values: a YSON or JSON map.
+        #[arg(long)]
+        placeholder_values: Option<String>,
+        /// Allow joins that do not use a prefix of the foreign table's key.
+        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+        allow_join_without_index: Option<bool>,
+        /// Comparisons with null yield null (SQL style).
+        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+        use_canonical_null_relations: Option<bool>,
+        /// Parallelism cap (must be positive).
+        #[arg(long)]
+        max_subqueries: Option<u64>,
+        /// Print execution statistics to stderr.
+        #[arg(long)]
+        print_statistics: bool,
+    },
+    /// Remove a table.
+    Remove {
+        path: String,
+        /// Do not fail when the table does not exist.
+        #[arg(long, short = 'f')]
+        force: bool,
+    },
+    /// Print `true` if the path exists, `false` otherwise.
+    Exists { path: String },
+    /// List the children of a directory path.
+    List { path: String },
+}
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "%true" | "1" | "yes" => Ok(true),
+        "false" | "%false" | "0" | "no" => Ok(false),
+        _ => Err(format!("expected true or false, got {s:?}")),
+    }
+}
+
+fn store_url(cli: &Cli) -> String {
+    cli.store
+        .clone()
+        .or_else(|| std::env::var("DYNQL_STORE").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| DEFAULT_STORE.to_string())
+}
+
+/// Runs one command.
+pub async fn run(cli: Cli) -> Result<()> {
+    let db = Database::open(&store_url(&cli))?;
+    let mut stdout = std::io::stdout().lock();
+    match cli.command {
+        Command::Create { node_type, path, attributes, recursive: _, ignore_existing } => {
+            if node_type != "table" {
+                bail!("Cannot create a node of type {node_type:?}: only \"table\" is supported");
+            }
+            let attributes = attributes.context("--attributes with dynamic=%true and a schema is required")?;
+            if ignore_existing && db.exists(&path).await? {
+                return Ok(());
+            }
+            db.create_table_from_text(&path, &attributes).await?;
+        }
+        Command::InsertRows { path, format } => {
+            let rows = read_rows(format)?;
+            db.insert_rows(&path, &rows).await?;
+        }
+        Command::DeleteRows { path, format } => {
+            let rows = read_rows(format)?;
+            db.delete_rows(&path, &rows).await?;
+        }
+        Command::SelectRows {
+            query,
+            format,
+            input_row_limit,
+            output_row_limit,
+            fail_on_incomplete_result,
+            placeholder_values,
+            allow_join_without_index,
+            use_canonical_null_relations,
+            max_subqueries,
+            print_statistics,
+        } => {
+            let mut options = SelectOptions::default();
+            if let Some(v) = input_row_limit {
+                options.input_row_limit = v;
+            }
+            if let Some(v) = output_row_limit {
+                options.output_row_limit = v;
+            }
+            if let Some(v) = fail_on_incomplete_result {
+                options.fail_on_incomplete_result = v;
+            }
+            if let Some(v) = allow_join_without_index {
+                options.allow_join_without_index = v;
+            }
+            if let Some(v) = use_canonical_null_relations {
+                options.use_canonical_null_relations = v;
+            }
+            options.max_subqueries = max_subqueries;
+            if let Some(text) = placeholder_values {
+                options.placeholder_values =
+                    Some(dynql::parse_document(&text).context("--placeholder-values must be a YSON or JSON map")?);
+            }
+            let result = match db.select_rows(&query, &options).await {
+                Ok(r) => r,
+                Err(e) => return Err(query_error(&query, e)),
+            };
+            let mut buf = Vec::new();
+            write_result(&mut buf, &result, format)?;
+            stdout.write_all(&buf)?;
+            if print_statistics {
+                let s = &result.statistics;
+                eprintln!(
+                    "statistics: rows_read={} rows_written={} incomplete_input={} incomplete_output={}",
+                    s.rows_read, s.rows_written, s.incomplete_input, s.incomplete_output
+                );
+            }
+        }
+        Command::Remove { path, force } => {
+            if force && !db.exists(&path).await? {
+                return Ok(());
+            }
+            db.remove(&path).await?;
+        }
+        Command::Exists { path } => {
+            writeln!(stdout, "{}", db.exists(&path).await?)?;
+        }
+        Command::List { path } => {
+            for name in db.list(&path).await? {
+                writeln!(stdout, "{name}")?;
+            }
+        }
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Adds the query line with a caret under the error position.
+fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
+    let Some(span) = e.query_span() else { return e.into() };
+    if span.start > query.len() || query.contains('\n') {
+        return e.into();
+    }
+    let caret = " ".repeat(query[..span.start].chars().count());
+    let width = query.get(span.start..span.end.min(query.len())).map(|s| s.chars().count()).unwrap_or(1).max(1);
+    anyhow::anyhow!("{e}\n  {query}\n  {caret}{}", "^".repeat(width))
+}
+
+/// Reads rows from stdin: JSON (one object per line) or YSON (a `;`-separated fragment).
+fn read_rows(format: InputFormat) -> Result<Vec<Yson>> {
+    let stdin = std::io::stdin();
+    match format {
+        InputFormat::Json => {
+            let mut rows = Vec::new();
+            for (n, line) in stdin.lock().lines().enumerate() {
+                let line = line.context("reading stdin")?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let v: serde_json::Value =
+                    serde_json::from_str(&line).with_context(|| format!("line {}: malformed JSON row", n + 1))?;
+                rows.push(Yson::from_json(&v));
+            }
+            Ok(rows)
+        }
+        InputFormat::Yson => {
+            let mut text = Vec::new();
+            stdin.lock().read_to_end(&mut text).context("reading stdin")?;
+            Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)
+        }
+    }
+}

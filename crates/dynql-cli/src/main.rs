@@ -1,0 +1,35 @@
+//! `dynql`: the command line, mirroring `yt` for dynamic tables.
+//!
+//! ```text
+//! dynql [--store URL] create table PATH --attributes ATTRS
+//! dynql [--store URL] insert-rows PATH [--format json|yson]   < rows
+//! dynql [--store URL] delete-rows PATH [--format json|yson]   < keys
+//! dynql [--store URL] select-rows QUERY [--format json|yson|schemaful_dsv] [options]
+//! dynql [--store URL] remove PATH | exists PATH | list PATH
+//! ```
+//! Errors go to stderr with exit status 1; a failed command changes nothing.
+
+mod commands;
+mod format;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = commands::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("Error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

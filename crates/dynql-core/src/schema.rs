@@ -1,0 +1,392 @@
+//! YT table schemas: parsing (YSON or JSON, as `yt create table --attributes` takes them) and
+//! validation of the structural rules.
+//!
+//! Rules checked here: known types, unique non-empty names, key columns (those with
+//! `sort_order`) first, `expression` only on key columns, `aggregate` only on non-key columns
+//! and one of `sum|min|max|first|xdelta`, `lock` only on non-key columns. Whether a computed
+//! column's expression is well-formed needs the query language and is checked by `dynql-ql`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::types::{LogicalType, ValueType};
+use crate::yson::Yson;
+
+/// Aggregate functions a non-key column may declare (`aggregate=...`).
+pub const COLUMN_AGGREGATES: &[&str] = &["sum", "min", "max", "first", "xdelta"];
+
+/// System columns an ordered table's schema may declare.
+pub const ORDERED_SYSTEM_COLUMNS: &[&str] = &["$timestamp", "$cumulative_data_weight"];
+
+/// One column of a table schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnSchema {
+    /// Column name (case-sensitive).
+    pub name: String,
+    /// The declared type; values carry its [`LogicalType::wire_type`].
+    #[serde(with = "logical_type_serde")]
+    pub logical_type: LogicalType,
+    /// True for key columns (`sort_order = ascending`).
+    #[serde(default)]
+    pub sort_ascending: bool,
+    /// The expression of a computed key column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expression: Option<String>,
+    /// The aggregate function of an aggregating column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<String>,
+    /// Whether null is forbidden.
+    #[serde(default)]
+    pub required: bool,
+    /// The lock group of a non-key column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+}
+
+mod logical_type_serde {
+    use super::LogicalType;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &LogicalType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LogicalType, D::Error> {
+        let name = String::deserialize(d)?;
+        LogicalType::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown type {name:?}")))
+    }
+}
+
+impl ColumnSchema {
+    /// A plain (non-key, non-computed) column.
+    pub fn new(name: impl Into<String>, logical_type: LogicalType) -> ColumnSchema {
+        ColumnSchema {
+            name: name.into(),
+            logical_type,
+            sort_ascending: false,
+            expression: None,
+            aggregate: None,
+            required: false,
+            lock: None,
+        }
+    }
+
+    /// The wire type of the column's values.
+    pub fn wire_type(&self) -> ValueType {
+        self.logical_type.wire_type()
+    }
+
+    /// True for a key column.
+    pub fn is_key(&self) -> bool {
+        self.sort_ascending
+    }
+
+    /// True for a computed key column.
+    pub fn is_computed(&self) -> bool {
+        self.expression.is_some()
+    }
+
+    /// The column as a YT schema map.
+    pub fn to_yson(&self) -> Yson {
+        let mut m = vec![
+            (b"name".to_vec(), Yson::String(self.name.clone().into_bytes())),
+            (b"type".to_vec(), Yson::String(self.logical_type.name().into())),
+        ];
+        if self.sort_ascending {
+            m.push((b"sort_order".to_vec(), Yson::String(b"ascending".to_vec())));
+        }
+        if let Some(e) = &self.expression {
+            m.push((b"expression".to_vec(), Yson::String(e.clone().into_bytes())));
+        }
+        if let Some(a) = &self.aggregate {
+            m.push((b"aggregate".to_vec(), Yson::String(a.clone().into_bytes())));
+        }
+        m.push((b"required".to_vec(), Yson::Boolean(self.required)));
+        if let Some(l) = &self.lock {
+            m.push((b"lock".to_vec(), Yson::String(l.clone().into_bytes())));
+        }
+        Yson::Map(m)
+    }
+}
+
+/// A validated YT table schema: key columns first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableSchema {
+    columns: Vec<ColumnSchema>,
+}
+
+impl TableSchema {
+    /// Builds and validates a schema.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSchema`] when a structural rule (module docs) is violated.
+    pub fn new(columns: Vec<ColumnSchema>) -> Result<TableSchema> {
+        let schema = TableSchema { columns };
+        schema.validate()?;
+        Ok(schema)
+    }
+
+    /// Parses a schema from YSON or JSON text (a list of column maps, possibly with attributes
+    /// such as `<strict=%true; unique_keys=%true>[...]`).
+    pub fn parse(text: &str) -> Result<TableSchema> {
+        let trimmed = text.trim_start();
+        let node = if trimmed.starts_with('[') && serde_json::from_str::<serde_json::Value>(text).is_ok()
+        {
+            // Valid JSON is also read as JSON so that JSON-only spellings (`true`) work.
+            Yson::from_json(&serde_json::from_str(text).map_err(|e| {
+                Error::InvalidSchema(format!("malformed JSON: {e}"))
+            })?)
+        } else {
+            crate::yson::parse(text.as_bytes())?
+        };
+        TableSchema::from_yson(&node)
+    }
+
+    /// Reads a schema from a YSON node (a list of column maps).
+    pub fn from_yson(node: &Yson) -> Result<TableSchema> {
+        let list = match node {
+            Yson::List(items) => items,
+            Yson::Attributed { value, .. } => return TableSchema::from_yson(value),
+            _ => return Err(Error::InvalidSchema("schema must be a list of columns".into())),
+        };
+        let mut columns = Vec::with_capacity(list.len());
+        for (i, item) in list.iter().enumerate() {
+            columns.push(parse_column(i, item)?);
+        }
+        TableSchema::new(columns)
+    }
+
+    /// The schema as YT prints it (`@schema`).
+    pub fn to_yson(&self) -> Yson {
+        Yson::Attributed {
+            attributes: vec![
+                (b"strict".to_vec(), Yson::Boolean(true)),
+                (b"unique_keys".to_vec(), Yson::Boolean(self.is_sorted())),
+            ],
+            value: Box::new(Yson::List(self.columns.iter().map(|c| c.to_yson()).collect())),
+        }
+    }
+
+    /// All columns, key columns first.
+    pub fn columns(&self) -> &[ColumnSchema] {
+        &self.columns
+    }
+
+    /// Number of key columns.
+    pub fn key_column_count(&self) -> usize {
+        self.columns.iter().take_while(|c| c.is_key()).count()
+    }
+
+    /// The key columns.
+    pub fn key_columns(&self) -> &[ColumnSchema] {
+        &self.columns[..self.key_column_count()]
+    }
+
+    /// True for a sorted table (one with key columns).
+    pub fn is_sorted(&self) -> bool {
+        self.key_column_count() > 0
+    }
+
+    /// Position of a column by name.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// A column by name.
+    pub fn column(&self, name: &str) -> Option<&ColumnSchema> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidSchema(m));
+        if self.columns.is_empty() {
+            return bad("schema has no columns".into());
+        }
+        let key_count = self.key_column_count();
+        let sorted = key_count > 0;
+        let mut seen = std::collections::HashSet::new();
+        for (i, c) in self.columns.iter().enumerate() {
+            if c.name.is_empty() {
+                return bad(format!("column #{i} has an empty name"));
+            }
+            if !seen.insert(c.name.as_str()) {
+                return bad(format!("duplicate column name {:?}", c.name));
+            }
+            if c.name.starts_with('$') && (sorted || !ORDERED_SYSTEM_COLUMNS.contains(&c.name.as_str()))
+            {
+                return bad(format!(
+                    "column name {:?} is reserved: names starting with \"$\" are system columns",
+                    c.name
+                ));
+            }
+            if c.is_key() && i >= key_count {
+                return bad(format!(
+                    "key column {:?} follows a non-key column: key columns must come first",
+                    c.name
+                ));
+            }
+            if c.expression.is_some() && !c.is_key() {
+                return bad(format!(
+                    "column {:?} has an expression but is not a key column: only key columns may be computed",
+                    c.name
+                ));
+            }
+            if let Some(a) = &c.aggregate {
+                if c.is_key() {
+                    return bad(format!("key column {:?} cannot be aggregating", c.name));
+                }
+                if !COLUMN_AGGREGATES.contains(&a.as_str()) {
+                    return bad(format!(
+                        "column {:?} has unknown aggregate function {a:?}; expected one of {}",
+                        c.name,
+                        COLUMN_AGGREGATES.join(", ")
+                    ));
+                }
+                if a == "xdelta" && c.wire_type() != ValueType::String {
+                    return bad(format!("aggregate xdelta of column {:?} needs type string", c.name));
+                }
+                if matches!(a.as_str(), "sum") && !matches!(
+                    c.wire_type(),
+                    ValueType::Int64 | ValueType::Uint64 | ValueType::Double
+                ) {
+                    return bad(format!(
+                        "aggregate sum of column {:?} needs a numeric type, not {}",
+                        c.name, c.logical_type
+                    ));
+                }
+            }
+            if c.lock.is_some() && c.is_key() {
+                return bad(format!("key column {:?} cannot have a lock group", c.name));
+            }
+            if c.is_key() && c.wire_type() == ValueType::Any {
+                return bad(format!("key column {:?} cannot have type any", c.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_column(index: usize, node: &Yson) -> Result<ColumnSchema> {
+    let bad = |m: String| Error::InvalidSchema(format!("column #{index}: {m}"));
+    let entries = match node {
+        Yson::Map(entries) => entries,
+        _ => return Err(bad("expected a map".into())),
+    };
+    let mut name = None;
+    let mut logical_type = None;
+    let mut column = ColumnSchema::new("", LogicalType::Int64);
+    let text = |key: &str, v: &Yson| -> Result<String> {
+        match v {
+            Yson::String(s) => String::from_utf8(s.clone())
+                .map_err(|_| bad(format!("attribute {key:?} is not valid UTF-8"))),
+            _ => Err(bad(format!("attribute {key:?} must be a string"))),
+        }
+    };
+    for (k, v) in entries {
+        let key = String::from_utf8_lossy(k);
+        match key.as_ref() {
+            "name" => name = Some(text("name", v)?),
+            "type" => {
+                let t = text("type", v)?;
+                logical_type =
+                    Some(LogicalType::parse(&t).ok_or_else(|| bad(format!("unknown type {t:?}")))?);
+            }
+            "sort_order" => match v {
+                Yson::Entity => {}
+                _ => match text("sort_order", v)?.as_str() {
+                    "ascending" => column.sort_ascending = true,
+                    "descending" => {
+                        return Err(bad(
+                            "sort order \"descending\" is not supported for dynamic tables".into(),
+                        ))
+                    }
+                    other => return Err(bad(format!("unknown sort order {other:?}"))),
+                },
+            },
+            "expression" => {
+                if !matches!(v, Yson::Entity) {
+                    column.expression = Some(text("expression", v)?)
+                }
+            }
+            "aggregate" => {
+                if !matches!(v, Yson::Entity) {
+                    column.aggregate = Some(text("aggregate", v)?)
+                }
+            }
+            "lock" => {
+                if !matches!(v, Yson::Entity) {
+                    column.lock = Some(text("lock", v)?)
+                }
+            }
+            "required" => match v {
+                Yson::Boolean(b) => column.required = *b,
+                Yson::String(s) if s == b"true" || s == b"false" => column.required = s == b"true",
+                _ => return Err(bad("attribute \"required\" must be a boolean".into())),
+            },
+            // Accepted for compatibility; they do not change dynamic-table behaviour here.
+            "type_v3" | "group" | "max_inline_hunk_size" | "stable_name" => {}
+            other => return Err(bad(format!("unknown column attribute {other:?}"))),
+        }
+    }
+    column.name = name.ok_or_else(|| bad("attribute \"name\" is missing".into()))?;
+    column.logical_type = logical_type.ok_or_else(|| {
+        Error::InvalidSchema(format!("column {:?}: attribute \"type\" is missing", column.name))
+    })?;
+    Ok(column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_yson_and_json_alike() {
+        let y = TableSchema::parse(
+            "[{name=k;type=int64;sort_order=ascending};{name=v;type=utf8;required=%true}]",
+        )
+        .unwrap();
+        let j = TableSchema::parse(
+            r#"[{"name":"k","type":"int64","sort_order":"ascending"},{"name":"v","type":"utf8","required":true}]"#,
+        )
+        .unwrap();
+        assert_eq!(y, j);
+        assert_eq!(y.key_column_count(), 1);
+        assert_eq!(y.columns()[1].wire_type(), ValueType::String);
+        assert!(y.columns()[1].required);
+    }
+
+    #[test]
+    fn narrow_types_map_to_wire_types() {
+        let s = TableSchema::parse(
+            "[{name=a;type=int8};{name=b;type=uint32};{name=c;type=date};{name=d;type=interval}]",
+        )
+        .unwrap();
+        let wire: Vec<_> = s.columns().iter().map(|c| c.wire_type()).collect();
+        assert_eq!(
+            wire,
+            [ValueType::Int64, ValueType::Uint64, ValueType::Uint64, ValueType::Int64]
+        );
+    }
+
+    fn err(text: &str) -> String {
+        TableSchema::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn structural_rules_give_clear_errors() {
+        assert!(err("[{name=v;type=int64};{name=k;type=int64;sort_order=ascending}]")
+            .contains("key columns must come first"));
+        assert!(err("[{name=k;type=int64};{name=k;type=string}]").contains("duplicate column"));
+        assert!(err("[{name=k;type=int65}]").contains("unknown type"));
+        assert!(err("[{name=k;type=int64};{name=h;type=uint64;expression=\"farm_hash(k)\"}]")
+            .contains("only key columns may be computed"));
+        assert!(err("[{name=k;type=int64;sort_order=ascending;aggregate=sum};{name=v;type=int64}]")
+            .contains("cannot be aggregating"));
+        assert!(err("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64;aggregate=avg}]")
+            .contains("unknown aggregate"));
+        assert!(err("[{name=k;type=int64}").contains("YSON"));
+        assert!(err("{name=k}").contains("list of columns"));
+        assert!(err("[{type=int64}]").contains("\"name\" is missing"));
+    }
+}

@@ -1,0 +1,10 @@
+//! Query execution for dynql: the DataFusion [`TableProvider`](datafusion::datasource::TableProvider)
+//! over store tables ([`provider::StoreTable`]) and the YT QL pipeline that runs a bound
+//! query ([`select::select_rows`]).
+
+pub mod error;
+pub mod provider;
+pub mod select;
+
+pub use error::{Error, Result};
+pub use select::{select_rows, QueryResult, SelectOptions, Statistics};

@@ -1,0 +1,331 @@
+//! Runs a bound YT QL query: scan (through DataFusion), joins, WHERE, GROUP BY with totals and
+//! HAVING, ORDER BY, OFFSET/LIMIT, projection; with YT's row limits.
+//!
+//! ```text
+//! scan main ─▶ lookup joins ─▶ WHERE ─▶ group/aggregate ─▶ HAVING ─▶ ORDER BY ─▶ OFFSET/LIMIT ─▶ project
+//!                                           └─ totals (before or after HAVING) ─────────────────────▶ appended
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::prelude::SessionContext;
+
+use dynql_core::arrow_convert::batch_to_rows;
+use dynql_core::{compare_values, Value, ValueType, Yson};
+use dynql_ql::aggregate::AggregateState;
+use dynql_ql::ast::TotalsMode;
+use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
+use dynql_ql::plan::{JoinPlan, QueryPlan};
+use dynql_ql::texpr::TypedExpr;
+use dynql_ql::{bind_query, BindOptions, Catalog};
+use dynql_storage::{Store, TableEntry};
+
+use crate::error::{Error, Result};
+use crate::provider::StoreTable;
+
+/// YT's default `input_row_limit` and `output_row_limit`.
+pub const DEFAULT_ROW_LIMIT: u64 = 1_000_000;
+
+/// Options of `select_rows`, with YT's defaults.
+#[derive(Debug, Clone)]
+pub struct SelectOptions {
+    pub input_row_limit: u64,
+    pub output_row_limit: u64,
+    pub fail_on_incomplete_result: bool,
+    pub allow_join_without_index: bool,
+    pub use_canonical_null_relations: bool,
+    /// Parallelism cap; must be positive.
+    pub max_subqueries: Option<u64>,
+    /// The `placeholder_values` map.
+    pub placeholder_values: Option<Yson>,
+}
+
+impl Default for SelectOptions {
+    fn default() -> SelectOptions {
+        SelectOptions {
+            input_row_limit: DEFAULT_ROW_LIMIT,
+            output_row_limit: DEFAULT_ROW_LIMIT,
+            fail_on_incomplete_result: true,
+            allow_join_without_index: false,
+            use_canonical_null_relations: false,
+            max_subqueries: None,
+            placeholder_values: None,
+        }
+    }
+}
+
+/// Execution statistics (`--print-statistics`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Statistics {
+    pub rows_read: u64,
+    pub rows_written: u64,
+    pub incomplete_input: bool,
+    pub incomplete_output: bool,
+}
+
+/// A query result: columns (name, type) and rows in output order.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    pub columns: Vec<(String, ValueType)>,
+    pub rows: Vec<Vec<Value>>,
+    pub statistics: Statistics,
+}
+
+struct StoreCatalog {
+    tables: std::collections::BTreeMap<String, TableEntry>,
+}
+
+impl Catalog for StoreCatalog {
+    fn table_schema(&self, path: &str) -> Option<dynql_core::TableSchema> {
+        self.tables.get(path).map(|e| e.schema.clone())
+    }
+}
+
+/// Parses, binds and runs `query` against `store`.
+///
+/// # Errors
+/// Query errors (syntax, binding, evaluation), storage errors, and
+/// [`Error::LimitExceeded`] when a row limit is hit with `fail_on_incomplete_result`.
+pub async fn select_rows(store: &Store, query: &str, options: &SelectOptions) -> Result<QueryResult> {
+    if options.max_subqueries == Some(0) {
+        return Err(Error::InvalidOption { name: "max_subqueries", message: "must be positive".into() });
+    }
+    let catalog = StoreCatalog { tables: store.tables().await? };
+    let bind = BindOptions {
+        allow_join_without_index: options.allow_join_without_index,
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
+    let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
+    let mut tables = Vec::new();
+    for s in &plan.sources {
+        let entry = catalog.tables.get(&s.path).cloned().ok_or_else(|| {
+            Error::Storage(dynql_storage::Error::NoSuchTable { path: s.path.clone() })
+        })?;
+        tables.push(entry);
+    }
+    let mut sources = Vec::with_capacity(tables.len());
+    for (s, entry) in plan.sources.iter().zip(tables) {
+        sources.push(scan_table(store, &s.path, entry).await?);
+    }
+    execute(&plan, sources, options)
+}
+
+/// Reads a whole table through DataFusion as rows in schema order.
+async fn scan_table(store: &Store, path: &str, entry: TableEntry) -> Result<Vec<Vec<Value>>> {
+    let types: Vec<ValueType> = entry.schema.columns().iter().map(|c| c.wire_type()).collect();
+    let ctx = SessionContext::new();
+    let df = ctx.read_table(Arc::new(StoreTable::new(store.clone(), path, entry)))?;
+    let batches = df.collect().await?;
+    let mut rows = Vec::new();
+    for b in &batches {
+        rows.extend(batch_to_rows(b, &types));
+    }
+    Ok(rows)
+}
+
+/// Runs a bound plan over the rows of its sources (`sources[i]` holds `plan.sources[i]`).
+pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &SelectOptions) -> Result<QueryResult> {
+    let opts = EvalOptions { canonical_null_relations: options.use_canonical_null_relations };
+    let mut stats = Statistics::default();
+    let mut main = std::mem::take(&mut sources[0]);
+    if main.len() as u64 > options.input_row_limit {
+        if options.fail_on_incomplete_result {
+            return Err(Error::LimitExceeded { what: "input" });
+        }
+        stats.incomplete_input = true;
+        main.truncate(options.input_row_limit as usize);
+    }
+    stats.rows_read = main.len() as u64;
+
+    // Joins.
+    let mut rows = main;
+    for join in &plan.joins {
+        let foreign = std::mem::take(&mut sources[join.source]);
+        let width = plan.sources[join.source].schema.columns().len();
+        rows = run_join(join, rows, foreign, width, opts, options, &mut stats)?;
+    }
+
+    // WHERE.
+    if let Some(w) = &plan.where_clause {
+        let mut kept = Vec::with_capacity(rows.len());
+        for r in rows {
+            if evaluate_predicate(w, &r, opts)? {
+                kept.push(r);
+            }
+        }
+        rows = kept;
+    }
+
+    // GROUP BY.
+    let mut totals_row = None;
+    if let Some(group) = &plan.group {
+        let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
+        let mut groups: Vec<(Vec<Value>, Vec<AggregateState>)> = Vec::new();
+        for r in &rows {
+            let key = group.keys.iter().map(|k| evaluate(k, r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?;
+            if group.totals != TotalsMode::None && key.iter().any(Value::is_null) {
+                return Err(Error::Query(dynql_ql::Error::Runtime(
+                    "Null values are forbidden in group key when WITH TOTALS is used".into(),
+                )));
+            }
+            let slot = match index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    if groups.len() as u64 >= options.output_row_limit {
+                        if options.fail_on_incomplete_result {
+                            return Err(Error::LimitExceeded { what: "output" });
+                        }
+                        stats.incomplete_output = true;
+                        continue;
+                    }
+                    index.insert(key.clone(), groups.len());
+                    groups.push((key, group.aggregates.iter().map(|a| AggregateState::new(a.function)).collect()));
+                    groups.len() - 1
+                }
+            };
+            let states = &mut groups[slot].1;
+            for (state, call) in states.iter_mut().zip(&group.aggregates) {
+                let args = call.args.iter().map(|a| evaluate(a, r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?;
+                state.update(&args)?;
+            }
+        }
+        let finish = |key: &[Value], states: &[AggregateState]| -> Vec<Value> {
+            let mut row = key.to_vec();
+            row.extend(states.iter().map(|s| s.finish()));
+            row
+        };
+        let mut totals: Option<Vec<AggregateState>> = None;
+        let mut add_to_totals = |states: &[AggregateState]| -> Result<()> {
+            match &mut totals {
+                None => totals = Some(states.to_vec()),
+                Some(t) => {
+                    for (a, b) in t.iter_mut().zip(states) {
+                        a.merge(b)?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        let mut grouped = Vec::with_capacity(groups.len());
+        for (key, states) in &groups {
+            let row = finish(key, states);
+            if group.totals == TotalsMode::BeforeHaving {
+                add_to_totals(states)?;
+            }
+            let keep = match &group.having {
+                Some(h) => evaluate_predicate(h, &row, opts)?,
+                None => true,
+            };
+            if keep {
+                if group.totals == TotalsMode::AfterHaving {
+                    add_to_totals(states)?;
+                }
+                grouped.push(row);
+            }
+        }
+        if let Some(t) = totals {
+            totals_row = Some(finish(&vec![Value::Null; group.keys.len()], &t));
+        }
+        rows = grouped;
+    }
+
+    // ORDER BY, OFFSET, LIMIT.
+    if !plan.order_by.is_empty() {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for r in rows {
+            let k = plan.order_by.iter().map(|(e, _)| evaluate(e, &r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?;
+            keyed.push((k, r));
+        }
+        keyed.sort_by(|(a, _), (b, _)| {
+            for ((x, y), (_, desc)) in a.iter().zip(b).zip(&plan.order_by) {
+                let o = compare_values(x, y);
+                if o != std::cmp::Ordering::Equal {
+                    return if *desc { o.reverse() } else { o };
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        rows = keyed.into_iter().map(|(_, r)| r).collect();
+    }
+    let offset = plan.offset.min(rows.len() as u64) as usize;
+    rows.drain(..offset);
+    if let Some(limit) = plan.limit {
+        rows.truncate(limit.min(rows.len() as u64) as usize);
+    }
+    rows.extend(totals_row);
+
+    // Projection.
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        out.push(plan.projections.iter().map(|p| evaluate(&p.expr, r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?);
+    }
+    if out.len() as u64 > options.output_row_limit {
+        if options.fail_on_incomplete_result {
+            return Err(Error::LimitExceeded { what: "output" });
+        }
+        stats.incomplete_output = true;
+        out.truncate(options.output_row_limit as usize);
+    }
+    stats.rows_written = out.len() as u64;
+    Ok(QueryResult {
+        columns: plan.projections.iter().map(|p| (p.name.clone(), p.expr.ty)).collect(),
+        rows: out,
+        statistics: stats,
+    })
+}
+
+fn eval_all(exprs: &[TypedExpr], row: &[Value], opts: EvalOptions) -> Result<Vec<Value>> {
+    Ok(exprs.iter().map(|e| evaluate(e, row, opts)).collect::<dynql_ql::Result<Vec<_>>>()?)
+}
+
+/// A lookup join: the foreign rows passing the join predicate, indexed by their equation
+/// values; every row looks its own equation values up.
+fn run_join(
+    join: &JoinPlan,
+    rows: Vec<Vec<Value>>,
+    foreign: Vec<Vec<Value>>,
+    foreign_width: usize,
+    opts: EvalOptions,
+    options: &SelectOptions,
+    stats: &mut Statistics,
+) -> Result<Vec<Vec<Value>>> {
+    let mut index: HashMap<Vec<Value>, Vec<Vec<Value>>> = HashMap::new();
+    for f in foreign {
+        if let Some(p) = &join.foreign_predicate {
+            if !evaluate_predicate(p, &f, opts)? {
+                continue;
+            }
+        }
+        let key = eval_all(&join.foreign_keys, &f, opts)?;
+        index.entry(key).or_default().push(f);
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let key = eval_all(&join.self_keys, &r, opts)?;
+        match index.get(&key) {
+            Some(matches) => {
+                for m in matches {
+                    let mut joined = r.clone();
+                    joined.extend(m.iter().cloned());
+                    out.push(joined);
+                }
+            }
+            None if join.left_outer => {
+                let mut joined = r;
+                joined.extend(std::iter::repeat_n(Value::Null, foreign_width));
+                out.push(joined);
+            }
+            None => {}
+        }
+        if out.len() as u64 > options.output_row_limit {
+            if options.fail_on_incomplete_result {
+                return Err(Error::LimitExceeded { what: "output" });
+            }
+            stats.incomplete_output = true;
+            out.truncate(options.output_row_limit as usize);
+            break;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,371 @@
+//! Row-at-a-time evaluation of typed expressions with YT semantics: wrapping integer
+//! arithmetic, `Division by zero` and `Division of INT_MIN by -1` errors, null as the minimum
+//! in comparisons (or SQL-style null results in canonical mode), Kleene AND/OR, lazy CASE/IF.
+
+use std::cmp::Ordering;
+
+use dynql_core::{compare_values, Value, ValueType};
+
+use crate::ast::{BinaryOp, LikeKind, UnaryOp};
+use crate::error::{Error, Result};
+use crate::functions::{call_scalar, compile_regex, ScalarFunction};
+use crate::texpr::{TExpr, TypedExpr};
+
+/// Options that change evaluation semantics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EvalOptions {
+    /// `use_canonical_null_relations`: comparisons with a null operand yield null.
+    pub canonical_null_relations: bool,
+}
+
+fn runtime(msg: impl Into<String>) -> Error {
+    Error::Runtime(msg.into())
+}
+
+/// Evaluates `e` over `row`.
+///
+/// # Errors
+/// Runtime errors of YT semantics (division by zero, NaN comparison, bad conversions).
+pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value> {
+    match &e.kind {
+        TExpr::Literal(v) => Ok(v.clone()),
+        TExpr::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Value::Null)),
+        TExpr::Unary(op, operand) => {
+            let v = evaluate(operand, row, opts)?;
+            unary(*op, v)
+        }
+        TExpr::Binary(op, l, r) => binary(*op, l, r, row, opts),
+        TExpr::IsNull(x) => Ok(Value::Boolean(evaluate(x, row, opts)?.is_null())),
+        TExpr::In { operands, set, negated } => {
+            let key = operands.iter().map(|o| evaluate(o, row, opts)).collect::<Result<Vec<_>>>()?;
+            check_nan(&key)?;
+            Ok(Value::Boolean(set.contains(&key) != *negated))
+        }
+        TExpr::Between { operands, ranges } => {
+            let key = operands.iter().map(|o| evaluate(o, row, opts)).collect::<Result<Vec<_>>>()?;
+            check_nan(&key)?;
+            let inside = ranges.iter().any(|(lo, hi)| {
+                let lo_part = &key[..lo.len().min(key.len())];
+                let hi_part = &key[..hi.len().min(key.len())];
+                dynql_core::compare_rows(lo_part, lo) != Ordering::Less
+                    && dynql_core::compare_rows(hi_part, hi) != Ordering::Greater
+            });
+            Ok(Value::Boolean(inside))
+        }
+        TExpr::Like { operand, pattern, escape, kind, negated, compiled } => {
+            let s = evaluate(operand, row, opts)?;
+            let p = evaluate(pattern, row, opts)?;
+            let esc = match escape {
+                Some(e) => Some(evaluate(e, row, opts)?),
+                None => None,
+            };
+            let (Value::String(s), Value::String(p)) = (&s, &p) else {
+                return Ok(Value::Null);
+            };
+            let matched = match compiled {
+                Some(re) => re.is_match(s),
+                None => {
+                    let esc = match &esc {
+                        Some(Value::String(e)) => Some(e.as_slice()),
+                        Some(_) => return Ok(Value::Null),
+                        None => None,
+                    };
+                    compile_like(p, esc, *kind)?.is_match(s)
+                }
+            };
+            Ok(Value::Boolean(matched != *negated))
+        }
+        TExpr::Case { whens, otherwise } => {
+            for (cond, result) in whens {
+                if let Value::Boolean(true) = evaluate(cond, row, opts)? {
+                    return evaluate(result, row, opts);
+                }
+            }
+            match otherwise {
+                Some(o) => evaluate(o, row, opts),
+                None => Ok(Value::Null),
+            }
+        }
+        TExpr::Transform { operands, map, default } => {
+            let key = operands.iter().map(|o| evaluate(o, row, opts)).collect::<Result<Vec<_>>>()?;
+            match map.get(&key) {
+                Some(v) => Ok(v.clone()),
+                None => match default {
+                    Some(d) => evaluate(d, row, opts),
+                    None => Ok(Value::Null),
+                },
+            }
+        }
+        TExpr::Call(ScalarFunction::If, args) => match evaluate(&args[0], row, opts)? {
+            Value::Boolean(true) => evaluate(&args[1], row, opts),
+            Value::Boolean(false) => evaluate(&args[2], row, opts),
+            _ => Ok(Value::Null),
+        },
+        TExpr::Call(f, args) => {
+            let values = args.iter().map(|a| evaluate(a, row, opts)).collect::<Result<Vec<_>>>()?;
+            call_scalar(*f, &values, e.ty)
+        }
+    }
+}
+
+/// Evaluates a boolean predicate; only TRUE keeps a row.
+pub fn evaluate_predicate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<bool> {
+    Ok(matches!(evaluate(e, row, opts)?, Value::Boolean(true)))
+}
+
+fn check_nan(values: &[Value]) -> Result<()> {
+    if values.iter().any(|v| matches!(v, Value::Double(d) if d.is_nan())) {
+        return Err(runtime("Cannot compare NaN values"));
+    }
+    Ok(())
+}
+
+/// Translates a LIKE pattern (`%`, `_`, escape char) or an RLIKE regex into a regex.
+pub fn compile_like(pattern: &[u8], escape: Option<&[u8]>, kind: LikeKind) -> Result<regex::bytes::Regex> {
+    if kind == LikeKind::Rlike {
+        if escape.is_some() {
+            return Err(runtime("ESCAPE is not supported with RLIKE/REGEXP"));
+        }
+        return compile_regex(pattern);
+    }
+    let esc = match escape {
+        None => Some(b'\\'),
+        Some([]) => None,
+        Some([c]) => Some(*c),
+        Some(_) => return Err(runtime("Escape string must be empty or one character")),
+    };
+    let mut re = String::from(if kind == LikeKind::Ilike { "(?is-u)^" } else { "(?s-u)^" });
+    let mut i = 0;
+    while i < pattern.len() {
+        let c = pattern[i];
+        if Some(c) == esc {
+            match pattern.get(i + 1) {
+                Some(&n) => {
+                    re.push_str(&format!("\\x{n:02x}"));
+                    i += 2;
+                    continue;
+                }
+                None => return Err(runtime("LIKE pattern ends with an escape character")),
+            }
+        }
+        match c {
+            b'%' => re.push_str("(?:.*)"),
+            b'_' => re.push('.'),
+            _ => re.push_str(&format!("\\x{c:02x}")),
+        }
+        i += 1;
+    }
+    re.push('$');
+    regex::bytes::Regex::new(&re).map_err(|e| runtime(format!("Invalid LIKE pattern: {e}")))
+}
+
+fn unary(op: UnaryOp, v: Value) -> Result<Value> {
+    Ok(match (op, v) {
+        (_, Value::Null) => Value::Null,
+        (UnaryOp::Plus, v) => v,
+        (UnaryOp::Minus, Value::Int64(x)) => Value::Int64(x.wrapping_neg()),
+        (UnaryOp::Minus, Value::Uint64(x)) => Value::Uint64(x.wrapping_neg()),
+        (UnaryOp::Minus, Value::Double(x)) => Value::Double(-x),
+        (UnaryOp::BitNot, Value::Int64(x)) => Value::Int64(!x),
+        (UnaryOp::BitNot, Value::Uint64(x)) => Value::Uint64(!x),
+        (UnaryOp::Not, Value::Boolean(x)) => Value::Boolean(!x),
+        (op, v) => return Err(Error::Runtime(format!("Cannot apply {op:?} to {v}"))),
+    })
+}
+
+fn binary(op: BinaryOp, l: &TypedExpr, r: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value> {
+    match op {
+        BinaryOp::And => {
+            let a = evaluate(l, row, opts)?;
+            if let Value::Boolean(false) = a {
+                return Ok(a);
+            }
+            let b = evaluate(r, row, opts)?;
+            Ok(match (a, b) {
+                (_, Value::Boolean(false)) => Value::Boolean(false),
+                (Value::Boolean(true), Value::Boolean(true)) => Value::Boolean(true),
+                _ => Value::Null,
+            })
+        }
+        BinaryOp::Or => {
+            let a = evaluate(l, row, opts)?;
+            if let Value::Boolean(true) = a {
+                return Ok(a);
+            }
+            let b = evaluate(r, row, opts)?;
+            Ok(match (a, b) {
+                (_, Value::Boolean(true)) => Value::Boolean(true),
+                (Value::Boolean(false), Value::Boolean(false)) => Value::Boolean(false),
+                _ => Value::Null,
+            })
+        }
+        _ => {
+            let a = evaluate(l, row, opts)?;
+            let b = evaluate(r, row, opts)?;
+            apply_binary(op, a, b, opts)
+        }
+    }
+}
+
+/// Applies a non-logical binary operator to two values of the same type.
+pub fn apply_binary(op: BinaryOp, a: Value, b: Value, opts: EvalOptions) -> Result<Value> {
+    if op.is_comparison() {
+        return compare(op, &a, &b, opts);
+    }
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    use BinaryOp::*;
+    Ok(match (a, b) {
+        (Value::Int64(x), Value::Int64(y)) => Value::Int64(match op {
+            Plus => x.wrapping_add(y),
+            Minus => x.wrapping_sub(y),
+            Multiply => x.wrapping_mul(y),
+            Divide | Modulo => {
+                if y == 0 {
+                    return Err(runtime("Division by zero"));
+                }
+                if x == i64::MIN && y == -1 {
+                    return Err(runtime("Division of INT_MIN by -1"));
+                }
+                if op == Divide {
+                    x / y
+                } else {
+                    x % y
+                }
+            }
+            BitAnd => x & y,
+            BitOr => x | y,
+            // Shift counts are taken modulo 64 (YT leaves counts outside 0..63 undefined).
+            LeftShift => x.wrapping_shl(y as u32),
+            RightShift => x.wrapping_shr(y as u32),
+            _ => return Err(runtime(format!("operator {} is not defined for int64", op.symbol()))),
+        }),
+        (Value::Uint64(x), Value::Uint64(y)) => Value::Uint64(match op {
+            Plus => x.wrapping_add(y),
+            Minus => x.wrapping_sub(y),
+            Multiply => x.wrapping_mul(y),
+            Divide | Modulo => {
+                if y == 0 {
+                    return Err(runtime("Division by zero"));
+                }
+                if op == Divide {
+                    x / y
+                } else {
+                    x % y
+                }
+            }
+            BitAnd => x & y,
+            BitOr => x | y,
+            LeftShift => x.wrapping_shl(y as u32),
+            RightShift => x.wrapping_shr(y as u32),
+            _ => return Err(runtime(format!("operator {} is not defined for uint64", op.symbol()))),
+        }),
+        (Value::Double(x), Value::Double(y)) => Value::Double(match op {
+            Plus => x + y,
+            Minus => x - y,
+            Multiply => x * y,
+            Divide => x / y,
+            _ => return Err(runtime(format!("operator {} is not defined for double", op.symbol()))),
+        }),
+        (Value::String(x), Value::String(y)) if op == Concat => Value::String([x, y].concat()),
+        (a, b) => {
+            return Err(runtime(format!(
+                "operator {} cannot be applied to {} and {}",
+                op.symbol(),
+                a.value_type(),
+                b.value_type()
+            )))
+        }
+    })
+}
+
+fn compare(op: BinaryOp, a: &Value, b: &Value, opts: EvalOptions) -> Result<Value> {
+    if opts.canonical_null_relations && (a.is_null() || b.is_null()) {
+        return Ok(Value::Null);
+    }
+    if matches!(a, Value::Double(x) if x.is_nan()) || matches!(b, Value::Double(x) if x.is_nan()) {
+        return Err(runtime("Cannot compare NaN values"));
+    }
+    let o = compare_values(a, b);
+    Ok(Value::Boolean(match op {
+        BinaryOp::Eq => o == Ordering::Equal,
+        BinaryOp::NotEq => o != Ordering::Equal,
+        BinaryOp::Less => o == Ordering::Less,
+        BinaryOp::LessOrEq => o != Ordering::Greater,
+        BinaryOp::Greater => o == Ordering::Greater,
+        BinaryOp::GreaterOrEq => o != Ordering::Less,
+        _ => return Err(runtime("not a comparison")),
+    }))
+}
+
+/// Converts a literal-typed constant to `target` (literals adapt to their context's type).
+pub fn convert_literal(v: &Value, target: ValueType) -> Option<Value> {
+    Some(match (v, target) {
+        (Value::Null, _) => Value::Null,
+        (Value::Int64(x), ValueType::Int64) => Value::Int64(*x),
+        (Value::Int64(x), ValueType::Uint64) => Value::Uint64(*x as u64),
+        (Value::Int64(x), ValueType::Double) => Value::Double(*x as f64),
+        (Value::Uint64(x), ValueType::Uint64) => Value::Uint64(*x),
+        (Value::Uint64(x), ValueType::Double) => Value::Double(*x as f64),
+        (Value::Uint64(x), ValueType::Int64) => Value::Int64(*x as i64),
+        (Value::Double(x), ValueType::Double) => Value::Double(*x),
+        (Value::Boolean(x), ValueType::Boolean) => Value::Boolean(*x),
+        (Value::String(x), ValueType::String) => Value::String(x.clone()),
+        (Value::Any(x), ValueType::Any) => Value::Any(x.clone()),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i(x: i64) -> Value {
+        Value::Int64(x)
+    }
+
+    #[test]
+    fn integer_arithmetic_wraps_and_division_checks() {
+        let o = EvalOptions::default();
+        assert_eq!(apply_binary(BinaryOp::Plus, i(i64::MAX), i(1), o).unwrap(), i(i64::MIN));
+        assert_eq!(apply_binary(BinaryOp::Modulo, i(-17), i(5), o).unwrap(), i(-2));
+        assert_eq!(apply_binary(BinaryOp::Modulo, i(17), i(-5), o).unwrap(), i(2));
+        assert!(apply_binary(BinaryOp::Divide, i(1), i(0), o).unwrap_err().to_string().contains("Division by zero"));
+        assert!(apply_binary(BinaryOp::Divide, i(i64::MIN), i(-1), o)
+            .unwrap_err()
+            .to_string()
+            .contains("INT_MIN"));
+        assert_eq!(apply_binary(BinaryOp::Divide, Value::Null, i(0), o).unwrap(), Value::Null);
+        assert_eq!(apply_binary(BinaryOp::RightShift, i(-8), i(1), o).unwrap(), i(-4));
+        assert_eq!(
+            apply_binary(BinaryOp::RightShift, Value::Uint64(u64::MAX), Value::Uint64(60), o).unwrap(),
+            Value::Uint64(15)
+        );
+    }
+
+    #[test]
+    fn null_compares_as_minimum_unless_canonical() {
+        let o = EvalOptions::default();
+        assert_eq!(compare(BinaryOp::Eq, &Value::Null, &Value::Null, o).unwrap(), Value::Boolean(true));
+        assert_eq!(compare(BinaryOp::Less, &Value::Null, &i(5), o).unwrap(), Value::Boolean(true));
+        let c = EvalOptions { canonical_null_relations: true };
+        assert_eq!(compare(BinaryOp::Eq, &Value::Null, &Value::Null, c).unwrap(), Value::Null);
+        assert!(compare(BinaryOp::Eq, &Value::Double(f64::NAN), &Value::Double(1.0), o).is_err());
+    }
+
+    #[test]
+    fn like_patterns() {
+        let m = |s: &str, p: &str, e: Option<&str>, k| {
+            compile_like(p.as_bytes(), e.map(str::as_bytes), k).unwrap().is_match(s.as_bytes())
+        };
+        assert!(m("ab.cd.efgh", "__.__.____", None, LikeKind::Like));
+        assert!(!m("ab.cd-efgh", "__.__.____", None, LikeKind::Like));
+        assert!(m("", "%", None, LikeKind::Like));
+        assert!(!m("abc", "", None, LikeKind::Like));
+        assert!(m("_", "._", Some("."), LikeKind::Like));
+        assert!(!m("a", "._", Some("."), LikeKind::Like));
+        assert!(m("ABC", "a%", None, LikeKind::Ilike));
+        assert!(m("xabcx", "b.", None, LikeKind::Rlike));
+    }
+}

@@ -1,0 +1,36 @@
+//! Storage errors.
+
+/// Result of storage operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A storage error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store URL is malformed or of an unsupported scheme.
+    #[error("Invalid store URL {url:?}: {message}")]
+    InvalidUrl { url: String, message: String },
+    /// No table at this path.
+    #[error("Error resolving path {path}: no such table")]
+    NoSuchTable { path: String },
+    /// A node exists where a new one was to be created.
+    #[error("Cannot create table {path}: node already exists")]
+    AlreadyExists { path: String },
+    /// The request is invalid (bad path, bad attributes, bad rows).
+    #[error("{0}")]
+    Invalid(String),
+    /// A stored file does not decode.
+    #[error("Corrupt data in {path}: {message}")]
+    Corrupt { path: String, message: String },
+    /// The object store failed.
+    #[error("Object store error: {0}")]
+    ObjectStore(#[from] object_store::Error),
+    /// Parquet encoding or decoding failed.
+    #[error("Parquet error: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Arrow failed.
+    #[error("Arrow error: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// A schema or value error.
+    #[error(transparent)]
+    Core(#[from] dynql_core::Error),
+}

@@ -1,0 +1,344 @@
+//! [`Database`]: the embedded engine — create tables, write rows, run YT QL.
+
+use std::collections::BTreeSet;
+
+use arrow::record_batch::RecordBatch;
+
+use dynql_core::arrow_convert::{arrow_field, rows_to_batch};
+use dynql_core::row::row_from_yson;
+use dynql_core::{TableSchema, Value, ValueType, Yson};
+use dynql_exec::{QueryResult, SelectOptions};
+use dynql_ql::ComputedColumns;
+use dynql_storage::{Store, TableOptions};
+
+use crate::error::{Error, Result};
+
+/// Attributes accepted by `create table` that do not change dynql's behaviour (storage
+/// layout hints of a YT cluster).
+const IGNORED_ATTRIBUTES: &[&str] = &[
+    "optimize_for", "compression_codec", "erasure_codec", "replication_factor", "primary_medium",
+    "account", "enable_dynamic_store_read", "in_memory_mode", "tablet_cell_bundle", "atomicity",
+];
+
+/// An open dynql store.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use dynql::{Database, SelectOptions};
+/// let db = Database::open("memory://")?;
+/// db.create_table_from_text("//t", r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}"#).await?;
+/// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": "one"})]).await?;
+/// let result = db.select_rows("v from [//t] where k = 1", &SelectOptions::default()).await?;
+/// assert_eq!(result.rows[0][0], dynql::Value::string("one"));
+/// # Ok::<(), dynql::Error>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Database {
+    store: Store,
+}
+
+impl Database {
+    /// Opens (or creates) the store at `url`: `file://DIR`, a bare directory, or `memory://`.
+    pub fn open(url: &str) -> Result<Database> {
+        Ok(Database { store: Store::open(url)? })
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Creates a table from `yt create table --attributes` text (YSON or JSON map with
+    /// `dynamic`, `schema`, optional `tablet_count` or `pivot_keys`).
+    pub async fn create_table_from_text(&self, path: &str, attributes: &str) -> Result<()> {
+        self.create_table(path, &parse_document(attributes)?).await
+    }
+
+    /// Creates a table from an attribute map.
+    ///
+    /// # Errors
+    /// A missing or invalid schema, `dynamic` not true, bad tablet attributes, an invalid
+    /// computed column, an existing table.
+    pub async fn create_table(&self, path: &str, attributes: &Yson) -> Result<()> {
+        let Yson::Map(entries) = unwrap_attributes(attributes) else {
+            return Err(Error::Invalid("Attributes must be a map".into()));
+        };
+        let mut schema = None;
+        let mut dynamic = false;
+        let mut options = TableOptions::default();
+        for (k, v) in entries {
+            let key = String::from_utf8_lossy(k);
+            match key.as_ref() {
+                "schema" => schema = Some(TableSchema::from_yson(v)?),
+                "dynamic" => {
+                    dynamic = match unwrap_attributes(v) {
+                        Yson::Boolean(b) => *b,
+                        Yson::String(s) if s == b"true" || s == b"false" => s == b"true",
+                        _ => return Err(Error::Invalid("Attribute \"dynamic\" must be a boolean".into())),
+                    }
+                }
+                "tablet_count" => {
+                    options.tablet_count = Some(match unwrap_attributes(v) {
+                        Yson::Int64(n) if *n > 0 => *n as usize,
+                        Yson::Uint64(n) if *n > 0 => *n as usize,
+                        _ => return Err(Error::Invalid("Attribute \"tablet_count\" must be a positive integer".into())),
+                    })
+                }
+                "pivot_keys" => options.pivot_keys = Some(parse_pivot_keys(v)?),
+                other if IGNORED_ATTRIBUTES.contains(&other) => {}
+                other => {
+                    return Err(Error::Invalid(format!(
+                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys)"
+                    )))
+                }
+            }
+        }
+        if !dynamic {
+            return Err(Error::Invalid(
+                "Only dynamic tables are supported: pass dynamic=%true in the attributes".into(),
+            ));
+        }
+        let schema = schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
+        if let Some(pivots) = &mut options.pivot_keys {
+            for p in pivots.iter_mut() {
+                for (v, c) in p.iter_mut().zip(schema.key_columns()) {
+                    // JSON pivots have no uint64 literal: adapt non-negative integers.
+                    if let (Value::Int64(x), ValueType::Uint64) = (&*v, c.wire_type()) {
+                        if *x >= 0 {
+                            *v = Value::Uint64(*x as u64);
+                        }
+                    }
+                }
+            }
+        }
+        ComputedColumns::compile(&schema)?;
+        self.store.create_table(path, schema, options).await?;
+        Ok(())
+    }
+
+    /// Inserts rows (maps of column name to value) in overwrite mode: a row replaces the row
+    /// with the same key; columns not given become null. Computed key columns are evaluated.
+    ///
+    /// # Errors
+    /// Unknown columns, wrong types, a missing key or required column, a computed column
+    /// written; nothing is written then.
+    pub async fn insert_rows(&self, path: &str, rows: &[Yson]) -> Result<()> {
+        let entry = self.store.table(path).await?;
+        let schema = &entry.schema;
+        let computed = ComputedColumns::compile(schema)?;
+        let mut full = Vec::with_capacity(rows.len());
+        for (n, node) in rows.iter().enumerate() {
+            let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
+            if let Some(t) = input.tablet_index {
+                if t < 0 || t as usize >= entry.tablet_count {
+                    return Err(row_error(
+                        n,
+                        Error::Invalid(format!("Invalid $tablet_index {t}: the table has {} tablets", entry.tablet_count)),
+                    ));
+                }
+            }
+            let mut row = Vec::with_capacity(input.values.len());
+            for (value, column) in input.values.into_iter().zip(schema.columns()) {
+                match value {
+                    Some(v) => row.push(v),
+                    None if column.is_key() && !column.is_computed() => {
+                        return Err(row_error(n, Error::Invalid(format!("Missing key column {:?}", column.name))))
+                    }
+                    None if column.required => {
+                        return Err(row_error(n, Error::Invalid(format!("Missing required column {:?}", column.name))))
+                    }
+                    None => row.push(Value::Null),
+                }
+            }
+            computed.fill(schema, &mut row).map_err(|e| row_error(n, e.into()))?;
+            full.push(row);
+        }
+        self.store.write_rows(path, full, vec![]).await?;
+        Ok(())
+    }
+
+    /// Inserts rows given as JSON objects (see [`Database::insert_rows`]).
+    pub async fn insert_json_rows(&self, path: &str, rows: &[serde_json::Value]) -> Result<()> {
+        let rows: Vec<Yson> = rows.iter().map(Yson::from_json).collect();
+        self.insert_rows(path, &rows).await
+    }
+
+    /// Inserts the rows of a record batch whose fields are named like the table's columns.
+    pub async fn insert_batch(&self, path: &str, batch: &RecordBatch) -> Result<()> {
+        let entry = self.store.table(path).await?;
+        let mut rows = vec![Vec::new(); batch.num_rows()];
+        for (i, field) in batch.schema().fields().iter().enumerate() {
+            let column = entry.schema.column(field.name()).ok_or_else(|| {
+                Error::Invalid(format!("No such column {:?} in table schema", field.name()))
+            })?;
+            let array = batch.column(i);
+            for (r, row) in rows.iter_mut().enumerate() {
+                let v = dynql_core::arrow_convert::array_value(array.as_ref(), column.wire_type(), r);
+                row.push((field.name().as_bytes().to_vec(), v.to_yson()));
+            }
+        }
+        let rows: Vec<Yson> = rows.into_iter().map(Yson::Map).collect();
+        self.insert_rows(path, &rows).await
+    }
+
+    /// Deletes rows by key (maps holding the non-computed key columns).
+    pub async fn delete_rows(&self, path: &str, keys: &[Yson]) -> Result<()> {
+        let entry = self.store.table(path).await?;
+        let schema = &entry.schema;
+        let key_count = schema.key_column_count();
+        if key_count == 0 {
+            return Err(Error::Invalid(format!(
+                "delete_rows is not supported for ordered table {path}: ordered tables are queues (use trim_rows)"
+            )));
+        }
+        let computed = ComputedColumns::compile(schema)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for (n, node) in keys.iter().enumerate() {
+            let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
+            let mut row = Vec::with_capacity(schema.columns().len());
+            for (i, (value, column)) in input.values.into_iter().zip(schema.columns()).enumerate() {
+                if i >= key_count {
+                    if value.is_some() {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Column {:?} is not a key column: delete_rows takes keys only", column.name)),
+                        ));
+                    }
+                    row.push(Value::Null);
+                    continue;
+                }
+                match value {
+                    Some(v) => row.push(v),
+                    None if column.is_computed() => row.push(Value::Null),
+                    None => return Err(row_error(n, Error::Invalid(format!("Missing key column {:?}", column.name)))),
+                }
+            }
+            computed.fill(schema, &mut row).map_err(|e| row_error(n, e.into()))?;
+            row.truncate(key_count);
+            out.push(row);
+        }
+        self.store.write_rows(path, vec![], out).await?;
+        Ok(())
+    }
+
+    /// Runs a YT QL query.
+    pub async fn select_rows(&self, query: &str, options: &SelectOptions) -> Result<SelectResult> {
+        let result = dynql_exec::select_rows(&self.store, query, options).await?;
+        Ok(SelectResult::from(result))
+    }
+
+    /// Removes a table.
+    pub async fn remove(&self, path: &str) -> Result<()> {
+        Ok(self.store.remove_table(path).await?)
+    }
+
+    /// Whether a table or a directory holding tables exists at `path`.
+    pub async fn exists(&self, path: &str) -> Result<bool> {
+        let tables = self.store.tables().await?;
+        let dir = format!("{}/", path.trim_end_matches('/'));
+        Ok(path == "/" || path == "//" || tables.contains_key(path) || tables.keys().any(|p| p.starts_with(&dir)))
+    }
+
+    /// Names of the children of a directory path (tables and implicit directories).
+    pub async fn list(&self, path: &str) -> Result<Vec<String>> {
+        let tables = self.store.tables().await?;
+        if tables.contains_key(path) {
+            return Err(Error::Invalid(format!("{path} is a table, not a directory")));
+        }
+        let dir = if path == "/" || path == "//" { "//".to_string() } else { format!("{}/", path.trim_end_matches('/')) };
+        let children: BTreeSet<String> = tables
+            .keys()
+            .filter_map(|p| p.strip_prefix(&dir))
+            .filter_map(|rest| rest.split('/').next())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if children.is_empty() && dir != "//" {
+            return Err(Error::Storage(dynql_storage::Error::NoSuchTable { path: path.into() }));
+        }
+        Ok(children.into_iter().collect())
+    }
+}
+
+/// The result of `select_rows`.
+#[derive(Debug, Clone)]
+pub struct SelectResult {
+    /// Result columns: name and type, in output order.
+    pub columns: Vec<(String, ValueType)>,
+    /// Rows, values in column order.
+    pub rows: Vec<Vec<Value>>,
+    /// Execution statistics.
+    pub statistics: dynql_exec::Statistics,
+}
+
+impl From<QueryResult> for SelectResult {
+    fn from(r: QueryResult) -> SelectResult {
+        SelectResult { columns: r.columns, rows: r.rows, statistics: r.statistics }
+    }
+}
+
+impl SelectResult {
+    /// The rows as one Arrow record batch (string columns are `Binary`).
+    pub fn to_record_batch(&self) -> Result<RecordBatch> {
+        let fields: Vec<_> = self.columns.iter().map(|(n, t)| arrow_field(n, *t, t.name())).collect();
+        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
+        rows_to_batch(&schema, &self.rows).map_err(|e| Error::Invalid(e.to_string()))
+    }
+
+    /// The rows as JSON objects (keys in column order), as `yt select-rows --format json`.
+    pub fn to_json_rows(&self) -> Vec<serde_json::Value> {
+        self.rows
+            .iter()
+            .map(|r| {
+                let mut m = serde_json::Map::new();
+                for ((name, _), v) in self.columns.iter().zip(r) {
+                    m.insert(name.clone(), v.to_json());
+                }
+                serde_json::Value::Object(m)
+            })
+            .collect()
+    }
+}
+
+fn row_error(n: usize, e: Error) -> Error {
+    Error::Invalid(format!("Row #{n}: {e}"))
+}
+
+fn unwrap_attributes(v: &Yson) -> &Yson {
+    match v {
+        Yson::Attributed { value, .. } => value,
+        other => other,
+    }
+}
+
+/// Parses a YSON or JSON document (JSON first when it is valid JSON).
+pub fn parse_document(text: &str) -> Result<Yson> {
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(text) {
+        return Ok(Yson::from_json(&json));
+    }
+    Ok(dynql_core::yson::parse(text.as_bytes()).map_err(dynql_core::Error::from)?)
+}
+
+fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {
+    let Yson::List(items) = unwrap_attributes(v) else {
+        return Err(Error::Invalid("Attribute \"pivot_keys\" must be a list of lists".into()));
+    };
+    items
+        .iter()
+        .map(|p| match unwrap_attributes(p) {
+            Yson::List(values) => values
+                .iter()
+                .map(|x| match x {
+                    Yson::Entity => Ok(Value::Null),
+                    Yson::Int64(i) => Ok(Value::Int64(*i)),
+                    Yson::Uint64(u) => Ok(Value::Uint64(*u)),
+                    Yson::Double(d) => Ok(Value::Double(*d)),
+                    Yson::Boolean(b) => Ok(Value::Boolean(*b)),
+                    Yson::String(s) => Ok(Value::String(s.clone())),
+                    _ => Err(Error::Invalid("Pivot key values must be scalars".into())),
+                })
+                .collect(),
+            _ => Err(Error::Invalid("Each pivot key must be a list".into())),
+        })
+        .collect()
+}

@@ -1,0 +1,75 @@
+//! The error type of the dynql library.
+
+/// Result of dynql operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a caller can do about an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is wrong (bad query, bad row, unknown table): fix it.
+    InvalidInput,
+    /// The store is unreachable or failed: retry later.
+    Unavailable,
+    /// Stored data does not decode.
+    Corrupt,
+    /// A row limit of the query was hit.
+    LimitExceeded,
+    /// A bug in dynql.
+    Internal,
+}
+
+/// A dynql error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A schema, value or YSON error.
+    #[error(transparent)]
+    Core(#[from] dynql_core::Error),
+    /// A query-language error (syntax, binding, evaluation).
+    #[error(transparent)]
+    Query(#[from] dynql_ql::Error),
+    /// A storage error.
+    #[error(transparent)]
+    Storage(#[from] dynql_storage::Error),
+    /// An execution error.
+    #[error(transparent)]
+    Exec(#[from] dynql_exec::Error),
+    /// An invalid request detected by the facade (attributes, rows).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// The kind of the error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Core(_) | Error::Query(_) | Error::Invalid(_) => ErrorKind::InvalidInput,
+            Error::Storage(e) => storage_kind(e),
+            Error::Exec(e) => match e {
+                dynql_exec::Error::Query(_) | dynql_exec::Error::InvalidOption { .. } => ErrorKind::InvalidInput,
+                dynql_exec::Error::Storage(s) => storage_kind(s),
+                dynql_exec::Error::DataFusion(_) => ErrorKind::Internal,
+                dynql_exec::Error::LimitExceeded { .. } => ErrorKind::LimitExceeded,
+            },
+        }
+    }
+
+    /// The byte span of the query text the error is about, if any.
+    pub fn query_span(&self) -> Option<dynql_ql::Span> {
+        match self {
+            Error::Query(q) | Error::Exec(dynql_exec::Error::Query(q)) => q.span(),
+            _ => None,
+        }
+    }
+}
+
+fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
+    use dynql_storage::Error as S;
+    match e {
+        S::InvalidUrl { .. } | S::NoSuchTable { .. } | S::AlreadyExists { .. } | S::Invalid(_) | S::Core(_) => {
+            ErrorKind::InvalidInput
+        }
+        S::Corrupt { .. } | S::Parquet(_) => ErrorKind::Corrupt,
+        S::ObjectStore(_) => ErrorKind::Unavailable,
+        S::Arrow(_) => ErrorKind::Internal,
+    }
+}

@@ -1,0 +1,17 @@
+//! dynql: an embeddable engine for YTsaurus-style dynamic tables and YT QL.
+//!
+//! Open a store with [`Database::open`], create tables with YT schemas, write rows, and run
+//! `select_rows` queries with YT's semantics. See the crate-level example on [`Database`]
+//! and `examples/quickstart.rs`.
+
+mod database;
+mod error;
+
+pub use database::{parse_document, Database, SelectResult};
+pub use dynql_core::yson;
+pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
+pub use dynql_exec::{SelectOptions, Statistics};
+pub use error::{Error, ErrorKind, Result};
+
+/// The YT QL layer, for callers that parse or bind queries themselves.
+pub use dynql_ql as ql;
