@@ -61,6 +61,7 @@ pub enum Command {
     },
     /// Run a YT QL query.
     SelectRows {
+        #[arg(allow_hyphen_values = true)]
         query: String,
         #[arg(long, value_enum, default_value = "yson")]
         format: OutputFormat,

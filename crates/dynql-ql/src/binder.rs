@@ -566,7 +566,7 @@ impl Binder {
                     UnaryOp::BitNot => TypeSet::INTEGER,
                     UnaryOp::Not => TypeSet::BOOLEAN,
                 };
-                let r = s.intersect(domain);
+                let r = s.restrict(domain);
                 if r.is_empty() {
                     return Err(mismatch(format!("Type mismatch in expression {}", quote_expr(e)), e.span));
                 }
@@ -580,7 +580,7 @@ impl Binder {
                 let l = self.infer(left)?;
                 let r = self.infer(right)?;
                 let domain = binary_domain(*op);
-                let s = l.intersect(r).intersect(domain);
+                let s = l.intersect(r).restrict(domain);
                 if s.is_empty() {
                     return Err(mismatch(
                         format!(
@@ -692,19 +692,19 @@ impl Binder {
         }
         let mut var = TypeSet::NULL;
         if let Param::T(d) = sig.result {
-            var = var.intersect(d);
+            var = var.restrict(d);
         }
         for (i, a) in args.iter().enumerate() {
             let set = self.infer(a)?;
             match sig.param(i) {
                 Some(Param::T(domain)) => {
-                    var = var.intersect(domain).intersect(set);
+                    var = var.restrict(domain).intersect(set);
                     if var.is_empty() {
                         return Err(mismatch(format!("Type mismatch in function {name:?}"), a.span));
                     }
                 }
                 Some(Param::Fixed(domain)) => {
-                    if set.intersect(domain).is_empty() {
+                    if set.restrict(domain).is_empty() {
                         return Err(mismatch(
                             format!(
                                 "Type mismatch in function {name:?}: argument {} has type {}, expected {}",
@@ -738,7 +738,7 @@ impl Binder {
                 let mut var = TypeSet::NULL;
                 for (i, a) in args.iter().enumerate() {
                     if let Some(Param::T(d)) = sig.param(i) {
-                        var = var.intersect(d).intersect(self.infer(a)?);
+                        var = var.restrict(d).intersect(self.infer(a)?);
                     }
                 }
                 if args.iter().enumerate().any(|(i, _)| matches!(sig.param(i), Some(Param::T(_)))) {
@@ -753,7 +753,7 @@ impl Binder {
             let t = match sig.param(i) {
                 Some(Param::T(_)) => var_type,
                 Some(Param::Fixed(domain)) => {
-                    let s = self.infer(a)?.intersect(domain);
+                    let s = self.infer(a)?.restrict(domain);
                     s.first().ok_or_else(|| mismatch("Type mismatch in function argument".into(), a.span))?
                 }
                 None => return Err(mismatch("Too many arguments".into(), a.span)),

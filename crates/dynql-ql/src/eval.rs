@@ -126,7 +126,8 @@ pub fn compile_like(pattern: &[u8], escape: Option<&[u8]>, kind: LikeKind) -> Re
         if escape.is_some() {
             return Err(runtime("ESCAPE is not supported with RLIKE/REGEXP"));
         }
-        return compile_regex(pattern);
+        // YT matches RLIKE/REGEXP against the whole string (RE2 full match).
+        return compile_regex(&[b"^(?:", pattern, b")$"].concat());
     }
     let esc = match escape {
         None => Some(b'\\'),
@@ -366,6 +367,7 @@ mod tests {
         assert!(m("_", "._", Some("."), LikeKind::Like));
         assert!(!m("a", "._", Some("."), LikeKind::Like));
         assert!(m("ABC", "a%", None, LikeKind::Ilike));
-        assert!(m("xabcx", "b.", None, LikeKind::Rlike));
+        assert!(m("abc", "a.c", None, LikeKind::Rlike));
+        assert!(!m("xabcx", "b.", None, LikeKind::Rlike));
     }
 }

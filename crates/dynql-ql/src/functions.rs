@@ -484,17 +484,28 @@ fn format_double(v: f64) -> String {
     }
 }
 
-fn parse_number<T: std::str::FromStr>(s: &[u8], type_name: &str) -> Result<T> {
-    std::str::from_utf8(s)
-        .ok()
-        .map(str::trim)
-        .and_then(|t| t.parse::<T>().ok())
-        .ok_or_else(|| {
-            runtime(format!(
-                "Cannot convert value {:?} to {type_name}",
-                String::from_utf8_lossy(s)
-            ))
-        })
+/// `parse_int64` and friends: the text is a YSON scalar (`1`, `1u`, `1.0`) converted to the
+/// target type as the casts do.
+fn parse_scalar(s: &[u8], target: ValueType) -> Result<Value> {
+    use dynql_core::Yson;
+    let bad = || runtime(format!("Cannot convert value {:?} to {target}", String::from_utf8_lossy(s)));
+    let v = match dynql_core::yson::parse(s).map_err(|_| bad())? {
+        Yson::Int64(x) => Value::Int64(x),
+        Yson::Uint64(x) => Value::Uint64(x),
+        Yson::Double(x) => Value::Double(x),
+        _ => return Err(bad()),
+    };
+    match (target, v) {
+        (ValueType::Int64, Value::Int64(x)) => Ok(Value::Int64(x)),
+        (ValueType::Int64, Value::Uint64(x)) => Ok(Value::Int64(x as i64)),
+        (ValueType::Uint64, Value::Int64(x)) => Ok(Value::Uint64(x as u64)),
+        (ValueType::Uint64, Value::Uint64(x)) => Ok(Value::Uint64(x)),
+        (ValueType::Double, Value::Int64(x)) => Ok(Value::Double(x as f64)),
+        (ValueType::Double, Value::Uint64(x)) => Ok(Value::Double(x as f64)),
+        (ValueType::Double, Value::Double(x)) => Ok(Value::Double(x)),
+        (t, Value::Double(x)) => double_to_int(x, t),
+        _ => Err(bad()),
+    }
 }
 
 fn timestamp_floor(t: i64, unit: FloorUnit) -> Result<i64> {
@@ -632,9 +643,9 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             }
             .into_bytes(),
         ),
-        S::ParseInt64 => Value::Int64(parse_number::<i64>(str_arg(a(0)), "int64")?),
-        S::ParseUint64 => Value::Uint64(parse_number::<u64>(str_arg(a(0)), "uint64")?),
-        S::ParseDouble => Value::Double(parse_number::<f64>(str_arg(a(0)), "double")?),
+        S::ParseInt64 => parse_scalar(str_arg(a(0)), ValueType::Int64)?,
+        S::ParseUint64 => parse_scalar(str_arg(a(0)), ValueType::Uint64)?,
+        S::ParseDouble => parse_scalar(str_arg(a(0)), ValueType::Double)?,
         S::RegexFullMatch => {
             let re = compile_regex(&[b"^(?:", str_arg(a(0)), b")$"].concat())?;
             Value::Boolean(re.is_match(str_arg(a(1))))

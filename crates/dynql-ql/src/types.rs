@@ -72,6 +72,12 @@ impl TypeSet {
         TypeSet { bits: self.bits & other.bits, weak: self.weak && other.weak }
     }
 
+    /// Narrows to the types of `domain` (an operator's or parameter's own domain), keeping
+    /// weakness: a domain is not a constraint coming from a value.
+    pub fn restrict(self, domain: TypeSet) -> TypeSet {
+        TypeSet { bits: self.bits & domain.bits, weak: self.weak }
+    }
+
     pub fn is_empty(self) -> bool {
         self.bits == 0
     }

@@ -293,8 +293,11 @@ impl Ord for KeyOrd {
 fn validate_tablets(schema: &TableSchema, options: &TableOptions) -> Result<(usize, Vec<String>)> {
     let key_count = schema.key_column_count();
     match (&options.pivot_keys, options.tablet_count) {
-        (Some(_), Some(_)) => Err(Error::Invalid("Cannot specify both \"pivot_keys\" and \"tablet_count\"".into())),
-        (Some(pivots), None) => {
+        (Some(pivots), Some(n)) if pivots.len() != n => Err(Error::Invalid(format!(
+            "\"tablet_count\" ({n}) does not match the number of \"pivot_keys\" ({})",
+            pivots.len()
+        ))),
+        (Some(pivots), _) => {
             if key_count == 0 {
                 return Err(Error::Invalid("\"pivot_keys\" can only be set for sorted tables".into()));
             }
@@ -383,6 +386,9 @@ mod tests {
         assert!(bad(vec![vec![], vec![Value::Int64(5)], vec![Value::Int64(5)]]));
         assert!(bad(vec![vec![], vec![Value::string("x")]]));
         assert!(!bad(vec![vec![], vec![Value::Int64(5)], vec![Value::Int64(7)]]));
+        let both = |n| validate_tablets(&s, &TableOptions { pivot_keys: Some(vec![vec![], vec![Value::Int64(5)]]), tablet_count: Some(n) });
+        assert!(both(2).is_ok());
+        assert!(both(3).is_err());
         assert!(validate_path("//t").is_ok());
         assert!(validate_path("/t").is_err());
         assert!(validate_path("//t/").is_err());
