@@ -1,0 +1,54 @@
+//! End-to-end tests of the `dynql` binary through its command-line contract.
+
+mod cli;
+mod conformance;
+
+use std::process::{Command, Output, Stdio};
+
+/// A fresh file store in a temporary directory.
+pub struct TestStore {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestStore {
+    pub fn new() -> TestStore {
+        TestStore { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn url(&self) -> String {
+        format!("file://{}", self.dir.path().display())
+    }
+
+    /// Runs `dynql --store URL ARGS` with `stdin`.
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynql"));
+        cmd.arg("--store").arg(self.url()).args(args);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn dynql");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("write stdin");
+        }
+        drop(input);
+        child.wait_with_output().expect("dynql output")
+    }
+
+    /// Runs and asserts success; returns stdout.
+    pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
+        assert!(
+            out.status.success(),
+            "dynql {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Runs and asserts failure with exit status 1; returns stderr.
+    pub fn fails(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
+        assert_eq!(out.status.code(), Some(1), "dynql {args:?} should fail with 1: {out:?}");
+        String::from_utf8(out.stderr).expect("utf-8 stderr")
+    }
+}
