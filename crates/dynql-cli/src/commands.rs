@@ -123,11 +123,18 @@ pub async fn run(cli: Cli) -> Result<()> {
     let db = Database::open(&store_url(&cli))?;
     let mut stdout = std::io::stdout().lock();
     match cli.command {
-        Command::Create { node_type, path, attributes, recursive: _, ignore_existing } => {
+        Command::Create {
+            node_type,
+            path,
+            attributes,
+            recursive: _,
+            ignore_existing,
+        } => {
             if node_type != "table" {
                 bail!("Cannot create a node of type {node_type:?}: only \"table\" is supported");
             }
-            let attributes = attributes.context("--attributes with dynamic=%true and a schema is required")?;
+            let attributes =
+                attributes.context("--attributes with dynamic=%true and a schema is required")?;
             if ignore_existing && db.exists(&path).await? {
                 return Ok(());
             }
@@ -171,8 +178,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             options.max_subqueries = max_subqueries;
             if let Some(text) = placeholder_values {
-                options.placeholder_values =
-                    Some(dynql::parse_document(&text).context("--placeholder-values must be a YSON or JSON map")?);
+                options.placeholder_values = Some(
+                    dynql::parse_document(&text)
+                        .context("--placeholder-values must be a YSON or JSON map")?,
+                );
             }
             let result = match db.select_rows(&query, &options).await {
                 Ok(r) => r,
@@ -210,12 +219,18 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 /// Adds the query line with a caret under the error position.
 fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
-    let Some(span) = e.query_span() else { return e.into() };
+    let Some(span) = e.query_span() else {
+        return e.into();
+    };
     if span.start > query.len() || query.contains('\n') {
         return e.into();
     }
     let caret = " ".repeat(query[..span.start].chars().count());
-    let width = query.get(span.start..span.end.min(query.len())).map(|s| s.chars().count()).unwrap_or(1).max(1);
+    let width = query
+        .get(span.start..span.end.min(query.len()))
+        .map(|s| s.chars().count())
+        .unwrap_or(1)
+        .max(1);
     anyhow::anyhow!("{e}\n  {query}\n  {caret}{}", "^".repeat(width))
 }
 
@@ -230,15 +245,18 @@ fn read_rows(format: InputFormat) -> Result<Vec<Yson>> {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let v: serde_json::Value =
-                    serde_json::from_str(&line).with_context(|| format!("line {}: malformed JSON row", n + 1))?;
+                let v: serde_json::Value = serde_json::from_str(&line)
+                    .with_context(|| format!("line {}: malformed JSON row", n + 1))?;
                 rows.push(Yson::from_json(&v));
             }
             Ok(rows)
         }
         InputFormat::Yson => {
             let mut text = Vec::new();
-            stdin.lock().read_to_end(&mut text).context("reading stdin")?;
+            stdin
+                .lock()
+                .read_to_end(&mut text)
+                .context("reading stdin")?;
             Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)
         }
     }

@@ -15,7 +15,11 @@ pub enum OutputFormat {
 }
 
 /// Writes a result in `format`.
-pub fn write_result(out: &mut impl Write, result: &SelectResult, format: OutputFormat) -> Result<()> {
+pub fn write_result(
+    out: &mut impl Write,
+    result: &SelectResult,
+    format: OutputFormat,
+) -> Result<()> {
     match format {
         OutputFormat::Json => {
             for row in result.to_json_rows() {
@@ -26,7 +30,12 @@ pub fn write_result(out: &mut impl Write, result: &SelectResult, format: OutputF
         OutputFormat::Yson => {
             for row in &result.rows {
                 let map = Yson::Map(
-                    result.columns.iter().zip(row).map(|((n, _), v)| (n.as_bytes().to_vec(), v.to_yson())).collect(),
+                    result
+                        .columns
+                        .iter()
+                        .zip(row)
+                        .map(|((n, _), v)| (n.as_bytes().to_vec(), v.to_yson()))
+                        .collect(),
                 );
                 out.write_all(dynql::yson::to_text(&map).as_bytes())?;
                 out.write_all(b";\n")?;

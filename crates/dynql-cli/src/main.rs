@@ -18,7 +18,11 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = commands::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("Error: cannot start the runtime: {e}");

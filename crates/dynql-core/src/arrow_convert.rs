@@ -56,8 +56,10 @@ pub fn value_type_of_field(field: &Field) -> Option<ValueType> {
 
 /// An Arrow field for a column of the given name and wire type.
 pub fn arrow_field(name: &str, t: ValueType, logical: &str) -> Field {
-    Field::new(name, arrow_type(t), true)
-        .with_metadata(HashMap::from([(YT_TYPE_KEY.to_string(), logical.to_string())]))
+    Field::new(name, arrow_type(t), true).with_metadata(HashMap::from([(
+        YT_TYPE_KEY.to_string(),
+        logical.to_string(),
+    )]))
 }
 
 /// The Arrow schema of a table (all fields nullable; YT's `required` is checked on write).
@@ -76,9 +78,8 @@ pub fn table_arrow_schema(schema: &TableSchema) -> SchemaRef {
 /// # Errors
 /// When a value is of another type than `t`.
 pub fn values_to_array(t: ValueType, values: &[&Value]) -> Result<ArrayRef, ArrowError> {
-    let wrong = |v: &Value| {
-        ArrowError::InvalidArgumentError(format!("value {v} does not have type {t}"))
-    };
+    let wrong =
+        |v: &Value| ArrowError::InvalidArgumentError(format!("value {v} does not have type {t}"));
     Ok(match t {
         ValueType::Null => Arc::new(arrow::array::NullArray::new(values.len())),
         ValueType::Int64 => {
@@ -145,7 +146,10 @@ pub fn rows_to_batch(schema: &SchemaRef, rows: &[Vec<Value>]) -> Result<RecordBa
     let mut columns = Vec::with_capacity(schema.fields().len());
     for (i, field) in schema.fields().iter().enumerate() {
         let t = value_type_of_field(field).ok_or_else(|| {
-            ArrowError::InvalidArgumentError(format!("unsupported field type {}", field.data_type()))
+            ArrowError::InvalidArgumentError(format!(
+                "unsupported field type {}",
+                field.data_type()
+            ))
         })?;
         let column: Vec<&Value> = rows.iter().map(|r| &r[i]).collect();
         columns.push(values_to_array(t, &column)?);
@@ -176,17 +180,29 @@ pub fn array_value(array: &dyn Array, t: ValueType, row: usize) -> Value {
         ValueType::Int64 => get!(Int64Array).map(Value::Int64).or_else(|| {
             arrow::compute::cast(&array.slice(row, 1), &DataType::Int64)
                 .ok()
-                .and_then(|a| a.as_any().downcast_ref::<Int64Array>().map(|a| Value::Int64(a.value(0))))
+                .and_then(|a| {
+                    a.as_any()
+                        .downcast_ref::<Int64Array>()
+                        .map(|a| Value::Int64(a.value(0)))
+                })
         }),
         ValueType::Uint64 => get!(UInt64Array).map(Value::Uint64).or_else(|| {
             arrow::compute::cast(&array.slice(row, 1), &DataType::UInt64)
                 .ok()
-                .and_then(|a| a.as_any().downcast_ref::<UInt64Array>().map(|a| Value::Uint64(a.value(0))))
+                .and_then(|a| {
+                    a.as_any()
+                        .downcast_ref::<UInt64Array>()
+                        .map(|a| Value::Uint64(a.value(0)))
+                })
         }),
         ValueType::Double => get!(Float64Array).map(Value::Double).or_else(|| {
             arrow::compute::cast(&array.slice(row, 1), &DataType::Float64)
                 .ok()
-                .and_then(|a| a.as_any().downcast_ref::<Float64Array>().map(|a| Value::Double(a.value(0))))
+                .and_then(|a| {
+                    a.as_any()
+                        .downcast_ref::<Float64Array>()
+                        .map(|a| Value::Double(a.value(0)))
+                })
         }),
         ValueType::Boolean => get!(BooleanArray).map(Value::Boolean),
         ValueType::String | ValueType::Any => {
@@ -194,7 +210,13 @@ pub fn array_value(array: &dyn Array, t: ValueType, row: usize) -> Value {
                 .map(|b| b.to_vec())
                 .or_else(|| get!(LargeBinaryArray).map(|b| b.to_vec()))
                 .or_else(|| get!(StringArray).map(|s| s.as_bytes().to_vec()));
-            bytes.map(|b| if t == ValueType::Any { Value::Any(b) } else { Value::String(b) })
+            bytes.map(|b| {
+                if t == ValueType::Any {
+                    Value::Any(b)
+                } else {
+                    Value::String(b)
+                }
+            })
         }
     };
     v.unwrap_or(Value::Null)

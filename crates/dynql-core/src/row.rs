@@ -26,7 +26,11 @@ pub fn row_from_yson(schema: &TableSchema, node: &Yson) -> Result<InputRow> {
     let entries = match node {
         Yson::Map(entries) => entries,
         Yson::Attributed { value, .. } => return row_from_yson(schema, value),
-        _ => return Err(Error::InvalidRow("a row must be a map of column names to values".into())),
+        _ => {
+            return Err(Error::InvalidRow(
+                "a row must be a map of column names to values".into(),
+            ))
+        }
     };
     let mut values = vec![None; schema.columns().len()];
     let mut tablet_index = None;
@@ -51,11 +55,16 @@ pub fn row_from_yson(schema: &TableSchema, node: &Yson) -> Result<InputRow> {
             )));
         }
         if values[index].is_some() {
-            return Err(Error::InvalidRow(format!("Column {name:?} is given twice in one row")));
+            return Err(Error::InvalidRow(format!(
+                "Column {name:?} is given twice in one row"
+            )));
         }
         values[index] = Some(value_for_column(column, v)?);
     }
-    Ok(InputRow { values, tablet_index })
+    Ok(InputRow {
+        values,
+        tablet_index,
+    })
 }
 
 /// Converts one YSON value to the wire type of `column`, checking narrow-type ranges.
@@ -91,11 +100,13 @@ pub fn value_for_column(column: &ColumnSchema, node: &Yson) -> Result<Value> {
             Yson::Uint64(v) => Value::Uint64(*v),
             Yson::Int64(v) if *v >= 0 => Value::Uint64(*v as u64),
             // JSON has no uint64: large values travel as "123u" strings.
-            Yson::String(s) if s.len() > 1 && s.ends_with(b"u") => std::str::from_utf8(&s[..s.len() - 1])
-                .ok()
-                .and_then(|t| t.parse::<u64>().ok())
-                .map(Value::Uint64)
-                .ok_or_else(mismatch)?,
+            Yson::String(s) if s.len() > 1 && s.ends_with(b"u") => {
+                std::str::from_utf8(&s[..s.len() - 1])
+                    .ok()
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .map(Value::Uint64)
+                    .ok_or_else(mismatch)?
+            }
             _ => return Err(mismatch()),
         },
         ValueType::Double => match node {
@@ -180,7 +191,10 @@ mod tests {
     }
 
     fn row(json: &str) -> Result<InputRow> {
-        row_from_yson(&schema(), &Yson::from_json(&serde_json::from_str(json).unwrap()))
+        row_from_yson(
+            &schema(),
+            &Yson::from_json(&serde_json::from_str(json).unwrap()),
+        )
     }
 
     #[test]
@@ -201,12 +215,33 @@ mod tests {
 
     #[test]
     fn rejects_bad_rows_clearly() {
-        assert!(row(r#"{"nope": 1}"#).unwrap_err().to_string().contains("No such column \"nope\""));
-        assert!(row(r#"{"h": 1}"#).unwrap_err().to_string().contains("is computed"));
-        assert!(row(r#"{"k": "a"}"#).unwrap_err().to_string().contains("cannot store string"));
-        assert!(row(r#"{"u": -1}"#).unwrap_err().to_string().contains("type uint64"));
-        assert!(row(r#"{"i8": 128}"#).unwrap_err().to_string().contains("out of range"));
-        assert!(row(r#"{"r": null}"#).unwrap_err().to_string().contains("required"));
-        assert!(row(r#"[1]"#).unwrap_err().to_string().contains("must be a map"));
+        assert!(row(r#"{"nope": 1}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("No such column \"nope\""));
+        assert!(row(r#"{"h": 1}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("is computed"));
+        assert!(row(r#"{"k": "a"}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot store string"));
+        assert!(row(r#"{"u": -1}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("type uint64"));
+        assert!(row(r#"{"i8": 128}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
+        assert!(row(r#"{"r": null}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("required"));
+        assert!(row(r#"[1]"#)
+            .unwrap_err()
+            .to_string()
+            .contains("must be a map"));
     }
 }

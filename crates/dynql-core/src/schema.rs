@@ -90,8 +90,14 @@ impl ColumnSchema {
     /// The column as a YT schema map.
     pub fn to_yson(&self) -> Yson {
         let mut m = vec![
-            (b"name".to_vec(), Yson::String(self.name.clone().into_bytes())),
-            (b"type".to_vec(), Yson::String(self.logical_type.name().into())),
+            (
+                b"name".to_vec(),
+                Yson::String(self.name.clone().into_bytes()),
+            ),
+            (
+                b"type".to_vec(),
+                Yson::String(self.logical_type.name().into()),
+            ),
         ];
         if self.sort_ascending {
             m.push((b"sort_order".to_vec(), Yson::String(b"ascending".to_vec())));
@@ -131,12 +137,14 @@ impl TableSchema {
     /// such as `<strict=%true; unique_keys=%true>[...]`).
     pub fn parse(text: &str) -> Result<TableSchema> {
         let trimmed = text.trim_start();
-        let node = if trimmed.starts_with('[') && serde_json::from_str::<serde_json::Value>(text).is_ok()
+        let node = if trimmed.starts_with('[')
+            && serde_json::from_str::<serde_json::Value>(text).is_ok()
         {
             // Valid JSON is also read as JSON so that JSON-only spellings (`true`) work.
-            Yson::from_json(&serde_json::from_str(text).map_err(|e| {
-                Error::InvalidSchema(format!("malformed JSON: {e}"))
-            })?)
+            Yson::from_json(
+                &serde_json::from_str(text)
+                    .map_err(|e| Error::InvalidSchema(format!("malformed JSON: {e}")))?,
+            )
         } else {
             crate::yson::parse(text.as_bytes())?
         };
@@ -148,7 +156,11 @@ impl TableSchema {
         let list = match node {
             Yson::List(items) => items,
             Yson::Attributed { value, .. } => return TableSchema::from_yson(value),
-            _ => return Err(Error::InvalidSchema("schema must be a list of columns".into())),
+            _ => {
+                return Err(Error::InvalidSchema(
+                    "schema must be a list of columns".into(),
+                ))
+            }
         };
         let mut columns = Vec::with_capacity(list.len());
         for (i, item) in list.iter().enumerate() {
@@ -164,7 +176,9 @@ impl TableSchema {
                 (b"strict".to_vec(), Yson::Boolean(true)),
                 (b"unique_keys".to_vec(), Yson::Boolean(self.is_sorted())),
             ],
-            value: Box::new(Yson::List(self.columns.iter().map(|c| c.to_yson()).collect())),
+            value: Box::new(Yson::List(
+                self.columns.iter().map(|c| c.to_yson()).collect(),
+            )),
         }
     }
 
@@ -213,7 +227,8 @@ impl TableSchema {
             if !seen.insert(c.name.as_str()) {
                 return bad(format!("duplicate column name {:?}", c.name));
             }
-            if c.name.starts_with('$') && (sorted || !ORDERED_SYSTEM_COLUMNS.contains(&c.name.as_str()))
+            if c.name.starts_with('$')
+                && (sorted || !ORDERED_SYSTEM_COLUMNS.contains(&c.name.as_str()))
             {
                 return bad(format!(
                     "column name {:?} is reserved: names starting with \"$\" are system columns",
@@ -244,12 +259,17 @@ impl TableSchema {
                     ));
                 }
                 if a == "xdelta" && c.wire_type() != ValueType::String {
-                    return bad(format!("aggregate xdelta of column {:?} needs type string", c.name));
+                    return bad(format!(
+                        "aggregate xdelta of column {:?} needs type string",
+                        c.name
+                    ));
                 }
-                if matches!(a.as_str(), "sum") && !matches!(
-                    c.wire_type(),
-                    ValueType::Int64 | ValueType::Uint64 | ValueType::Double
-                ) {
+                if matches!(a.as_str(), "sum")
+                    && !matches!(
+                        c.wire_type(),
+                        ValueType::Int64 | ValueType::Uint64 | ValueType::Double
+                    )
+                {
                     return bad(format!(
                         "aggregate sum of column {:?} needs a numeric type, not {}",
                         c.name, c.logical_type
@@ -331,7 +351,10 @@ fn parse_column(index: usize, node: &Yson) -> Result<ColumnSchema> {
     }
     column.name = name.ok_or_else(|| bad("attribute \"name\" is missing".into()))?;
     column.logical_type = logical_type.ok_or_else(|| {
-        Error::InvalidSchema(format!("column {:?}: attribute \"type\" is missing", column.name))
+        Error::InvalidSchema(format!(
+            "column {:?}: attribute \"type\" is missing",
+            column.name
+        ))
     })?;
     Ok(column)
 }
@@ -365,7 +388,12 @@ mod tests {
         let wire: Vec<_> = s.columns().iter().map(|c| c.wire_type()).collect();
         assert_eq!(
             wire,
-            [ValueType::Int64, ValueType::Uint64, ValueType::Uint64, ValueType::Int64]
+            [
+                ValueType::Int64,
+                ValueType::Uint64,
+                ValueType::Uint64,
+                ValueType::Int64
+            ]
         );
     }
 
@@ -375,16 +403,24 @@ mod tests {
 
     #[test]
     fn structural_rules_give_clear_errors() {
-        assert!(err("[{name=v;type=int64};{name=k;type=int64;sort_order=ascending}]")
-            .contains("key columns must come first"));
+        assert!(
+            err("[{name=v;type=int64};{name=k;type=int64;sort_order=ascending}]")
+                .contains("key columns must come first")
+        );
         assert!(err("[{name=k;type=int64};{name=k;type=string}]").contains("duplicate column"));
         assert!(err("[{name=k;type=int65}]").contains("unknown type"));
-        assert!(err("[{name=k;type=int64};{name=h;type=uint64;expression=\"farm_hash(k)\"}]")
-            .contains("only key columns may be computed"));
-        assert!(err("[{name=k;type=int64;sort_order=ascending;aggregate=sum};{name=v;type=int64}]")
-            .contains("cannot be aggregating"));
-        assert!(err("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64;aggregate=avg}]")
-            .contains("unknown aggregate"));
+        assert!(
+            err("[{name=k;type=int64};{name=h;type=uint64;expression=\"farm_hash(k)\"}]")
+                .contains("only key columns may be computed")
+        );
+        assert!(err(
+            "[{name=k;type=int64;sort_order=ascending;aggregate=sum};{name=v;type=int64}]"
+        )
+        .contains("cannot be aggregating"));
+        assert!(err(
+            "[{name=k;type=int64;sort_order=ascending};{name=v;type=int64;aggregate=avg}]"
+        )
+        .contains("unknown aggregate"));
         assert!(err("[{name=k;type=int64}").contains("YSON"));
         assert!(err("{name=k}").contains("list of columns"));
         assert!(err("[{type=int64}]").contains("\"name\" is missing"));

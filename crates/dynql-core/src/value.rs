@@ -219,7 +219,13 @@ mod tests {
             Value::string("a"),
         ];
         for w in ordered.windows(2) {
-            assert_eq!(compare_values(&w[0], &w[1]), Ordering::Less, "{:?} < {:?}", w[0], w[1]);
+            assert_eq!(
+                compare_values(&w[0], &w[1]),
+                Ordering::Less,
+                "{:?} < {:?}",
+                w[0],
+                w[1]
+            );
         }
     }
 

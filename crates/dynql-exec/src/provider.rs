@@ -28,7 +28,12 @@ impl StoreTable {
     /// A provider for `entry` (as read from `store`'s catalog).
     pub fn new(store: Store, path: impl Into<String>, entry: TableEntry) -> StoreTable {
         let schema = table_arrow_schema(&entry.schema);
-        StoreTable { store, path: path.into(), entry, schema }
+        StoreTable {
+            store,
+            path: path.into(),
+            entry,
+            schema,
+        }
     }
 
     /// The catalog entry the provider reads.
@@ -68,7 +73,8 @@ impl TableProvider for StoreTable {
             .read_table(&self.entry)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let exec = MemorySourceConfig::try_new_exec(&[batches], self.schema.clone(), projection.cloned())?;
+        let exec =
+            MemorySourceConfig::try_new_exec(&[batches], self.schema.clone(), projection.cloned())?;
         Ok(exec)
     }
 }

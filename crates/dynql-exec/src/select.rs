@@ -87,11 +87,20 @@ impl Catalog for StoreCatalog {
 /// # Errors
 /// Query errors (syntax, binding, evaluation), storage errors, and
 /// [`Error::LimitExceeded`] when a row limit is hit with `fail_on_incomplete_result`.
-pub async fn select_rows(store: &Store, query: &str, options: &SelectOptions) -> Result<QueryResult> {
+pub async fn select_rows(
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<QueryResult> {
     if options.max_subqueries == Some(0) {
-        return Err(Error::InvalidOption { name: "max_subqueries", message: "must be positive".into() });
+        return Err(Error::InvalidOption {
+            name: "max_subqueries",
+            message: "must be positive".into(),
+        });
     }
-    let catalog = StoreCatalog { tables: store.tables().await? };
+    let catalog = StoreCatalog {
+        tables: store.tables().await?,
+    };
     let bind = BindOptions {
         allow_join_without_index: options.allow_join_without_index,
         canonical_null_relations: options.use_canonical_null_relations,
@@ -100,7 +109,9 @@ pub async fn select_rows(store: &Store, query: &str, options: &SelectOptions) ->
     let mut tables = Vec::new();
     for s in &plan.sources {
         let entry = catalog.tables.get(&s.path).cloned().ok_or_else(|| {
-            Error::Storage(dynql_storage::Error::NoSuchTable { path: s.path.clone() })
+            Error::Storage(dynql_storage::Error::NoSuchTable {
+                path: s.path.clone(),
+            })
         })?;
         tables.push(entry);
     }
@@ -113,7 +124,12 @@ pub async fn select_rows(store: &Store, query: &str, options: &SelectOptions) ->
 
 /// Reads a whole table through DataFusion as rows in schema order.
 async fn scan_table(store: &Store, path: &str, entry: TableEntry) -> Result<Vec<Vec<Value>>> {
-    let types: Vec<ValueType> = entry.schema.columns().iter().map(|c| c.wire_type()).collect();
+    let types: Vec<ValueType> = entry
+        .schema
+        .columns()
+        .iter()
+        .map(|c| c.wire_type())
+        .collect();
     let ctx = SessionContext::new();
     let df = ctx.read_table(Arc::new(StoreTable::new(store.clone(), path, entry)))?;
     let batches = df.collect().await?;
@@ -125,8 +141,14 @@ async fn scan_table(store: &Store, path: &str, entry: TableEntry) -> Result<Vec<
 }
 
 /// Runs a bound plan over the rows of its sources (`sources[i]` holds `plan.sources[i]`).
-pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &SelectOptions) -> Result<QueryResult> {
-    let opts = EvalOptions { canonical_null_relations: options.use_canonical_null_relations };
+pub fn execute(
+    plan: &QueryPlan,
+    mut sources: Vec<Vec<Vec<Value>>>,
+    options: &SelectOptions,
+) -> Result<QueryResult> {
+    let opts = EvalOptions {
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
     let mut stats = Statistics::default();
     let mut main = std::mem::take(&mut sources[0]);
     if main.len() as u64 > options.input_row_limit {
@@ -163,7 +185,11 @@ pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &Se
         let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
         let mut groups: Vec<(Vec<Value>, Vec<AggregateState>)> = Vec::new();
         for r in &rows {
-            let key = group.keys.iter().map(|k| evaluate(k, r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?;
+            let key = group
+                .keys
+                .iter()
+                .map(|k| evaluate(k, r, opts))
+                .collect::<dynql_ql::Result<Vec<_>>>()?;
             if group.totals != TotalsMode::None && key.iter().any(Value::is_null) {
                 return Err(Error::Query(dynql_ql::Error::Runtime(
                     "Null values are forbidden in group key when WITH TOTALS is used".into(),
@@ -180,13 +206,24 @@ pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &Se
                         continue;
                     }
                     index.insert(key.clone(), groups.len());
-                    groups.push((key, group.aggregates.iter().map(|a| AggregateState::new(a.function)).collect()));
+                    groups.push((
+                        key,
+                        group
+                            .aggregates
+                            .iter()
+                            .map(|a| AggregateState::new(a.function))
+                            .collect(),
+                    ));
                     groups.len() - 1
                 }
             };
             let states = &mut groups[slot].1;
             for (state, call) in states.iter_mut().zip(&group.aggregates) {
-                let args = call.args.iter().map(|a| evaluate(a, r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?;
+                let args = call
+                    .args
+                    .iter()
+                    .map(|a| evaluate(a, r, opts))
+                    .collect::<dynql_ql::Result<Vec<_>>>()?;
                 state.update(&args)?;
             }
         }
@@ -234,7 +271,11 @@ pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &Se
     if !plan.order_by.is_empty() {
         let mut keyed = Vec::with_capacity(rows.len());
         for r in rows {
-            let k = plan.order_by.iter().map(|(e, _)| evaluate(e, &r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?;
+            let k = plan
+                .order_by
+                .iter()
+                .map(|(e, _)| evaluate(e, &r, opts))
+                .collect::<dynql_ql::Result<Vec<_>>>()?;
             keyed.push((k, r));
         }
         keyed.sort_by(|(a, _), (b, _)| {
@@ -258,7 +299,12 @@ pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &Se
     // Projection.
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
-        out.push(plan.projections.iter().map(|p| evaluate(&p.expr, r, opts)).collect::<dynql_ql::Result<Vec<_>>>()?);
+        out.push(
+            plan.projections
+                .iter()
+                .map(|p| evaluate(&p.expr, r, opts))
+                .collect::<dynql_ql::Result<Vec<_>>>()?,
+        );
     }
     if out.len() as u64 > options.output_row_limit {
         if options.fail_on_incomplete_result {
@@ -269,14 +315,21 @@ pub fn execute(plan: &QueryPlan, mut sources: Vec<Vec<Vec<Value>>>, options: &Se
     }
     stats.rows_written = out.len() as u64;
     Ok(QueryResult {
-        columns: plan.projections.iter().map(|p| (p.name.clone(), p.expr.ty)).collect(),
+        columns: plan
+            .projections
+            .iter()
+            .map(|p| (p.name.clone(), p.expr.ty))
+            .collect(),
         rows: out,
         statistics: stats,
     })
 }
 
 fn eval_all(exprs: &[TypedExpr], row: &[Value], opts: EvalOptions) -> Result<Vec<Value>> {
-    Ok(exprs.iter().map(|e| evaluate(e, row, opts)).collect::<dynql_ql::Result<Vec<_>>>()?)
+    Ok(exprs
+        .iter()
+        .map(|e| evaluate(e, row, opts))
+        .collect::<dynql_ql::Result<Vec<_>>>()?)
 }
 
 /// A lookup join: the foreign rows passing the join predicate, indexed by their equation

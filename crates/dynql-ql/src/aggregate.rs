@@ -35,12 +35,16 @@ impl AggregateState {
             AggregateFunction::Max => AggregateState::Max(Value::Null),
             AggregateFunction::Avg => AggregateState::Avg { sum: 0.0, count: 0 },
             AggregateFunction::Cardinality => AggregateState::Cardinality(HashSet::new()),
-            AggregateFunction::Argmin => {
-                AggregateState::Arg { min: true, value: Value::Null, key: Value::Null }
-            }
-            AggregateFunction::Argmax => {
-                AggregateState::Arg { min: false, value: Value::Null, key: Value::Null }
-            }
+            AggregateFunction::Argmin => AggregateState::Arg {
+                min: true,
+                value: Value::Null,
+                key: Value::Null,
+            },
+            AggregateFunction::Argmax => AggregateState::Arg {
+                min: false,
+                value: Value::Null,
+                key: Value::Null,
+            },
             AggregateFunction::First => AggregateState::First(Value::Null),
         }
     }
@@ -54,7 +58,12 @@ impl AggregateState {
                     *acc = if acc.is_null() {
                         v.clone()
                     } else {
-                        apply_binary(BinaryOp::Plus, acc.clone(), v.clone(), EvalOptions::default())?
+                        apply_binary(
+                            BinaryOp::Plus,
+                            acc.clone(),
+                            v.clone(),
+                            EvalOptions::default(),
+                        )?
                     };
                 }
             }
@@ -90,7 +99,11 @@ impl AggregateState {
                 let k = &args[1];
                 if !k.is_null() {
                     let better = key.is_null()
-                        || if *min { compare_values(k, key).is_lt() } else { compare_values(k, key).is_gt() };
+                        || if *min {
+                            compare_values(k, key).is_lt()
+                        } else {
+                            compare_values(k, key).is_gt()
+                        };
                     if better {
                         *key = k.clone();
                         *value = v.clone();
@@ -165,25 +178,61 @@ mod tests {
 
     #[test]
     fn aggregates_skip_nulls_and_wrap() {
-        let rows = vec![vec![Value::Int64(i64::MAX)], vec![Value::Null], vec![Value::Int64(1)]];
+        let rows = vec![
+            vec![Value::Int64(i64::MAX)],
+            vec![Value::Null],
+            vec![Value::Int64(1)],
+        ];
         assert_eq!(run(AggregateFunction::Sum, &rows), Value::Int64(i64::MIN));
         assert_eq!(run(AggregateFunction::Min, &rows), Value::Int64(1));
-        assert_eq!(run(AggregateFunction::Avg, &[vec![Value::Int64(1)], vec![Value::Int64(2)]]), Value::Double(1.5));
-        assert_eq!(run(AggregateFunction::Sum, &[vec![Value::Null]]), Value::Null);
-        assert_eq!(run(AggregateFunction::First, &[vec![Value::Null], vec![Value::Int64(3)], vec![Value::Int64(4)]]), Value::Int64(3));
-        let arg = vec![vec![Value::string("a"), Value::Int64(5)], vec![Value::string("b"), Value::Int64(2)]];
+        assert_eq!(
+            run(
+                AggregateFunction::Avg,
+                &[vec![Value::Int64(1)], vec![Value::Int64(2)]]
+            ),
+            Value::Double(1.5)
+        );
+        assert_eq!(
+            run(AggregateFunction::Sum, &[vec![Value::Null]]),
+            Value::Null
+        );
+        assert_eq!(
+            run(
+                AggregateFunction::First,
+                &[
+                    vec![Value::Null],
+                    vec![Value::Int64(3)],
+                    vec![Value::Int64(4)]
+                ]
+            ),
+            Value::Int64(3)
+        );
+        let arg = vec![
+            vec![Value::string("a"), Value::Int64(5)],
+            vec![Value::string("b"), Value::Int64(2)],
+        ];
         assert_eq!(run(AggregateFunction::Argmin, &arg), Value::string("b"));
         assert_eq!(run(AggregateFunction::Argmax, &arg), Value::string("a"));
     }
 
     #[test]
     fn merge_equals_one_pass() {
-        for f in [AggregateFunction::Sum, AggregateFunction::Max, AggregateFunction::Avg, AggregateFunction::Cardinality, AggregateFunction::First] {
+        for f in [
+            AggregateFunction::Sum,
+            AggregateFunction::Max,
+            AggregateFunction::Avg,
+            AggregateFunction::Cardinality,
+            AggregateFunction::First,
+        ] {
             let rows: Vec<Vec<Value>> = (0..10).map(|i| vec![Value::Int64(i % 4)]).collect();
             let mut a = AggregateState::new(f);
             let mut b = AggregateState::new(f);
-            for r in &rows[..4] { a.update(r).unwrap(); }
-            for r in &rows[4..] { b.update(r).unwrap(); }
+            for r in &rows[..4] {
+                a.update(r).unwrap();
+            }
+            for r in &rows[4..] {
+                b.update(r).unwrap();
+            }
             a.merge(&b).unwrap();
             assert_eq!(a.finish(), run(f, &rows), "{f:?}");
         }

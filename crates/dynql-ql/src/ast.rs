@@ -105,17 +105,37 @@ pub struct Expr {
 pub enum ExprKind {
     Literal(Literal),
     /// `name`, `table.name`, `[odd name]`.
-    Column { table: Option<String>, name: String },
+    Column {
+        table: Option<String>,
+        name: String,
+    },
     /// A function call; `name` as written (lookup is case-insensitive).
-    Call { name: String, args: Vec<Expr> },
-    Unary { op: UnaryOp, operand: Box<Expr> },
-    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr> },
+    Call {
+        name: String,
+        args: Vec<Expr>,
+    },
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
     /// `(e1, e2, ...)` with two or more items.
     Tuple(Vec<Expr>),
     /// `x [NOT] IN (items)`; items are literals or literal tuples.
-    In { operand: Box<Expr>, items: Vec<Expr>, negated: bool },
+    In {
+        operand: Box<Expr>,
+        items: Vec<Expr>,
+        negated: bool,
+    },
     /// `x BETWEEN lo AND hi` or the multi-range form; bounds are literals or literal tuples.
-    Between { operand: Box<Expr>, ranges: Vec<(Expr, Expr)> },
+    Between {
+        operand: Box<Expr>,
+        ranges: Vec<(Expr, Expr)>,
+    },
     /// `x [NOT] LIKE|ILIKE|RLIKE p [ESCAPE e]`.
     Like {
         operand: Box<Expr>,
@@ -125,13 +145,28 @@ pub enum ExprKind {
         negated: bool,
     },
     /// `x IS [NOT] NULL`.
-    IsNull { operand: Box<Expr>, negated: bool },
+    IsNull {
+        operand: Box<Expr>,
+        negated: bool,
+    },
     /// `CASE [x] WHEN .. THEN .. [ELSE ..] END`.
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
     /// `TRANSFORM(x, (from...), (to...) [, default])`.
-    Transform { operand: Box<Expr>, from: Vec<Expr>, to: Vec<Expr>, default: Option<Box<Expr>> },
+    Transform {
+        operand: Box<Expr>,
+        from: Vec<Expr>,
+        to: Vec<Expr>,
+        default: Option<Box<Expr>>,
+    },
     /// `expr AS name` (allowed at any nesting level).
-    Alias { expr: Box<Expr>, name: String },
+    Alias {
+        expr: Box<Expr>,
+        name: String,
+    },
 }
 
 /// The referenced table of a FROM or JOIN.
@@ -262,7 +297,10 @@ fn is_plain_identifier(name: &str) -> bool {
 /// anything else is the canonical re-print of the expression.
 pub fn derived_name(e: &Expr) -> String {
     match &e.kind {
-        ExprKind::Column { table: Some(t), name } => format!("{t}.{name}"),
+        ExprKind::Column {
+            table: Some(t),
+            name,
+        } => format!("{t}.{name}"),
         ExprKind::Column { table: None, name } => name.clone(),
         _ => format_expr(e),
     }
@@ -275,7 +313,11 @@ pub fn format_expr(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Literal(l) => format_literal(l),
         ExprKind::Column { table, name } => {
-            let n = if is_plain_identifier(name) { name.clone() } else { format!("[{name}]") };
+            let n = if is_plain_identifier(name) {
+                name.clone()
+            } else {
+                format!("[{name}]")
+            };
             match table {
                 Some(t) => format!("{t}.{n}"),
                 None => n,
@@ -292,10 +334,19 @@ pub fn format_expr(e: &Expr) -> String {
             format!("{sym}({})", format_expr(operand))
         }
         ExprKind::Binary { op, left, right } => {
-            format!("({}){}({})", format_expr(left), op.symbol(), format_expr(right))
+            format!(
+                "({}){}({})",
+                format_expr(left),
+                op.symbol(),
+                format_expr(right)
+            )
         }
         ExprKind::Tuple(items) => format!("({})", list(items)),
-        ExprKind::In { operand, items, negated } => {
+        ExprKind::In {
+            operand,
+            items,
+            negated,
+        } => {
             let s = format!("({}) IN ({})", format_expr(operand), list(items));
             if *negated {
                 format!("NOT({s})")
@@ -311,7 +362,13 @@ pub fn format_expr(e: &Expr) -> String {
                 .join(", ");
             format!("({}) BETWEEN ({r})", format_expr(operand))
         }
-        ExprKind::Like { operand, pattern, escape, kind, negated } => {
+        ExprKind::Like {
+            operand,
+            pattern,
+            escape,
+            kind,
+            negated,
+        } => {
             let k = match kind {
                 LikeKind::Like => "LIKE",
                 LikeKind::Ilike => "ILIKE",
@@ -336,7 +393,11 @@ pub fn format_expr(e: &Expr) -> String {
                 s
             }
         }
-        ExprKind::Case { operand, whens, otherwise } => {
+        ExprKind::Case {
+            operand,
+            whens,
+            otherwise,
+        } => {
             let mut s = "CASE".to_string();
             if let Some(o) = operand {
                 s.push_str(&format!(" {}", format_expr(o)));
@@ -350,8 +411,18 @@ pub fn format_expr(e: &Expr) -> String {
             s.push_str(" END");
             s
         }
-        ExprKind::Transform { operand, from, to, default } => {
-            let mut s = format!("TRANSFORM({}, ({}), ({})", format_expr(operand), list(from), list(to));
+        ExprKind::Transform {
+            operand,
+            from,
+            to,
+            default,
+        } => {
+            let mut s = format!(
+                "TRANSFORM({}, ({}), ({})",
+                format_expr(operand),
+                list(from),
+                list(to)
+            );
             if let Some(d) = default {
                 s.push_str(&format!(", {}", format_expr(d)));
             }

@@ -60,14 +60,22 @@ pub fn bind_query(
 }
 
 /// Binds an already parsed query.
-pub fn bind_parsed(query: &Query, catalog: &dyn Catalog, options: BindOptions) -> Result<QueryPlan> {
+pub fn bind_parsed(
+    query: &Query,
+    catalog: &dyn Catalog,
+    options: BindOptions,
+) -> Result<QueryPlan> {
     check_clause_rules(query)?;
     let mut b = Binder::new(options);
     b.collect_aliases(query)?;
 
     // Sources and joins.
     let main = table_schema(catalog, &query.from)?;
-    let mut sources = vec![SourceTable { path: query.from.path.clone(), schema: main.clone(), offset: 0 }];
+    let mut sources = vec![SourceTable {
+        path: query.from.path.clone(),
+        schema: main.clone(),
+        offset: 0,
+    }];
     b.ns = namespace(&main, query.from.alias.as_deref(), 0);
     if query.joins.len() > MAX_JOINS {
         return Err(Error::invalid_query(format!(
@@ -89,7 +97,11 @@ pub fn bind_parsed(query: &Query, catalog: &dyn Catalog, options: BindOptions) -
             }
         }
         b.ns.extend(cols);
-        sources.push(SourceTable { path: join.table.path.clone(), schema, offset });
+        sources.push(SourceTable {
+            path: join.table.path.clone(),
+            schema,
+            offset,
+        });
         joins.push(plan);
     }
 
@@ -112,11 +124,20 @@ pub fn bind_parsed(query: &Query, catalog: &dyn Catalog, options: BindOptions) -
             }
             let typed = typed?;
             let canon = b.canonical(&item.expr, item.alias.as_deref());
-            ctx.keys.push(GroupKey { canon, alias: item.alias.clone(), ty: typed.ty });
+            ctx.keys.push(GroupKey {
+                canon,
+                alias: item.alias.clone(),
+                ty: typed.ty,
+            });
             keys.push(typed);
         }
         b.group = Some(ctx);
-        group = Some(GroupPlan { keys, aggregates: vec![], having: None, totals: g.totals });
+        group = Some(GroupPlan {
+            keys,
+            aggregates: vec![],
+            having: None,
+            totals: g.totals,
+        });
     }
 
     // Projections (in the grouped scope when grouping).
@@ -124,7 +145,9 @@ pub fn bind_parsed(query: &Query, catalog: &dyn Catalog, options: BindOptions) -
     match &query.projections {
         None => {
             if b.group.is_some() {
-                return Err(Error::invalid_query("* cannot be used with GROUP BY: name the group keys and aggregates"));
+                return Err(Error::invalid_query(
+                    "* cannot be used with GROUP BY: name the group keys and aggregates",
+                ));
             }
             for c in b.ns.iter().filter(|c| !c.hidden) {
                 projections.push(OutputColumn {
@@ -135,7 +158,10 @@ pub fn bind_parsed(query: &Query, catalog: &dyn Catalog, options: BindOptions) -
         }
         Some(items) => {
             for item in items {
-                let name = item.alias.clone().unwrap_or_else(|| derived_name(&item.expr));
+                let name = item
+                    .alias
+                    .clone()
+                    .unwrap_or_else(|| derived_name(&item.expr));
                 if let Some(a) = &item.alias {
                     b.alias_stack.push(a.clone());
                 }
@@ -177,7 +203,10 @@ fn check_clause_rules(q: &Query) -> Result<()> {
         return Err(Error::invalid("Expected GROUP BY before HAVING", span));
     }
     if !q.order_by.is_empty() && q.limit.is_none() {
-        return Err(Error::invalid("ORDER BY used without LIMIT", q.order_by[0].expr.span));
+        return Err(Error::invalid(
+            "ORDER BY used without LIMIT",
+            q.order_by[0].expr.span,
+        ));
     }
     if let (Some((_, span)), None) = (q.offset, q.limit) {
         return Err(Error::invalid("OFFSET used without LIMIT", span));
@@ -218,8 +247,14 @@ fn depth(e: &Expr) -> usize {
         ExprKind::Binary { left, right, .. } => vec![left, right],
         ExprKind::Tuple(items) => items.iter().collect(),
         ExprKind::In { operand, .. } | ExprKind::Between { operand, .. } => vec![operand],
-        ExprKind::Like { operand, pattern, .. } => vec![operand, pattern],
-        ExprKind::Case { operand, whens, otherwise } => {
+        ExprKind::Like {
+            operand, pattern, ..
+        } => vec![operand, pattern],
+        ExprKind::Case {
+            operand,
+            whens,
+            otherwise,
+        } => {
             let mut v: Vec<&Expr> = operand.iter().map(|b| b.as_ref()).collect();
             for (w, t) in whens {
                 v.push(w);
@@ -228,7 +263,9 @@ fn depth(e: &Expr) -> usize {
             v.extend(otherwise.iter().map(|b| b.as_ref()));
             v
         }
-        ExprKind::Transform { operand, default, .. } => {
+        ExprKind::Transform {
+            operand, default, ..
+        } => {
             let mut v: Vec<&Expr> = vec![operand];
             v.extend(default.iter().map(|b| b.as_ref()));
             v
@@ -299,7 +336,13 @@ fn mismatch(what: String, span: Span) -> Error {
 
 impl Binder {
     fn new(options: BindOptions) -> Binder {
-        Binder { ns: vec![], aliases: HashMap::new(), alias_stack: vec![], group: None, options }
+        Binder {
+            ns: vec![],
+            aliases: HashMap::new(),
+            alias_stack: vec![],
+            group: None,
+            options,
+        }
     }
 
     /// A binder over one table's columns (computed-column expressions).
@@ -317,18 +360,28 @@ impl Binder {
             match &e.kind {
                 ExprKind::Alias { expr, .. } => walk(expr, out),
                 ExprKind::Call { args, .. } => args.iter().for_each(|a| walk(a, out)),
-                ExprKind::Unary { operand, .. } | ExprKind::IsNull { operand, .. } => walk(operand, out),
+                ExprKind::Unary { operand, .. } | ExprKind::IsNull { operand, .. } => {
+                    walk(operand, out)
+                }
                 ExprKind::Binary { left, right, .. } => {
                     walk(left, out);
                     walk(right, out)
                 }
                 ExprKind::Tuple(items) => items.iter().for_each(|a| walk(a, out)),
-                ExprKind::In { operand, .. } | ExprKind::Between { operand, .. } => walk(operand, out),
-                ExprKind::Like { operand, pattern, .. } => {
+                ExprKind::In { operand, .. } | ExprKind::Between { operand, .. } => {
+                    walk(operand, out)
+                }
+                ExprKind::Like {
+                    operand, pattern, ..
+                } => {
                     walk(operand, out);
                     walk(pattern, out)
                 }
-                ExprKind::Case { operand, whens, otherwise } => {
+                ExprKind::Case {
+                    operand,
+                    whens,
+                    otherwise,
+                } => {
                     if let Some(o) = operand {
                         walk(o, out)
                     }
@@ -340,7 +393,9 @@ impl Binder {
                         walk(o, out)
                     }
                 }
-                ExprKind::Transform { operand, default, .. } => {
+                ExprKind::Transform {
+                    operand, default, ..
+                } => {
                     walk(operand, out);
                     if let Some(d) = default {
                         walk(d, out)
@@ -363,7 +418,10 @@ impl Binder {
         }
         for (name, expr, span) in found {
             if self.aliases.insert(name.clone(), expr).is_some() {
-                return Err(Error::invalid(format!("Alias {name:?} has been already used"), span));
+                return Err(Error::invalid(
+                    format!("Alias {name:?} has been already used"),
+                    span,
+                ));
             }
         }
         Ok(())
@@ -414,14 +472,23 @@ impl Binder {
             }
             ExprKind::Tuple(items) => items.iter_mut().for_each(|a| f(self, a)),
             ExprKind::In { operand, .. } | ExprKind::Between { operand, .. } => f(self, operand),
-            ExprKind::Like { operand, pattern, escape, .. } => {
+            ExprKind::Like {
+                operand,
+                pattern,
+                escape,
+                ..
+            } => {
                 f(self, operand);
                 f(self, pattern);
                 if let Some(e) = escape {
                     f(self, e)
                 }
             }
-            ExprKind::Case { operand, whens, otherwise } => {
+            ExprKind::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
                 if let Some(o) = operand {
                     f(self, o)
                 }
@@ -433,7 +500,9 @@ impl Binder {
                     f(self, o)
                 }
             }
-            ExprKind::Transform { operand, default, .. } => {
+            ExprKind::Transform {
+                operand, default, ..
+            } => {
                 f(self, operand);
                 if let Some(d) = default {
                     f(self, d)
@@ -444,7 +513,9 @@ impl Binder {
     }
 
     fn eval_options(&self) -> EvalOptions {
-        EvalOptions { canonical_null_relations: self.options.canonical_null_relations }
+        EvalOptions {
+            canonical_null_relations: self.options.canonical_null_relations,
+        }
     }
 
     // ------------------------------------------------------------------ entry points
@@ -452,7 +523,9 @@ impl Binder {
     /// Binds a scalar expression whose type nothing constrains.
     pub(crate) fn bind_scalar(&mut self, e: &Expr, what: &str) -> Result<TypedExpr> {
         let set = self.infer(e)?;
-        let ty = set.pick(&format!("{what} {}", quote_expr(e))).map_err(|err| with_span(err, e.span))?;
+        let ty = set
+            .pick(&format!("{what} {}", quote_expr(e)))
+            .map_err(|err| with_span(err, e.span))?;
         let built = self.build(e, ty)?;
         fold(built, self.eval_options())
     }
@@ -460,7 +533,10 @@ impl Binder {
     fn bind_predicate(&mut self, e: &Expr, clause: &str) -> Result<TypedExpr> {
         let set = self.infer(e)?;
         if !set.contains(ValueType::Boolean) {
-            return Err(Error::invalid(format!("{clause} is not a boolean expression"), e.span));
+            return Err(Error::invalid(
+                format!("{clause} is not a boolean expression"),
+                e.span,
+            ));
         }
         fold(self.build(e, ValueType::Boolean)?, self.eval_options())
     }
@@ -491,14 +567,23 @@ impl Binder {
 
     /// In the grouped scope: the grouped-row slot an expression stands for, if any.
     fn grouped_slot(&mut self, e: &Expr) -> Result<Option<(usize, ValueType)>> {
-        let Some(ctx) = &self.group else { return Ok(None) };
+        let Some(ctx) = &self.group else {
+            return Ok(None);
+        };
         if let ExprKind::Column { table: None, name } = &e.kind {
-            if let Some(i) = ctx.keys.iter().position(|k| k.alias.as_deref() == Some(name.as_str())) {
+            if let Some(i) = ctx
+                .keys
+                .iter()
+                .position(|k| k.alias.as_deref() == Some(name.as_str()))
+            {
                 return Ok(Some((i, ctx.keys[i].ty)));
             }
         }
         let canon = self.canonical(e, None);
-        let ctx = self.group.as_ref().ok_or_else(|| Error::invalid_query("internal: no group"))?;
+        let ctx = self
+            .group
+            .as_ref()
+            .ok_or_else(|| Error::invalid_query("internal: no group"))?;
         if let Some(i) = ctx.keys.iter().position(|k| k.canon == canon) {
             return Ok(Some((i, ctx.keys[i].ty)));
         }
@@ -513,7 +598,10 @@ impl Binder {
                 let call = self.bind_aggregate(f, name, args, e.span);
                 self.group = saved;
                 let call = call?;
-                let ctx = self.group.as_mut().ok_or_else(|| Error::invalid_query("internal: no group"))?;
+                let ctx = self
+                    .group
+                    .as_mut()
+                    .ok_or_else(|| Error::invalid_query("internal: no group"))?;
                 let ty = call.ty;
                 ctx.aggregates.push(call);
                 ctx.aggregate_texts.push(canon);
@@ -523,13 +611,28 @@ impl Binder {
         Ok(None)
     }
 
-    fn bind_aggregate(&mut self, f: AggregateFunction, name: &str, args: &[Expr], span: Span) -> Result<AggregateCall> {
+    fn bind_aggregate(
+        &mut self,
+        f: AggregateFunction,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Result<AggregateCall> {
         let sig = f.signature();
         let (result_set, _) = self.infer_signature(&sig, name, args, span)?;
-        let ty = result_set.pick(&format!("function {name:?}")).map_err(|e| with_span(e, span))?;
+        let ty = result_set
+            .pick(&format!("function {name:?}"))
+            .map_err(|e| with_span(e, span))?;
         let args = self.build_signature(&sig, args, ty)?;
-        let args = args.into_iter().map(|a| fold(a, self.eval_options())).collect::<Result<Vec<_>>>()?;
-        Ok(AggregateCall { function: f, args, ty })
+        let args = args
+            .into_iter()
+            .map(|a| fold(a, self.eval_options()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(AggregateCall {
+            function: f,
+            args,
+            ty,
+        })
     }
 
     // ------------------------------------------------------------------ inference
@@ -551,7 +654,9 @@ impl Binder {
                 if self.group.is_some() {
                     return Err(self.not_grouped(table.as_deref(), name, e.span));
                 }
-                Ok(TypeSet::of(self.resolve_column(table.as_deref(), name, e.span)?.ty))
+                Ok(TypeSet::of(
+                    self.resolve_column(table.as_deref(), name, e.span)?.ty,
+                ))
             }
             ExprKind::Alias { expr, name } => {
                 self.alias_stack.push(name.clone());
@@ -568,7 +673,10 @@ impl Binder {
                 };
                 let r = s.restrict(domain);
                 if r.is_empty() {
-                    return Err(mismatch(format!("Type mismatch in expression {}", quote_expr(e)), e.span));
+                    return Err(mismatch(
+                        format!("Type mismatch in expression {}", quote_expr(e)),
+                        e.span,
+                    ));
                 }
                 Ok(r)
             }
@@ -595,22 +703,31 @@ impl Binder {
                 Ok(s)
             }
             ExprKind::Tuple(_) => Err(Error::invalid("Expecting scalar expression", e.span)),
-            ExprKind::In { .. } | ExprKind::Between { .. } | ExprKind::Like { .. } | ExprKind::IsNull { .. } => {
-                Ok(TypeSet::BOOLEAN)
-            }
-            ExprKind::Case { operand, whens, otherwise } => {
+            ExprKind::In { .. }
+            | ExprKind::Between { .. }
+            | ExprKind::Like { .. }
+            | ExprKind::IsNull { .. } => Ok(TypeSet::BOOLEAN),
+            ExprKind::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
                 for (w, _) in whens {
                     match operand {
                         Some(o) => {
                             let common = self.infer(o)?.intersect(self.infer(w)?);
                             if common.is_empty() {
-                                return Err(mismatch("Types mismatch in CASE WHEN expression".into(), w.span));
+                                return Err(mismatch(
+                                    "Types mismatch in CASE WHEN expression".into(),
+                                    w.span,
+                                ));
                             }
                         }
                         None => {
                             if !self.infer(w)?.contains(ValueType::Boolean) {
                                 return Err(mismatch(
-                                    "Types mismatch in CASE WHEN expression: expected boolean".into(),
+                                    "Types mismatch in CASE WHEN expression: expected boolean"
+                                        .into(),
                                     w.span,
                                 ));
                             }
@@ -621,14 +738,20 @@ impl Binder {
                 for (_, t) in whens {
                     let next = set.intersect(self.infer(t)?);
                     if next.is_empty() {
-                        return Err(mismatch("Types mismatch in CASE THEN expression".into(), t.span));
+                        return Err(mismatch(
+                            "Types mismatch in CASE THEN expression".into(),
+                            t.span,
+                        ));
                     }
                     set = next;
                 }
                 if let Some(o) = otherwise {
                     let next = set.intersect(self.infer(o)?);
                     if next.is_empty() {
-                        return Err(mismatch("Types mismatch in CASE ELSE expression".into(), o.span));
+                        return Err(mismatch(
+                            "Types mismatch in CASE ELSE expression".into(),
+                            o.span,
+                        ));
                     }
                     set = next;
                 }
@@ -643,7 +766,10 @@ impl Binder {
                     set = set.intersect(self.infer(d)?);
                 }
                 if set.is_empty() {
-                    return Err(mismatch("Types mismatch in TRANSFORM result values".into(), e.span));
+                    return Err(mismatch(
+                        "Types mismatch in TRANSFORM result values".into(),
+                        e.span,
+                    ));
                 }
                 Ok(set)
             }
@@ -658,9 +784,10 @@ impl Binder {
                     Some(Function::Scalar(f)) => {
                         Ok(self.infer_signature(&f.signature(), name, args, e.span)?.0)
                     }
-                    Some(Function::Aggregate(_)) => {
-                        Err(Error::invalid(format!("Misuse of aggregate function {name:?}"), e.span))
-                    }
+                    Some(Function::Aggregate(_)) => Err(Error::invalid(
+                        format!("Misuse of aggregate function {name:?}"),
+                        e.span,
+                    )),
                     None => Err(unknown_function(name, e.span)),
                 }
             }
@@ -686,7 +813,13 @@ impl Binder {
     }
 
     /// Infers a call against a signature: returns the result set and the type variable's set.
-    fn infer_signature(&mut self, sig: &Signature, name: &str, args: &[Expr], span: Span) -> Result<(TypeSet, TypeSet)> {
+    fn infer_signature(
+        &mut self,
+        sig: &Signature,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Result<(TypeSet, TypeSet)> {
         if !sig.accepts(args.len()) {
             return Err(arity_error(name, sig.params.len(), args.len(), span));
         }
@@ -700,7 +833,10 @@ impl Binder {
                 Some(Param::T(domain)) => {
                     var = var.restrict(domain).intersect(set);
                     if var.is_empty() {
-                        return Err(mismatch(format!("Type mismatch in function {name:?}"), a.span));
+                        return Err(mismatch(
+                            format!("Type mismatch in function {name:?}"),
+                            a.span,
+                        ));
                     }
                 }
                 Some(Param::Fixed(domain)) => {
@@ -726,7 +862,12 @@ impl Binder {
         Ok((result, var))
     }
 
-    fn build_signature(&mut self, sig: &Signature, args: &[Expr], result: ValueType) -> Result<Vec<TypedExpr>> {
+    fn build_signature(
+        &mut self,
+        sig: &Signature,
+        args: &[Expr],
+        result: ValueType,
+    ) -> Result<Vec<TypedExpr>> {
         let var_type = match sig.result {
             Param::T(_) => Some(result),
             Param::Fixed(_) => None,
@@ -741,7 +882,11 @@ impl Binder {
                         var = var.restrict(d).intersect(self.infer(a)?);
                     }
                 }
-                if args.iter().enumerate().any(|(i, _)| matches!(sig.param(i), Some(Param::T(_)))) {
+                if args
+                    .iter()
+                    .enumerate()
+                    .any(|(i, _)| matches!(sig.param(i), Some(Param::T(_))))
+                {
                     var.pick("function argument")?
                 } else {
                     ValueType::Null
@@ -754,7 +899,9 @@ impl Binder {
                 Some(Param::T(_)) => var_type,
                 Some(Param::Fixed(domain)) => {
                     let s = self.infer(a)?.restrict(domain);
-                    s.first().ok_or_else(|| mismatch("Type mismatch in function argument".into(), a.span))?
+                    s.first().ok_or_else(|| {
+                        mismatch("Type mismatch in function argument".into(), a.span)
+                    })?
                 }
                 None => return Err(mismatch("Too many arguments".into(), a.span)),
             };
@@ -764,12 +911,21 @@ impl Binder {
     }
 
     /// Pairs of a (possibly tuple) comparison, each with its common type set.
-    fn comparison_pairs<'e>(&mut self, left: &'e Expr, right: &'e Expr, span: Span) -> Result<Vec<(&'e Expr, &'e Expr, ValueType)>> {
+    fn comparison_pairs<'e>(
+        &mut self,
+        left: &'e Expr,
+        right: &'e Expr,
+        span: Span,
+    ) -> Result<Vec<(&'e Expr, &'e Expr, ValueType)>> {
         let ls = tuple_items(left);
         let rs = tuple_items(right);
         if ls.len() != rs.len() {
             return Err(Error::invalid(
-                format!("Tuples of same size are expected but got {} vs {}", ls.len(), rs.len()),
+                format!(
+                    "Tuples of same size are expected but got {} vs {}",
+                    ls.len(),
+                    rs.len()
+                ),
                 span,
             ));
         }
@@ -782,7 +938,10 @@ impl Binder {
                 return Err(mismatch(
                     format!(
                         "Type mismatch in expression {}: {} and {}",
-                        quote_expr(&Expr { kind: ExprKind::Tuple(vec![l.clone(), r.clone()]), span }),
+                        quote_expr(&Expr {
+                            kind: ExprKind::Tuple(vec![l.clone(), r.clone()]),
+                            span
+                        }),
                         ltypes.describe(),
                         rtypes.describe()
                     ),
@@ -806,7 +965,13 @@ impl Binder {
             ExprKind::Literal(l) => {
                 let v = literal_value(l);
                 let v = convert_literal(&v, ty).ok_or_else(|| {
-                    mismatch(format!("Type mismatch: literal {} cannot be {ty}", format_literal(l)), e.span)
+                    mismatch(
+                        format!(
+                            "Type mismatch: literal {} cannot be {ty}",
+                            format_literal(l)
+                        ),
+                        e.span,
+                    )
                 })?;
                 Ok(TypedExpr::literal(v, ty))
             }
@@ -836,24 +1001,42 @@ impl Binder {
                 }
                 let l = self.build(left, ty)?;
                 let r = self.build(right, ty)?;
-                Ok(TypedExpr::new(TExpr::Binary(*op, Box::new(l), Box::new(r)), ty))
+                Ok(TypedExpr::new(
+                    TExpr::Binary(*op, Box::new(l), Box::new(r)),
+                    ty,
+                ))
             }
             ExprKind::Tuple(_) => Err(Error::invalid("Expecting scalar expression", e.span)),
             ExprKind::IsNull { operand, negated } => {
                 let inner = self.bind_scalar(operand, "IS NULL operand")?;
                 let is_null = TypedExpr::new(TExpr::IsNull(Box::new(inner)), ValueType::Boolean);
                 Ok(if *negated {
-                    TypedExpr::new(TExpr::Unary(UnaryOp::Not, Box::new(is_null)), ValueType::Boolean)
+                    TypedExpr::new(
+                        TExpr::Unary(UnaryOp::Not, Box::new(is_null)),
+                        ValueType::Boolean,
+                    )
                 } else {
                     is_null
                 })
             }
-            ExprKind::In { operand, items, negated } => self.build_in(operand, items, *negated, e.span),
+            ExprKind::In {
+                operand,
+                items,
+                negated,
+            } => self.build_in(operand, items, *negated, e.span),
             ExprKind::Between { operand, ranges } => self.build_between(operand, ranges, e.span),
-            ExprKind::Like { operand, pattern, escape, kind, negated } => {
-                self.build_like(operand, pattern, escape.as_deref(), *kind, *negated)
-            }
-            ExprKind::Case { operand, whens, otherwise } => {
+            ExprKind::Like {
+                operand,
+                pattern,
+                escape,
+                kind,
+                negated,
+            } => self.build_like(operand, pattern, escape.as_deref(), *kind, *negated),
+            ExprKind::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
                 let mut built = Vec::new();
                 for (w, t) in whens {
                     let cond = match operand {
@@ -866,31 +1049,50 @@ impl Binder {
                     Some(o) => Some(Box::new(self.build(o, ty)?)),
                     None => None,
                 };
-                Ok(TypedExpr::new(TExpr::Case { whens: built, otherwise }, ty))
+                Ok(TypedExpr::new(
+                    TExpr::Case {
+                        whens: built,
+                        otherwise,
+                    },
+                    ty,
+                ))
             }
-            ExprKind::Transform { operand, from, to, default } => {
-                self.build_transform(operand, from, to, default.as_deref(), ty, e.span)
-            }
+            ExprKind::Transform {
+                operand,
+                from,
+                to,
+                default,
+            } => self.build_transform(operand, from, to, default.as_deref(), ty, e.span),
             ExprKind::Call { name, args } => {
                 if name.eq_ignore_ascii_case("is_null") {
                     let inner = self.bind_scalar(&args[0], "is_null argument")?;
-                    return Ok(TypedExpr::new(TExpr::IsNull(Box::new(inner)), ValueType::Boolean));
+                    return Ok(TypedExpr::new(
+                        TExpr::IsNull(Box::new(inner)),
+                        ValueType::Boolean,
+                    ));
                 }
                 match lookup(name) {
                     Some(Function::Scalar(f)) => {
                         let args = self.build_signature(&f.signature(), args, ty)?;
                         Ok(TypedExpr::new(TExpr::Call(f, args), ty))
                     }
-                    Some(Function::Aggregate(_)) => {
-                        Err(Error::invalid(format!("Misuse of aggregate function {name:?}"), e.span))
-                    }
+                    Some(Function::Aggregate(_)) => Err(Error::invalid(
+                        format!("Misuse of aggregate function {name:?}"),
+                        e.span,
+                    )),
                     None => Err(unknown_function(name, e.span)),
                 }
             }
         }
     }
 
-    fn build_comparison(&mut self, op: BinaryOp, left: &Expr, right: &Expr, span: Span) -> Result<TypedExpr> {
+    fn build_comparison(
+        &mut self,
+        op: BinaryOp,
+        left: &Expr,
+        right: &Expr,
+        span: Span,
+    ) -> Result<TypedExpr> {
         let pairs = self.comparison_pairs(left, right, span)?;
         let mut built = Vec::new();
         for (l, r, t) in pairs {
@@ -900,11 +1102,21 @@ impl Binder {
     }
 
     /// Binds a constant (literal or literal tuple) converted to `types`.
-    fn constant_tuple(&mut self, e: &Expr, types: &[ValueType], context: &str, prefix_ok: bool) -> Result<Vec<Value>> {
+    fn constant_tuple(
+        &mut self,
+        e: &Expr,
+        types: &[ValueType],
+        context: &str,
+        prefix_ok: bool,
+    ) -> Result<Vec<Value>> {
         let items = tuple_items(e);
         if items.len() != types.len() && !(prefix_ok && items.len() <= types.len()) {
             return Err(Error::invalid(
-                format!("Tuples of same size are expected but got {} vs {}", types.len(), items.len()),
+                format!(
+                    "Tuples of same size are expected but got {} vs {}",
+                    types.len(),
+                    items.len()
+                ),
                 e.span,
             ));
         }
@@ -913,7 +1125,10 @@ impl Binder {
             let set = self.infer(item)?;
             if !set.contains(*t) {
                 return Err(mismatch(
-                    format!("Types mismatch in {context}: expected {t}, got {}", set.describe()),
+                    format!(
+                        "Types mismatch in {context}: expected {t}, got {}",
+                        set.describe()
+                    ),
                     item.span,
                 ));
             }
@@ -921,7 +1136,10 @@ impl Binder {
             match built.kind {
                 TExpr::Literal(v) => out.push(v),
                 _ => {
-                    return Err(Error::invalid(format!("{context} must consist of literals"), item.span));
+                    return Err(Error::invalid(
+                        format!("{context} must consist of literals"),
+                        item.span,
+                    ));
                 }
             }
         }
@@ -933,24 +1151,45 @@ impl Binder {
         for item in tuple_items(operand) {
             let t = self.bind_scalar(item, "operand")?;
             if t.ty == ValueType::Any {
-                return Err(Error::invalid("Operands of type any are not supported here", item.span));
+                return Err(Error::invalid(
+                    "Operands of type any are not supported here",
+                    item.span,
+                ));
             }
             out.push(t);
         }
         Ok(out)
     }
 
-    fn build_in(&mut self, operand: &Expr, items: &[Expr], negated: bool, _span: Span) -> Result<TypedExpr> {
+    fn build_in(
+        &mut self,
+        operand: &Expr,
+        items: &[Expr],
+        negated: bool,
+        _span: Span,
+    ) -> Result<TypedExpr> {
         let operands = self.operands(operand)?;
         let types: Vec<ValueType> = operands.iter().map(|o| o.ty).collect();
         let mut set = HashSet::with_capacity(items.len());
         for item in items {
             set.insert(self.constant_tuple(item, &types, "IN list", false)?);
         }
-        Ok(TypedExpr::new(TExpr::In { operands, set: Arc::new(set), negated }, ValueType::Boolean))
+        Ok(TypedExpr::new(
+            TExpr::In {
+                operands,
+                set: Arc::new(set),
+                negated,
+            },
+            ValueType::Boolean,
+        ))
     }
 
-    fn build_between(&mut self, operand: &Expr, ranges: &[(Expr, Expr)], _span: Span) -> Result<TypedExpr> {
+    fn build_between(
+        &mut self,
+        operand: &Expr,
+        ranges: &[(Expr, Expr)],
+        _span: Span,
+    ) -> Result<TypedExpr> {
         let operands = self.operands(operand)?;
         let types: Vec<ValueType> = operands.iter().map(|o| o.ty).collect();
         let mut out = Vec::with_capacity(ranges.len());
@@ -959,10 +1198,23 @@ impl Binder {
             let hi = self.constant_tuple(hi, &types, "BETWEEN bound", true)?;
             out.push((lo, hi));
         }
-        Ok(TypedExpr::new(TExpr::Between { operands, ranges: out }, ValueType::Boolean))
+        Ok(TypedExpr::new(
+            TExpr::Between {
+                operands,
+                ranges: out,
+            },
+            ValueType::Boolean,
+        ))
     }
 
-    fn build_like(&mut self, operand: &Expr, pattern: &Expr, escape: Option<&Expr>, kind: LikeKind, negated: bool) -> Result<TypedExpr> {
+    fn build_like(
+        &mut self,
+        operand: &Expr,
+        pattern: &Expr,
+        escape: Option<&Expr>,
+        kind: LikeKind,
+        negated: bool,
+    ) -> Result<TypedExpr> {
         let string_arg = |b: &mut Binder, e: &Expr, what: &str| -> Result<TypedExpr> {
             if !b.infer(e)?.contains(ValueType::String) {
                 return Err(mismatch(format!("Types mismatch in {what}"), e.span));
@@ -974,7 +1226,10 @@ impl Binder {
         let esc = match escape {
             Some(e) => {
                 if kind == LikeKind::Rlike {
-                    return Err(Error::invalid("ESCAPE is not supported with RLIKE/REGEXP", e.span));
+                    return Err(Error::invalid(
+                        "ESCAPE is not supported with RLIKE/REGEXP",
+                        e.span,
+                    ));
                 }
                 Some(Box::new(string_arg(self, e, "LIKE escape character")?))
             }
@@ -982,19 +1237,40 @@ impl Binder {
         };
         let compiled = match (pat.as_literal(), esc.as_ref().map(|e| e.as_literal())) {
             (Some(Value::String(p)), None) => Some(Arc::new(compile_like(p, None, kind)?)),
-            (Some(Value::String(p)), Some(Some(Value::String(e)))) => Some(Arc::new(compile_like(p, Some(e), kind)?)),
+            (Some(Value::String(p)), Some(Some(Value::String(e)))) => {
+                Some(Arc::new(compile_like(p, Some(e), kind)?))
+            }
             _ => None,
         };
         Ok(TypedExpr::new(
-            TExpr::Like { operand: Box::new(op), pattern: Box::new(pat), escape: esc, kind, negated, compiled },
+            TExpr::Like {
+                operand: Box::new(op),
+                pattern: Box::new(pat),
+                escape: esc,
+                kind,
+                negated,
+                compiled,
+            },
             ValueType::Boolean,
         ))
     }
 
-    fn build_transform(&mut self, operand: &Expr, from: &[Expr], to: &[Expr], default: Option<&Expr>, ty: ValueType, span: Span) -> Result<TypedExpr> {
+    fn build_transform(
+        &mut self,
+        operand: &Expr,
+        from: &[Expr],
+        to: &[Expr],
+        default: Option<&Expr>,
+        ty: ValueType,
+        span: Span,
+    ) -> Result<TypedExpr> {
         if from.len() != to.len() {
             return Err(Error::invalid(
-                format!("Size mismatch for source and result arrays in TRANSFORM: {} vs {}", from.len(), to.len()),
+                format!(
+                    "Size mismatch for source and result arrays in TRANSFORM: {} vs {}",
+                    from.len(),
+                    to.len()
+                ),
                 span,
             ));
         }
@@ -1004,18 +1280,32 @@ impl Binder {
         for (f, t) in from.iter().zip(to) {
             let key = self.constant_tuple(f, &types, "TRANSFORM source list", false)?;
             let value = self.constant_tuple(t, &[ty], "TRANSFORM result list", false)?;
-            map.entry(key).or_insert_with(|| value.into_iter().next().unwrap_or(Value::Null));
+            map.entry(key)
+                .or_insert_with(|| value.into_iter().next().unwrap_or(Value::Null));
         }
         let default = match default {
             Some(d) => Some(Box::new(self.build(d, ty)?)),
             None => None,
         };
-        Ok(TypedExpr::new(TExpr::Transform { operands, map: Arc::new(map), default }, ty))
+        Ok(TypedExpr::new(
+            TExpr::Transform {
+                operands,
+                map: Arc::new(map),
+                default,
+            },
+            ty,
+        ))
     }
 
     // ------------------------------------------------------------------ joins
 
-    fn bind_join(&mut self, join: &Join, foreign: &TableSchema, source: usize, catalog: &dyn Catalog) -> Result<JoinPlan> {
+    fn bind_join(
+        &mut self,
+        join: &Join,
+        foreign: &TableSchema,
+        source: usize,
+        catalog: &dyn Catalog,
+    ) -> Result<JoinPlan> {
         let _ = catalog;
         let foreign_ns = namespace(foreign, join.table.alias.as_deref(), 0);
         let mut self_keys = Vec::new();
@@ -1024,16 +1314,32 @@ impl Binder {
             JoinCondition::Using(cols) => {
                 for (name, span) in cols {
                     let (table, column) = match name.split_once('.') {
-                        Some((t, c)) if self.ns.iter().any(|n| n.qualifier.as_deref() == Some(t)) => (Some(t), c),
+                        Some((t, c))
+                            if self.ns.iter().any(|n| n.qualifier.as_deref() == Some(t)) =>
+                        {
+                            (Some(t), c)
+                        }
                         _ => (None, name.as_str()),
                     };
                     let left = self.resolve_column(table, column, *span)?.clone();
-                    let right = foreign_ns.iter().find(|c| c.name == column).ok_or_else(|| {
-                        Error::invalid(format!("Undefined reference {column:?} in joined table {:?}", join.table.path), *span)
-                    })?;
+                    let right = foreign_ns
+                        .iter()
+                        .find(|c| c.name == column)
+                        .ok_or_else(|| {
+                            Error::invalid(
+                                format!(
+                                    "Undefined reference {column:?} in joined table {:?}",
+                                    join.table.path
+                                ),
+                                *span,
+                            )
+                        })?;
                     if left.ty != right.ty {
                         return Err(Error::invalid(
-                            format!("Types mismatch in join equation \"{column}\": {} vs {}", left.ty, right.ty),
+                            format!(
+                                "Types mismatch in join equation \"{column}\": {} vs {}",
+                                left.ty, right.ty
+                            ),
                             *span,
                         ));
                     }
@@ -1044,12 +1350,19 @@ impl Binder {
             JoinCondition::On { left, right } => {
                 if left.len() != right.len() {
                     return Err(Error::invalid(
-                        format!("Tuples of same size are expected but got {} vs {}", left.len(), right.len()),
+                        format!(
+                            "Tuples of same size are expected but got {} vs {}",
+                            left.len(),
+                            right.len()
+                        ),
                         join.span,
                     ));
                 }
                 // Each side may name either table; try "self = foreign", then the reverse.
-                let attempt = |b: &mut Binder, selfs: &[Expr], foreigns: &[Expr]| -> Result<(Vec<TypedExpr>, Vec<TypedExpr>)> {
+                let attempt = |b: &mut Binder,
+                               selfs: &[Expr],
+                               foreigns: &[Expr]|
+                 -> Result<(Vec<TypedExpr>, Vec<TypedExpr>)> {
                     let mut sk = Vec::new();
                     let mut fk = Vec::new();
                     for (s, f) in selfs.iter().zip(foreigns) {
@@ -1061,7 +1374,11 @@ impl Binder {
                         let common = s_set.intersect(f_set);
                         if common.is_empty() {
                             return Err(Error::invalid(
-                                format!("Types mismatch in join equation: {} vs {}", s_set.describe(), f_set.describe()),
+                                format!(
+                                    "Types mismatch in join equation: {} vs {}",
+                                    s_set.describe(),
+                                    f_set.describe()
+                                ),
                                 s.span.to(f.span),
                             ));
                         }
@@ -1100,7 +1417,13 @@ impl Binder {
                 join.span,
             ));
         }
-        Ok(JoinPlan { source, left_outer: join.left, self_keys, foreign_keys, foreign_predicate })
+        Ok(JoinPlan {
+            source,
+            left_outer: join.left,
+            self_keys,
+            foreign_keys,
+            foreign_predicate,
+        })
     }
 }
 
@@ -1114,7 +1437,9 @@ fn uses_key_prefix(foreign: &TableSchema, keys: &[TypedExpr]) -> bool {
             _ => None,
         })
         .collect();
-    let Some(first) = foreign.key_columns().first() else { return false };
+    let Some(first) = foreign.key_columns().first() else {
+        return false;
+    };
     if joined.contains(&0) {
         return true;
     }
@@ -1138,7 +1463,10 @@ fn tuple_items(e: &Expr) -> Vec<&Expr> {
 /// disjunction.
 fn expand_tuple_comparison(op: BinaryOp, pairs: Vec<(TypedExpr, TypedExpr)>) -> TypedExpr {
     let cmp = |op: BinaryOp, l: TypedExpr, r: TypedExpr| {
-        TypedExpr::new(TExpr::Binary(op, Box::new(l), Box::new(r)), ValueType::Boolean)
+        TypedExpr::new(
+            TExpr::Binary(op, Box::new(l), Box::new(r)),
+            ValueType::Boolean,
+        )
     };
     let join = |op: BinaryOp, l: TypedExpr, r: TypedExpr| cmp(op, l, r);
     let mut pairs = pairs;
@@ -1148,9 +1476,15 @@ fn expand_tuple_comparison(op: BinaryOp, pairs: Vec<(TypedExpr, TypedExpr)>) -> 
     }
     match op {
         BinaryOp::Eq | BinaryOp::NotEq => {
-            let link = if op == BinaryOp::Eq { BinaryOp::And } else { BinaryOp::Or };
+            let link = if op == BinaryOp::Eq {
+                BinaryOp::And
+            } else {
+                BinaryOp::Or
+            };
             let mut it = pairs.into_iter().map(|(l, r)| cmp(op, l, r));
-            let first = it.next().unwrap_or_else(|| TypedExpr::literal(Value::Boolean(true), ValueType::Boolean));
+            let first = it
+                .next()
+                .unwrap_or_else(|| TypedExpr::literal(Value::Boolean(true), ValueType::Boolean));
             it.fold(first, |acc, e| join(link, acc, e))
         }
         _ => {
@@ -1163,7 +1497,11 @@ fn expand_tuple_comparison(op: BinaryOp, pairs: Vec<(TypedExpr, TypedExpr)>) -> 
             let mut acc = cmp(op, last_l, last_r);
             while let Some((l, r)) = pairs.pop() {
                 let eq = cmp(BinaryOp::Eq, l.clone(), r.clone());
-                acc = join(BinaryOp::Or, cmp(strict, l, r), join(BinaryOp::And, eq, acc));
+                acc = join(
+                    BinaryOp::Or,
+                    cmp(strict, l, r),
+                    join(BinaryOp::And, eq, acc),
+                );
             }
             acc
         }
@@ -1177,10 +1515,14 @@ fn unreachable_pair() -> (TypedExpr, TypedExpr) {
 
 fn binary_domain(op: BinaryOp) -> TypeSet {
     match op {
-        BinaryOp::Plus | BinaryOp::Minus | BinaryOp::Multiply | BinaryOp::Divide => TypeSet::NUMERIC,
-        BinaryOp::Modulo | BinaryOp::LeftShift | BinaryOp::RightShift | BinaryOp::BitAnd | BinaryOp::BitOr => {
-            TypeSet::INTEGER
+        BinaryOp::Plus | BinaryOp::Minus | BinaryOp::Multiply | BinaryOp::Divide => {
+            TypeSet::NUMERIC
         }
+        BinaryOp::Modulo
+        | BinaryOp::LeftShift
+        | BinaryOp::RightShift
+        | BinaryOp::BitAnd
+        | BinaryOp::BitOr => TypeSet::INTEGER,
         BinaryOp::Concat => TypeSet::STRING,
         BinaryOp::And | BinaryOp::Or => TypeSet::BOOLEAN,
         _ => TypeSet::SCALAR,
@@ -1215,7 +1557,13 @@ fn quote_expr(e: &Expr) -> String {
 
 fn with_span(e: Error, span: Span) -> Error {
     match e {
-        Error::Invalid { message, span: None } => Error::Invalid { message, span: Some(span) },
+        Error::Invalid {
+            message,
+            span: None,
+        } => Error::Invalid {
+            message,
+            span: Some(span),
+        },
         other => other,
     }
 }
@@ -1230,7 +1578,10 @@ fn arity_error(name: &str, expected: usize, got: usize, span: Span) -> Error {
 fn unknown_function(name: &str, span: Span) -> Error {
     let lower = name.to_ascii_lowercase();
     if crate::functions::NOT_YET_SUPPORTED.contains(&lower.as_str()) {
-        return Error::invalid(format!("Function {name:?} is not supported by dynql yet"), span);
+        return Error::invalid(
+            format!("Function {name:?} is not supported by dynql yet"),
+            span,
+        );
     }
     Error::invalid(format!("Undefined function {name:?}"), span)
 }
@@ -1254,7 +1605,12 @@ fn fold_in_place(e: &mut TypedExpr, opts: EvalOptions) -> Result<()> {
                 fold_in_place(o, opts)?;
             }
         }
-        TExpr::Like { operand, pattern, escape, .. } => {
+        TExpr::Like {
+            operand,
+            pattern,
+            escape,
+            ..
+        } => {
             fold_in_place(operand, opts)?;
             fold_in_place(pattern, opts)?;
             if let Some(x) = escape {
@@ -1276,4 +1632,3 @@ fn fold_in_place(e: &mut TypedExpr, opts: EvalOptions) -> Result<()> {
     }
     Ok(())
 }
-

@@ -22,7 +22,11 @@ pub struct ComputedColumns {
 
 fn bind_expression(schema: &TableSchema, column: usize, text: &str) -> Result<TypedExpr> {
     let name = &schema.columns()[column].name;
-    let context = |e: Error| Error::invalid_query(format!("Invalid expression of computed column {name:?}: {e}"));
+    let context = |e: Error| {
+        Error::invalid_query(format!(
+            "Invalid expression of computed column {name:?}: {e}"
+        ))
+    };
     let ast = parse_expression(&tokenize(text).map_err(context)?).map_err(context)?;
     let mut binder = Binder::for_table(schema);
     let want = schema.columns()[column].wire_type();
@@ -39,7 +43,11 @@ fn bind_expression(schema: &TableSchema, column: usize, text: &str) -> Result<Ty
 
 /// Positions of the columns a computed column's expression reads.
 pub fn expression_inputs(schema: &TableSchema, text: &str) -> Result<Vec<usize>> {
-    let position = schema.columns().iter().position(|c| c.expression.as_deref() == Some(text)).unwrap_or(0);
+    let position = schema
+        .columns()
+        .iter()
+        .position(|c| c.expression.as_deref() == Some(text))
+        .unwrap_or(0);
     let e = bind_expression(schema, position, text)?;
     let mut cols = Vec::new();
     e.referenced_columns(&mut cols);
@@ -124,7 +132,10 @@ mod tests {
             "[{name=h;type=uint64;sort_order=ascending;expression=\"farm_hash(v)\"};{name=k;type=int64;sort_order=ascending};{name=v;type=string}]",
         ))
         .unwrap_err();
-        assert!(e.to_string().contains("not a non-computed key column"), "{e}");
+        assert!(
+            e.to_string().contains("not a non-computed key column"),
+            "{e}"
+        );
         let e = ComputedColumns::compile(&schema(
             "[{name=h;type=int64;sort_order=ascending;expression=\"farm_hash(k)\"};{name=k;type=int64;sort_order=ascending};{name=v;type=string}]",
         ))

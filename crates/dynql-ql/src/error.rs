@@ -27,7 +27,11 @@ impl Span {
 pub enum Error {
     /// The text does not parse. `position` is a byte offset into the query text.
     #[error("Error while parsing query: {message} at position {position}")]
-    Syntax { message: String, position: usize, span: Span },
+    Syntax {
+        message: String,
+        position: usize,
+        span: Span,
+    },
     /// The query parses but is not valid (unknown column, type mismatch, misuse of aggregate,
     /// clause rules). The message uses YT's wording.
     #[error("{message}")]
@@ -40,17 +44,27 @@ pub enum Error {
 impl Error {
     /// A syntax error at `span`.
     pub fn syntax(message: impl Into<String>, span: Span) -> Error {
-        Error::Syntax { message: message.into(), position: span.start, span }
+        Error::Syntax {
+            message: message.into(),
+            position: span.start,
+            span,
+        }
     }
 
     /// A validation error about the text at `span`.
     pub fn invalid(message: impl Into<String>, span: Span) -> Error {
-        Error::Invalid { message: message.into(), span: Some(span) }
+        Error::Invalid {
+            message: message.into(),
+            span: Some(span),
+        }
     }
 
     /// A validation error not tied to one place in the text.
     pub fn invalid_query(message: impl Into<String>) -> Error {
-        Error::Invalid { message: message.into(), span: None }
+        Error::Invalid {
+            message: message.into(),
+            span: None,
+        }
     }
 
     /// The span of query text the error is about, if any.

@@ -36,13 +36,23 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
         }
         TExpr::Binary(op, l, r) => binary(*op, l, r, row, opts),
         TExpr::IsNull(x) => Ok(Value::Boolean(evaluate(x, row, opts)?.is_null())),
-        TExpr::In { operands, set, negated } => {
-            let key = operands.iter().map(|o| evaluate(o, row, opts)).collect::<Result<Vec<_>>>()?;
+        TExpr::In {
+            operands,
+            set,
+            negated,
+        } => {
+            let key = operands
+                .iter()
+                .map(|o| evaluate(o, row, opts))
+                .collect::<Result<Vec<_>>>()?;
             check_nan(&key)?;
             Ok(Value::Boolean(set.contains(&key) != *negated))
         }
         TExpr::Between { operands, ranges } => {
-            let key = operands.iter().map(|o| evaluate(o, row, opts)).collect::<Result<Vec<_>>>()?;
+            let key = operands
+                .iter()
+                .map(|o| evaluate(o, row, opts))
+                .collect::<Result<Vec<_>>>()?;
             check_nan(&key)?;
             let inside = ranges.iter().any(|(lo, hi)| {
                 let lo_part = &key[..lo.len().min(key.len())];
@@ -52,7 +62,14 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
             });
             Ok(Value::Boolean(inside))
         }
-        TExpr::Like { operand, pattern, escape, kind, negated, compiled } => {
+        TExpr::Like {
+            operand,
+            pattern,
+            escape,
+            kind,
+            negated,
+            compiled,
+        } => {
             let s = evaluate(operand, row, opts)?;
             let p = evaluate(pattern, row, opts)?;
             let esc = match escape {
@@ -86,8 +103,15 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
                 None => Ok(Value::Null),
             }
         }
-        TExpr::Transform { operands, map, default } => {
-            let key = operands.iter().map(|o| evaluate(o, row, opts)).collect::<Result<Vec<_>>>()?;
+        TExpr::Transform {
+            operands,
+            map,
+            default,
+        } => {
+            let key = operands
+                .iter()
+                .map(|o| evaluate(o, row, opts))
+                .collect::<Result<Vec<_>>>()?;
             match map.get(&key) {
                 Some(v) => Ok(v.clone()),
                 None => match default {
@@ -102,7 +126,10 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
             _ => Ok(Value::Null),
         },
         TExpr::Call(f, args) => {
-            let values = args.iter().map(|a| evaluate(a, row, opts)).collect::<Result<Vec<_>>>()?;
+            let values = args
+                .iter()
+                .map(|a| evaluate(a, row, opts))
+                .collect::<Result<Vec<_>>>()?;
             call_scalar(*f, &values, e.ty)
         }
     }
@@ -114,14 +141,21 @@ pub fn evaluate_predicate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Re
 }
 
 fn check_nan(values: &[Value]) -> Result<()> {
-    if values.iter().any(|v| matches!(v, Value::Double(d) if d.is_nan())) {
+    if values
+        .iter()
+        .any(|v| matches!(v, Value::Double(d) if d.is_nan()))
+    {
         return Err(runtime("Cannot compare NaN values"));
     }
     Ok(())
 }
 
 /// Translates a LIKE pattern (`%`, `_`, escape char) or an RLIKE regex into a regex.
-pub fn compile_like(pattern: &[u8], escape: Option<&[u8]>, kind: LikeKind) -> Result<regex::bytes::Regex> {
+pub fn compile_like(
+    pattern: &[u8],
+    escape: Option<&[u8]>,
+    kind: LikeKind,
+) -> Result<regex::bytes::Regex> {
     if kind == LikeKind::Rlike {
         if escape.is_some() {
             return Err(runtime("ESCAPE is not supported with RLIKE/REGEXP"));
@@ -135,7 +169,11 @@ pub fn compile_like(pattern: &[u8], escape: Option<&[u8]>, kind: LikeKind) -> Re
         Some([c]) => Some(*c),
         Some(_) => return Err(runtime("Escape string must be empty or one character")),
     };
-    let mut re = String::from(if kind == LikeKind::Ilike { "(?is-u)^" } else { "(?s-u)^" });
+    let mut re = String::from(if kind == LikeKind::Ilike {
+        "(?is-u)^"
+    } else {
+        "(?s-u)^"
+    });
     let mut i = 0;
     while i < pattern.len() {
         let c = pattern[i];
@@ -174,7 +212,13 @@ fn unary(op: UnaryOp, v: Value) -> Result<Value> {
     })
 }
 
-fn binary(op: BinaryOp, l: &TypedExpr, r: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value> {
+fn binary(
+    op: BinaryOp,
+    l: &TypedExpr,
+    r: &TypedExpr,
+    row: &[Value],
+    opts: EvalOptions,
+) -> Result<Value> {
     match op {
         BinaryOp::And => {
             let a = evaluate(l, row, opts)?;
@@ -240,7 +284,12 @@ pub fn apply_binary(op: BinaryOp, a: Value, b: Value, opts: EvalOptions) -> Resu
             // Shift counts are taken modulo 64 (YT leaves counts outside 0..63 undefined).
             LeftShift => x.wrapping_shl(y as u32),
             RightShift => x.wrapping_shr(y as u32),
-            _ => return Err(runtime(format!("operator {} is not defined for int64", op.symbol()))),
+            _ => {
+                return Err(runtime(format!(
+                    "operator {} is not defined for int64",
+                    op.symbol()
+                )))
+            }
         }),
         (Value::Uint64(x), Value::Uint64(y)) => Value::Uint64(match op {
             Plus => x.wrapping_add(y),
@@ -260,14 +309,24 @@ pub fn apply_binary(op: BinaryOp, a: Value, b: Value, opts: EvalOptions) -> Resu
             BitOr => x | y,
             LeftShift => x.wrapping_shl(y as u32),
             RightShift => x.wrapping_shr(y as u32),
-            _ => return Err(runtime(format!("operator {} is not defined for uint64", op.symbol()))),
+            _ => {
+                return Err(runtime(format!(
+                    "operator {} is not defined for uint64",
+                    op.symbol()
+                )))
+            }
         }),
         (Value::Double(x), Value::Double(y)) => Value::Double(match op {
             Plus => x + y,
             Minus => x - y,
             Multiply => x * y,
             Divide => x / y,
-            _ => return Err(runtime(format!("operator {} is not defined for double", op.symbol()))),
+            _ => {
+                return Err(runtime(format!(
+                    "operator {} is not defined for double",
+                    op.symbol()
+                )))
+            }
         }),
         (Value::String(x), Value::String(y)) if op == Concat => Value::String([x, y].concat()),
         (a, b) => {
@@ -329,18 +388,42 @@ mod tests {
     #[test]
     fn integer_arithmetic_wraps_and_division_checks() {
         let o = EvalOptions::default();
-        assert_eq!(apply_binary(BinaryOp::Plus, i(i64::MAX), i(1), o).unwrap(), i(i64::MIN));
-        assert_eq!(apply_binary(BinaryOp::Modulo, i(-17), i(5), o).unwrap(), i(-2));
-        assert_eq!(apply_binary(BinaryOp::Modulo, i(17), i(-5), o).unwrap(), i(2));
-        assert!(apply_binary(BinaryOp::Divide, i(1), i(0), o).unwrap_err().to_string().contains("Division by zero"));
+        assert_eq!(
+            apply_binary(BinaryOp::Plus, i(i64::MAX), i(1), o).unwrap(),
+            i(i64::MIN)
+        );
+        assert_eq!(
+            apply_binary(BinaryOp::Modulo, i(-17), i(5), o).unwrap(),
+            i(-2)
+        );
+        assert_eq!(
+            apply_binary(BinaryOp::Modulo, i(17), i(-5), o).unwrap(),
+            i(2)
+        );
+        assert!(apply_binary(BinaryOp::Divide, i(1), i(0), o)
+            .unwrap_err()
+            .to_string()
+            .contains("Division by zero"));
         assert!(apply_binary(BinaryOp::Divide, i(i64::MIN), i(-1), o)
             .unwrap_err()
             .to_string()
             .contains("INT_MIN"));
-        assert_eq!(apply_binary(BinaryOp::Divide, Value::Null, i(0), o).unwrap(), Value::Null);
-        assert_eq!(apply_binary(BinaryOp::RightShift, i(-8), i(1), o).unwrap(), i(-4));
         assert_eq!(
-            apply_binary(BinaryOp::RightShift, Value::Uint64(u64::MAX), Value::Uint64(60), o).unwrap(),
+            apply_binary(BinaryOp::Divide, Value::Null, i(0), o).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            apply_binary(BinaryOp::RightShift, i(-8), i(1), o).unwrap(),
+            i(-4)
+        );
+        assert_eq!(
+            apply_binary(
+                BinaryOp::RightShift,
+                Value::Uint64(u64::MAX),
+                Value::Uint64(60),
+                o
+            )
+            .unwrap(),
             Value::Uint64(15)
         );
     }
@@ -348,17 +431,36 @@ mod tests {
     #[test]
     fn null_compares_as_minimum_unless_canonical() {
         let o = EvalOptions::default();
-        assert_eq!(compare(BinaryOp::Eq, &Value::Null, &Value::Null, o).unwrap(), Value::Boolean(true));
-        assert_eq!(compare(BinaryOp::Less, &Value::Null, &i(5), o).unwrap(), Value::Boolean(true));
-        let c = EvalOptions { canonical_null_relations: true };
-        assert_eq!(compare(BinaryOp::Eq, &Value::Null, &Value::Null, c).unwrap(), Value::Null);
-        assert!(compare(BinaryOp::Eq, &Value::Double(f64::NAN), &Value::Double(1.0), o).is_err());
+        assert_eq!(
+            compare(BinaryOp::Eq, &Value::Null, &Value::Null, o).unwrap(),
+            Value::Boolean(true)
+        );
+        assert_eq!(
+            compare(BinaryOp::Less, &Value::Null, &i(5), o).unwrap(),
+            Value::Boolean(true)
+        );
+        let c = EvalOptions {
+            canonical_null_relations: true,
+        };
+        assert_eq!(
+            compare(BinaryOp::Eq, &Value::Null, &Value::Null, c).unwrap(),
+            Value::Null
+        );
+        assert!(compare(
+            BinaryOp::Eq,
+            &Value::Double(f64::NAN),
+            &Value::Double(1.0),
+            o
+        )
+        .is_err());
     }
 
     #[test]
     fn like_patterns() {
         let m = |s: &str, p: &str, e: Option<&str>, k| {
-            compile_like(p.as_bytes(), e.map(str::as_bytes), k).unwrap().is_match(s.as_bytes())
+            compile_like(p.as_bytes(), e.map(str::as_bytes), k)
+                .unwrap()
+                .is_match(s.as_bytes())
         };
         assert!(m("ab.cd.efgh", "__.__.____", None, LikeKind::Like));
         assert!(!m("ab.cd-efgh", "__.__.____", None, LikeKind::Like));

@@ -29,16 +29,28 @@ pub struct Signature {
 
 impl Signature {
     fn new(params: Vec<Param>, result: Param) -> Signature {
-        Signature { params, repeated: None, result }
+        Signature {
+            params,
+            repeated: None,
+            result,
+        }
     }
 
     fn variadic(params: Vec<Param>, repeated: Param, result: Param) -> Signature {
-        Signature { params, repeated: Some(repeated), result }
+        Signature {
+            params,
+            repeated: Some(repeated),
+            result,
+        }
     }
 
     /// The parameter of argument `i`, if the function takes that many arguments.
     pub fn param(&self, i: usize) -> Option<Param> {
-        self.params.get(i).copied().or(if i >= self.params.len() { self.repeated } else { None })
+        self.params.get(i).copied().or(if i >= self.params.len() {
+            self.repeated
+        } else {
+            None
+        })
     }
 
     /// Whether `n` arguments are accepted.
@@ -167,12 +179,38 @@ pub enum Function {
 /// Functions of the YT reference that dynql does not provide yet; they get an explicit error
 /// instead of "unknown function".
 pub const NOT_YET_SUPPORTED: &[&str] = &[
-    "try_get_int64", "try_get_uint64", "try_get_double", "try_get_boolean", "try_get_string",
-    "try_get_any", "get_int64", "get_uint64", "get_double", "get_boolean", "get_string", "get_any",
-    "list_contains", "list_has_intersection", "yson_length", "any_to_yson_string",
-    "yson_string_to_any", "to_any", "make_map", "make_list", "make_entity", "split",
-    "make_ngrams", "array_agg", "dict_sum", "xdelta", "uniq", "format_timestamp_tz",
-    "format_timestamp_localtime", "bigb_hash", "cardinality_state", "cardinality_merge",
+    "try_get_int64",
+    "try_get_uint64",
+    "try_get_double",
+    "try_get_boolean",
+    "try_get_string",
+    "try_get_any",
+    "get_int64",
+    "get_uint64",
+    "get_double",
+    "get_boolean",
+    "get_string",
+    "get_any",
+    "list_contains",
+    "list_has_intersection",
+    "yson_length",
+    "any_to_yson_string",
+    "yson_string_to_any",
+    "to_any",
+    "make_map",
+    "make_list",
+    "make_entity",
+    "split",
+    "make_ngrams",
+    "array_agg",
+    "dict_sum",
+    "xdelta",
+    "uniq",
+    "format_timestamp_tz",
+    "format_timestamp_localtime",
+    "bigb_hash",
+    "cardinality_state",
+    "cardinality_merge",
     "cardinality_merge_state",
 ];
 
@@ -284,7 +322,10 @@ impl ScalarFunction {
         let num = TypeSet::NUMERIC;
         let castable = TypeSet::NUMERIC.union(TypeSet::ANY);
         match self {
-            S::If => Signature::new(vec![Fixed(b), T(TypeSet::ALL), T(TypeSet::ALL)], T(TypeSet::ALL)),
+            S::If => Signature::new(
+                vec![Fixed(b), T(TypeSet::ALL), T(TypeSet::ALL)],
+                T(TypeSet::ALL),
+            ),
             S::IfNull => Signature::new(vec![T(TypeSet::ALL), T(TypeSet::ALL)], T(TypeSet::ALL)),
             S::Coalesce => Signature::variadic(vec![], T(TypeSet::ALL), T(TypeSet::ALL)),
             S::IsPrefix | S::IsSubstr => Signature::new(vec![Fixed(s), Fixed(s)], Fixed(b)),
@@ -292,11 +333,9 @@ impl ScalarFunction {
             S::Length => Signature::new(vec![Fixed(s)], Fixed(i)),
             S::IsValidUtf8 => Signature::new(vec![Fixed(s)], Fixed(b)),
             S::Concat => Signature::new(vec![Fixed(s), Fixed(s)], Fixed(s)),
-            S::FarmHash => Signature::variadic(
-                vec![],
-                Fixed(TypeSet::INTEGER.union(b).union(s)),
-                Fixed(u),
-            ),
+            S::FarmHash => {
+                Signature::variadic(vec![], Fixed(TypeSet::INTEGER.union(b).union(s)), Fixed(u))
+            }
             S::NumericToString => Signature::new(vec![Fixed(num)], Fixed(s)),
             S::ParseInt64 => Signature::new(vec![Fixed(s)], Fixed(i)),
             S::ParseUint64 => Signature::new(vec![Fixed(s)], Fixed(u)),
@@ -313,11 +352,14 @@ impl ScalarFunction {
             S::CastInt64 => Signature::new(vec![Fixed(castable)], Fixed(i)),
             S::CastUint64 => Signature::new(vec![Fixed(castable)], Fixed(u)),
             S::CastDouble => Signature::new(vec![Fixed(castable)], Fixed(d)),
-            S::CastBoolean => {
-                Signature::new(vec![Fixed(TypeSet::INTEGER.union(b).union(TypeSet::ANY))], Fixed(b))
-            }
+            S::CastBoolean => Signature::new(
+                vec![Fixed(TypeSet::INTEGER.union(b).union(TypeSet::ANY))],
+                Fixed(b),
+            ),
             S::CastString => Signature::new(vec![Fixed(s.union(TypeSet::ANY))], Fixed(s)),
-            S::IsNan | S::IsFinite | S::IsInf | S::Signbit => Signature::new(vec![Fixed(d)], Fixed(b)),
+            S::IsNan | S::IsFinite | S::IsInf | S::Signbit => {
+                Signature::new(vec![Fixed(d)], Fixed(b))
+            }
             S::Greatest => Signature::variadic(vec![T(COMPARABLE)], T(COMPARABLE), T(COMPARABLE)),
             S::Abs => Signature::new(vec![T(num)], T(num)),
             S::Math(_) => Signature::new(vec![Fixed(d)], Fixed(d)),
@@ -341,7 +383,14 @@ impl ScalarFunction {
         use ScalarFunction as S;
         matches!(
             self,
-            S::If | S::IfNull | S::Coalesce | S::FarmHash | S::Greatest | S::IsNan | S::IsFinite | S::IsInf
+            S::If
+                | S::IfNull
+                | S::Coalesce
+                | S::FarmHash
+                | S::Greatest
+                | S::IsNan
+                | S::IsFinite
+                | S::IsInf
         )
     }
 }
@@ -351,11 +400,15 @@ impl AggregateFunction {
     pub fn signature(self) -> Signature {
         use Param::{Fixed, T};
         match self {
-            AggregateFunction::Sum => Signature::new(vec![T(TypeSet::NUMERIC)], T(TypeSet::NUMERIC)),
+            AggregateFunction::Sum => {
+                Signature::new(vec![T(TypeSet::NUMERIC)], T(TypeSet::NUMERIC))
+            }
             AggregateFunction::Min | AggregateFunction::Max => {
                 Signature::new(vec![T(COMPARABLE)], T(COMPARABLE))
             }
-            AggregateFunction::Avg => Signature::new(vec![Fixed(TypeSet::NUMERIC)], Fixed(TypeSet::DOUBLE)),
+            AggregateFunction::Avg => {
+                Signature::new(vec![Fixed(TypeSet::NUMERIC)], Fixed(TypeSet::DOUBLE))
+            }
             AggregateFunction::Cardinality => {
                 Signature::new(vec![Fixed(COMPARABLE)], Fixed(TypeSet::UINT64))
             }
@@ -488,7 +541,12 @@ fn format_double(v: f64) -> String {
 /// target type as the casts do.
 fn parse_scalar(s: &[u8], target: ValueType) -> Result<Value> {
     use dynql_core::Yson;
-    let bad = || runtime(format!("Cannot convert value {:?} to {target}", String::from_utf8_lossy(s)));
+    let bad = || {
+        runtime(format!(
+            "Cannot convert value {:?} to {target}",
+            String::from_utf8_lossy(s)
+        ))
+    };
     let v = match dynql_core::yson::parse(s).map_err(|_| bad())? {
         Yson::Int64(x) => Value::Int64(x),
         Yson::Uint64(x) => Value::Uint64(x),
@@ -523,9 +581,12 @@ fn timestamp_floor(t: i64, unit: FloorUnit) -> Result<i64> {
             let days_from_monday = date.weekday().num_days_from_monday() as i64;
             Some(t.div_euclid(86400) * 86400 - days_from_monday * 86400)
         }
-        FloorUnit::Month => NaiveDate::from_ymd_opt(date.year(), date.month(), 1).and_then(start_of),
+        FloorUnit::Month => {
+            NaiveDate::from_ymd_opt(date.year(), date.month(), 1).and_then(start_of)
+        }
         FloorUnit::Quarter => {
-            NaiveDate::from_ymd_opt(date.year(), (date.month() - 1) / 3 * 3 + 1, 1).and_then(start_of)
+            NaiveDate::from_ymd_opt(date.year(), (date.month() - 1) / 3 * 3 + 1, 1)
+                .and_then(start_of)
         }
         FloorUnit::Year => NaiveDate::from_ymd_opt(date.year(), 1, 1).and_then(start_of),
     };
@@ -535,7 +596,8 @@ fn timestamp_floor(t: i64, unit: FloorUnit) -> Result<i64> {
 fn format_timestamp(t: i64, fmt: &[u8]) -> Result<Vec<u8>> {
     use chrono::format::{Item, StrftimeItems};
     use chrono::{TimeZone, Utc};
-    let fmt = std::str::from_utf8(fmt).map_err(|_| runtime("Timestamp format is not valid UTF-8"))?;
+    let fmt =
+        std::str::from_utf8(fmt).map_err(|_| runtime("Timestamp format is not valid UTF-8"))?;
     let items: Vec<Item> = StrftimeItems::new(fmt).collect();
     if items.iter().any(|i| matches!(i, Item::Error)) {
         return Err(runtime(format!("Invalid timestamp format {fmt:?}")));
@@ -544,7 +606,10 @@ fn format_timestamp(t: i64, fmt: &[u8]) -> Result<Vec<u8>> {
         .timestamp_opt(t, 0)
         .single()
         .ok_or_else(|| runtime(format!("Timestamp {t} is out of range")))?;
-    Ok(dt.format_with_items(items.into_iter()).to_string().into_bytes())
+    Ok(dt
+        .format_with_items(items.into_iter())
+        .to_string()
+        .into_bytes())
 }
 
 fn cast_from_any(v: &Value, target: ValueType) -> Result<Value> {
@@ -573,14 +638,18 @@ fn double_to_int(x: f64, target: ValueType) -> Result<Value> {
     match target {
         ValueType::Int64 => {
             if x.is_nan() || x < -9.223372036854776e18 || x >= 9.223372036854776e18 {
-                Err(runtime(format!("Double value {x} is out of range for int64")))
+                Err(runtime(format!(
+                    "Double value {x} is out of range for int64"
+                )))
             } else {
                 Ok(Value::Int64(x as i64))
             }
         }
         _ => {
             if x.is_nan() || x <= -1.0 || x >= 1.8446744073709552e19 {
-                Err(runtime(format!("Double value {x} is out of range for uint64")))
+                Err(runtime(format!(
+                    "Double value {x} is out of range for uint64"
+                )))
             } else {
                 Ok(Value::Uint64(x as u64))
             }
@@ -842,26 +911,44 @@ mod tests {
 
     #[test]
     fn regex_functions_use_re2_rewrites() {
-        let r = call_scalar(ScalarFunction::RegexReplaceAll, &[s("([0-9]+)"), s("a12b3"), s("<\\1>")], ValueType::String)
-            .unwrap();
+        let r = call_scalar(
+            ScalarFunction::RegexReplaceAll,
+            &[s("([0-9]+)"), s("a12b3"), s("<\\1>")],
+            ValueType::String,
+        )
+        .unwrap();
         assert_eq!(r, s("a<12>b<3>"));
         assert_eq!(regex_escape(b"a.b*c"), b"a\\.b\\*c".to_vec());
-        let r = call_scalar(ScalarFunction::RegexExtract, &[s("([a-z]+)([0-9]+)"), s("..abc123"), s("\\2-\\1")], ValueType::String)
-            .unwrap();
+        let r = call_scalar(
+            ScalarFunction::RegexExtract,
+            &[s("([a-z]+)([0-9]+)"), s("..abc123"), s("\\2-\\1")],
+            ValueType::String,
+        )
+        .unwrap();
         assert_eq!(r, s("123-abc"));
     }
 
     #[test]
     fn nulls_propagate_except_where_handled() {
-        assert_eq!(call_scalar(ScalarFunction::Lower, &[Value::Null], ValueType::String).unwrap(), Value::Null);
+        assert_eq!(
+            call_scalar(ScalarFunction::Lower, &[Value::Null], ValueType::String).unwrap(),
+            Value::Null
+        );
         assert_eq!(
             call_scalar(ScalarFunction::FarmHash, &[Value::Null], ValueType::Uint64).unwrap(),
             Value::Uint64(3315701238936582721)
         );
-        assert!(call_scalar(ScalarFunction::Greatest, &[Value::Int64(1), Value::Null], ValueType::Int64).is_err());
-        assert!(call_scalar(ScalarFunction::ParseInt64, &[s("x1")], ValueType::Int64)
-            .unwrap_err()
-            .to_string()
-            .contains("Cannot convert value"));
+        assert!(call_scalar(
+            ScalarFunction::Greatest,
+            &[Value::Int64(1), Value::Null],
+            ValueType::Int64
+        )
+        .is_err());
+        assert!(
+            call_scalar(ScalarFunction::ParseInt64, &[s("x1")], ValueType::Int64)
+                .unwrap_err()
+                .to_string()
+                .contains("Cannot convert value")
+        );
     }
 }

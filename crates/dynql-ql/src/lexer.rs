@@ -127,7 +127,11 @@ pub struct Spanned {
 /// # Errors
 /// [`Error::Syntax`] at the offending byte.
 pub fn tokenize(text: &str) -> Result<Vec<Spanned>> {
-    Lexer { bytes: text.as_bytes(), pos: 0 }.run()
+    Lexer {
+        bytes: text.as_bytes(),
+        pos: 0,
+    }
+    .run()
 }
 
 struct Lexer<'a> {
@@ -136,8 +140,8 @@ struct Lexer<'a> {
 }
 
 const PUNCT: &[&str] = &[
-    "<=", ">=", "!=", "<>", "<<", ">>", "||", "(", ")", ",", ".", "*", "+", "-", "/", "%", "|", "&",
-    "~", "<", ">", "=",
+    "<=", ">=", "!=", "<>", "<<", ">>", "||", "(", ")", ",", ".", "*", "+", "-", "/", "%", "|",
+    "&", "~", "<", ">", "=",
 ];
 
 impl<'a> Lexer<'a> {
@@ -153,7 +157,10 @@ impl<'a> Lexer<'a> {
             }
             let start = self.pos;
             let Some(c) = self.peek(0) else {
-                out.push(Spanned { token: Token::Eof, span: Span::new(start, start) });
+                out.push(Spanned {
+                    token: Token::Eof,
+                    span: Span::new(start, start),
+                });
                 return Ok(out);
             };
             let token = match c {
@@ -209,13 +216,20 @@ impl<'a> Lexer<'a> {
                     }
                 }
             };
-            out.push(Spanned { token, span: Span::new(start, self.pos) });
+            out.push(Spanned {
+                token,
+                span: Span::new(start, self.pos),
+            });
         }
     }
 
     fn word_at(&self, at: usize) -> &'a str {
         let mut end = at;
-        while self.bytes.get(end).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        while self
+            .bytes
+            .get(end)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
             end += 1;
         }
         // The scanned bytes are ASCII, so this cannot fail.
@@ -263,14 +277,20 @@ impl<'a> Lexer<'a> {
                     if depth == 0 {
                         let inner = &self.bytes[start + 1..self.pos - 1];
                         return String::from_utf8(inner.to_vec()).map_err(|_| {
-                            Error::syntax("identifier is not valid UTF-8", Span::new(start, self.pos))
+                            Error::syntax(
+                                "identifier is not valid UTF-8",
+                                Span::new(start, self.pos),
+                            )
                         });
                     }
                 }
                 _ => {}
             }
         }
-        Err(Error::syntax("unterminated [ identifier", Span::new(start, self.pos)))
+        Err(Error::syntax(
+            "unterminated [ identifier",
+            Span::new(start, self.pos),
+        ))
     }
 
     fn backquoted(&mut self) -> Result<String> {
@@ -291,7 +311,10 @@ impl<'a> Lexer<'a> {
         let mut out = Vec::new();
         loop {
             let Some(c) = self.peek(0) else {
-                return Err(Error::syntax("unterminated quoted literal", Span::new(start, self.pos)));
+                return Err(Error::syntax(
+                    "unterminated quoted literal",
+                    Span::new(start, self.pos),
+                ));
             };
             self.pos += 1;
             if c == quote {
@@ -302,7 +325,10 @@ impl<'a> Lexer<'a> {
                 continue;
             }
             let Some(e) = self.peek(0) else {
-                return Err(Error::syntax("unterminated escape", Span::new(start, self.pos)));
+                return Err(Error::syntax(
+                    "unterminated escape",
+                    Span::new(start, self.pos),
+                ));
             };
             self.pos += 1;
             match e {
@@ -405,16 +431,26 @@ impl<'a> Lexer<'a> {
                 .map(Token::Double)
                 .map_err(|_| Error::syntax(format!("bad number {text:?}"), span()));
         }
-        let value = text
-            .parse::<u64>()
-            .map_err(|_| Error::syntax(format!("integer literal {text} is out of range"), span()))?;
-        if self.peek(0) == Some(b'u') && !self.peek(1).is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        let value = text.parse::<u64>().map_err(|_| {
+            Error::syntax(format!("integer literal {text} is out of range"), span())
+        })?;
+        if self.peek(0) == Some(b'u')
+            && !self
+                .peek(1)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
             self.pos += 1;
             return Ok(Token::Uint(value));
         }
-        if self.peek(0).is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') {
+        if self
+            .peek(0)
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        {
             return Err(Error::syntax(
-                format!("unexpected character {:?} after a number", self.peek(0).unwrap_or(b' ') as char),
+                format!(
+                    "unexpected character {:?} after a number",
+                    self.peek(0).unwrap_or(b' ') as char
+                ),
                 Span::new(self.pos, self.pos + 1),
             ));
         }
@@ -455,10 +491,13 @@ mod tests {
 
     #[test]
     fn decodes_escapes_and_keeps_bytes() {
-        assert_eq!(toks(r#"'a\'b\x41\101\n' `c\`d`"#)[..2], [
-            Token::Str(b"a'bAA\n".to_vec()),
-            Token::QuotedIdent("c`d".into())
-        ]);
+        assert_eq!(
+            toks(r#"'a\'b\x41\101\n' `c\`d`"#)[..2],
+            [
+                Token::Str(b"a'bAA\n".to_vec()),
+                Token::QuotedIdent("c`d".into())
+            ]
+        );
     }
 
     #[test]

@@ -156,13 +156,21 @@ impl<'a> Parser<'a> {
         self.expect_kw(Keyword::From, "FROM")?;
         let from = self.table_ref()?;
         if self.is_kw(Keyword::WithIndex) {
-            return Err(Error::syntax("WITH INDEX (secondary indices) is not supported", self.span()));
+            return Err(Error::syntax(
+                "WITH INDEX (secondary indices) is not supported",
+                self.span(),
+            ));
         }
         let mut joins = Vec::new();
         loop {
             let start = self.span();
             let left = self.is_kw(Keyword::Left);
-            if left && !matches!(self.peek_at(1), Token::Keyword(Keyword::Join | Keyword::Array)) {
+            if left
+                && !matches!(
+                    self.peek_at(1),
+                    Token::Keyword(Keyword::Join | Keyword::Array)
+                )
+            {
                 break;
             }
             if left {
@@ -195,14 +203,31 @@ impl<'a> Parser<'a> {
                     ExprKind::Tuple(items) => items,
                     _ => vec![e],
                 };
-                JoinCondition::On { left: unpack(l), right: unpack(r) }
+                JoinCondition::On {
+                    left: unpack(l),
+                    right: unpack(r),
+                }
             } else {
                 return self.error("USING or ON");
             };
-            let predicate = if self.eat_kw(Keyword::And) { Some(self.and_expr()?) } else { None };
-            joins.push(Join { left, table, condition, predicate, span: start.to(self.prev_span()) });
+            let predicate = if self.eat_kw(Keyword::And) {
+                Some(self.and_expr()?)
+            } else {
+                None
+            };
+            joins.push(Join {
+                left,
+                table,
+                condition,
+                predicate,
+                span: start.to(self.prev_span()),
+            });
         }
-        let where_clause = if self.eat_kw(Keyword::Where) { Some(self.expr()?) } else { None };
+        let where_clause = if self.eat_kw(Keyword::Where) {
+            Some(self.expr()?)
+        } else {
+            None
+        };
         let mut group_by = None;
         let mut having_without_group = None;
         if self.eat_kw(Keyword::GroupBy) {
@@ -223,7 +248,11 @@ impl<'a> Parser<'a> {
                     totals = TotalsMode::AfterHaving;
                 }
             }
-            group_by = Some(GroupBy { items, having, totals });
+            group_by = Some(GroupBy {
+                items,
+                having,
+                totals,
+            });
         } else if self.is_kw(Keyword::Having) {
             having_without_group = Some(self.span());
             self.advance();
@@ -245,8 +274,16 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let offset = if self.eat_kw(Keyword::Offset) { Some(self.count_literal("OFFSET")?) } else { None };
-        let limit = if self.eat_kw(Keyword::Limit) { Some(self.count_literal("LIMIT")?) } else { None };
+        let offset = if self.eat_kw(Keyword::Offset) {
+            Some(self.count_literal("OFFSET")?)
+        } else {
+            None
+        };
+        let limit = if self.eat_kw(Keyword::Limit) {
+            Some(self.count_literal("LIMIT")?)
+        } else {
+            None
+        };
         Ok(Query {
             projections,
             from,
@@ -291,7 +328,11 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        Ok(TableRef { path, alias, span: span.to(self.prev_span()) })
+        Ok(TableRef {
+            path,
+            alias,
+            span: span.to(self.prev_span()),
+        })
     }
 
     fn qualified_name(&mut self) -> Result<(String, Span)> {
@@ -306,7 +347,11 @@ impl<'a> Parser<'a> {
 
     fn projection(&mut self) -> Result<Projection> {
         let expr = self.expr()?;
-        let alias = if self.eat_kw(Keyword::As) { Some(self.identifier("an alias name")?.0) } else { None };
+        let alias = if self.eat_kw(Keyword::As) {
+            Some(self.identifier("an alias name")?.0)
+        } else {
+            None
+        };
         Ok(Projection { expr, alias })
     }
 
@@ -338,7 +383,13 @@ impl<'a> Parser<'a> {
             let start = self.advance().span;
             let operand = self.not_expr()?;
             let span = start.to(operand.span);
-            return Ok(Expr { kind: ExprKind::Unary { op: UnaryOp::Not, operand: Box::new(operand) }, span });
+            return Ok(Expr {
+                kind: ExprKind::Unary {
+                    op: UnaryOp::Not,
+                    operand: Box::new(operand),
+                },
+                span,
+            });
         }
         self.is_null_expr()
     }
@@ -350,7 +401,13 @@ impl<'a> Parser<'a> {
             let negated = self.eat_kw(Keyword::Not);
             self.expect_kw(Keyword::Null, "NULL")?;
             let span = operand.span.to(self.prev_span());
-            return Ok(Expr { kind: ExprKind::IsNull { operand: Box::new(operand), negated }, span });
+            return Ok(Expr {
+                kind: ExprKind::IsNull {
+                    operand: Box::new(operand),
+                    negated,
+                },
+                span,
+            });
         }
         Ok(operand)
     }
@@ -389,7 +446,9 @@ impl<'a> Parser<'a> {
                     left = self.between_tail(left)?;
                     continue;
                 }
-                Token::Keyword(Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp) => {
+                Token::Keyword(
+                    Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp,
+                ) => {
                     left = self.like_tail(left, false)?;
                     continue;
                 }
@@ -400,7 +459,9 @@ impl<'a> Parser<'a> {
                         left = self.in_tail(left, true)?;
                         continue;
                     }
-                    Token::Keyword(Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp) => {
+                    Token::Keyword(
+                        Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp,
+                    ) => {
                         self.advance();
                         left = self.like_tail(left, true)?;
                         continue;
@@ -426,7 +487,14 @@ impl<'a> Parser<'a> {
         }
         self.expect_punct(")")?;
         let span = operand.span.to(self.prev_span());
-        Ok(Expr { kind: ExprKind::In { operand: Box::new(operand), items, negated }, span })
+        Ok(Expr {
+            kind: ExprKind::In {
+                operand: Box::new(operand),
+                items,
+                negated,
+            },
+            span,
+        })
     }
 
     fn between_tail(&mut self, operand: Expr) -> Result<Expr> {
@@ -436,7 +504,13 @@ impl<'a> Parser<'a> {
             let save = self.pos;
             if let Ok(ranges) = self.multi_ranges() {
                 let span = operand.span.to(self.prev_span());
-                return Ok(Expr { kind: ExprKind::Between { operand: Box::new(operand), ranges }, span });
+                return Ok(Expr {
+                    kind: ExprKind::Between {
+                        operand: Box::new(operand),
+                        ranges,
+                    },
+                    span,
+                });
             }
             self.pos = save;
         }
@@ -444,7 +518,13 @@ impl<'a> Parser<'a> {
         self.expect_kw(Keyword::And, "AND in BETWEEN")?;
         let hi = self.additive()?;
         let span = operand.span.to(hi.span);
-        Ok(Expr { kind: ExprKind::Between { operand: Box::new(operand), ranges: vec![(lo, hi)] }, span })
+        Ok(Expr {
+            kind: ExprKind::Between {
+                operand: Box::new(operand),
+                ranges: vec![(lo, hi)],
+            },
+            span,
+        })
     }
 
     fn multi_ranges(&mut self) -> Result<Vec<(Expr, Expr)>> {
@@ -470,7 +550,11 @@ impl<'a> Parser<'a> {
             _ => LikeKind::Rlike,
         };
         let pattern = self.bit_or()?;
-        let escape = if self.eat_kw(Keyword::Escape) { Some(Box::new(self.bit_or()?)) } else { None };
+        let escape = if self.eat_kw(Keyword::Escape) {
+            Some(Box::new(self.bit_or()?))
+        } else {
+            None
+        };
         let span = operand.span.to(self.prev_span());
         Ok(Expr {
             kind: ExprKind::Like {
@@ -515,14 +599,21 @@ impl<'a> Parser<'a> {
 
     /// Level 9: << >>.
     fn shift(&mut self) -> Result<Expr> {
-        self.left_assoc(Self::additive, &[("<<", BinaryOp::LeftShift), (">>", BinaryOp::RightShift)])
+        self.left_assoc(
+            Self::additive,
+            &[("<<", BinaryOp::LeftShift), (">>", BinaryOp::RightShift)],
+        )
     }
 
     /// Level 10: + - ||.
     fn additive(&mut self) -> Result<Expr> {
         self.left_assoc(
             Self::multiplicative,
-            &[("+", BinaryOp::Plus), ("-", BinaryOp::Minus), ("||", BinaryOp::Concat)],
+            &[
+                ("+", BinaryOp::Plus),
+                ("-", BinaryOp::Minus),
+                ("||", BinaryOp::Concat),
+            ],
         )
     }
 
@@ -530,7 +621,11 @@ impl<'a> Parser<'a> {
     fn multiplicative(&mut self) -> Result<Expr> {
         self.left_assoc(
             Self::unary,
-            &[("*", BinaryOp::Multiply), ("/", BinaryOp::Divide), ("%", BinaryOp::Modulo)],
+            &[
+                ("*", BinaryOp::Multiply),
+                ("/", BinaryOp::Divide),
+                ("%", BinaryOp::Modulo),
+            ],
         )
     }
 
@@ -545,13 +640,24 @@ impl<'a> Parser<'a> {
         let start = self.advance().span;
         let operand = self.unary()?;
         let span = start.to(operand.span);
-        Ok(Expr { kind: ExprKind::Unary { op, operand: Box::new(operand) }, span })
+        Ok(Expr {
+            kind: ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+        })
     }
 
     /// Level 13: literals, columns, calls, parentheses, tuples, CASE, TRANSFORM.
     fn atom(&mut self) -> Result<Expr> {
         let span = self.span();
-        let lit = |l: Literal| Ok(Expr { kind: ExprKind::Literal(l), span });
+        let lit = |l: Literal| {
+            Ok(Expr {
+                kind: ExprKind::Literal(l),
+                span,
+            })
+        };
         match self.peek().clone() {
             Token::Int(v) => {
                 self.advance();
@@ -600,7 +706,10 @@ impl<'a> Parser<'a> {
                     e.span = span;
                     Ok(e)
                 } else {
-                    Ok(Expr { kind: ExprKind::Tuple(items), span })
+                    Ok(Expr {
+                        kind: ExprKind::Tuple(items),
+                        span,
+                    })
                 }
             }
             Token::Ident(name) => {
@@ -615,7 +724,10 @@ impl<'a> Parser<'a> {
                         }
                     }
                     self.expect_punct(")")?;
-                    return Ok(Expr { kind: ExprKind::Call { name, args }, span: span.to(self.prev_span()) });
+                    return Ok(Expr {
+                        kind: ExprKind::Call { name, args },
+                        span: span.to(self.prev_span()),
+                    });
                 }
                 self.column_tail(name, span)
             }
@@ -632,12 +744,25 @@ impl<'a> Parser<'a> {
     }
 
     fn column_tail(&mut self, first: String, span: Span) -> Result<Expr> {
-        if self.is_punct(".") && matches!(self.peek_at(1), Token::Ident(_) | Token::QuotedIdent(_)) {
+        if self.is_punct(".") && matches!(self.peek_at(1), Token::Ident(_) | Token::QuotedIdent(_))
+        {
             self.advance();
             let (name, s2) = self.identifier("a column name")?;
-            return Ok(Expr { kind: ExprKind::Column { table: Some(first), name }, span: span.to(s2) });
+            return Ok(Expr {
+                kind: ExprKind::Column {
+                    table: Some(first),
+                    name,
+                },
+                span: span.to(s2),
+            });
         }
-        Ok(Expr { kind: ExprKind::Column { table: None, name: first }, span })
+        Ok(Expr {
+            kind: ExprKind::Column {
+                table: None,
+                name: first,
+            },
+            span,
+        })
     }
 
     /// An expression optionally followed by `AS name` (inside parentheses and arguments).
@@ -646,14 +771,24 @@ impl<'a> Parser<'a> {
         if self.eat_kw(Keyword::As) {
             let (name, s) = self.identifier("an alias name")?;
             let span = e.span.to(s);
-            return Ok(Expr { kind: ExprKind::Alias { expr: Box::new(e), name }, span });
+            return Ok(Expr {
+                kind: ExprKind::Alias {
+                    expr: Box::new(e),
+                    name,
+                },
+                span,
+            });
         }
         Ok(e)
     }
 
     fn case_expr(&mut self) -> Result<Expr> {
         let start = self.advance().span;
-        let operand = if self.is_kw(Keyword::When) { None } else { Some(Box::new(self.expr()?)) };
+        let operand = if self.is_kw(Keyword::When) {
+            None
+        } else {
+            Some(Box::new(self.expr()?))
+        };
         let mut whens = Vec::new();
         while self.eat_kw(Keyword::When) {
             let w = self.expr()?;
@@ -664,9 +799,20 @@ impl<'a> Parser<'a> {
         if whens.is_empty() {
             return self.error("WHEN");
         }
-        let otherwise = if self.eat_kw(Keyword::Else) { Some(Box::new(self.expr()?)) } else { None };
+        let otherwise = if self.eat_kw(Keyword::Else) {
+            Some(Box::new(self.expr()?))
+        } else {
+            None
+        };
         self.expect_kw(Keyword::End, "END")?;
-        Ok(Expr { kind: ExprKind::Case { operand, whens, otherwise }, span: start.to(self.prev_span()) })
+        Ok(Expr {
+            kind: ExprKind::Case {
+                operand,
+                whens,
+                otherwise,
+            },
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn transform_expr(&mut self) -> Result<Expr> {
@@ -677,10 +823,19 @@ impl<'a> Parser<'a> {
         let from = self.literal_list()?;
         self.expect_punct(",")?;
         let to = self.literal_list()?;
-        let default = if self.eat_punct(",") { Some(Box::new(self.expr()?)) } else { None };
+        let default = if self.eat_punct(",") {
+            Some(Box::new(self.expr()?))
+        } else {
+            None
+        };
         self.expect_punct(")")?;
         Ok(Expr {
-            kind: ExprKind::Transform { operand: Box::new(operand), from, to, default },
+            kind: ExprKind::Transform {
+                operand: Box::new(operand),
+                from,
+                to,
+                default,
+            },
             span: start.to(self.prev_span()),
         })
     }
@@ -697,12 +852,22 @@ impl<'a> Parser<'a> {
 }
 
 fn unreachable_expr(span: Span) -> Expr {
-    Expr { kind: ExprKind::Literal(Literal::Null), span }
+    Expr {
+        kind: ExprKind::Literal(Literal::Null),
+        span,
+    }
 }
 
 fn binary(op: BinaryOp, left: Expr, right: Expr) -> Expr {
     let span = left.span.to(right.span);
-    Expr { kind: ExprKind::Binary { op, left: Box::new(left), right: Box::new(right) }, span }
+    Expr {
+        kind: ExprKind::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+        },
+        span,
+    }
 }
 
 #[cfg(test)]
@@ -715,12 +880,20 @@ mod tests {
     }
 
     fn where_text(s: &str) -> String {
-        format_expr(&parse(&format!("* from [//t] where {s}")).unwrap().where_clause.unwrap())
+        format_expr(
+            &parse(&format!("* from [//t] where {s}"))
+                .unwrap()
+                .where_clause
+                .unwrap(),
+        )
     }
 
     #[test]
     fn follows_yt_precedence() {
-        assert_eq!(where_text("a + b * c = d or e and f"), "(((a)+((b)*(c)))=(d))OR((e)AND(f))");
+        assert_eq!(
+            where_text("a + b * c = d or e and f"),
+            "(((a)+((b)*(c)))=(d))OR((e)AND(f))"
+        );
         assert_eq!(
             where_text("k & a + b << c | l >> m"),
             "((k)&(((a)+(b))<<(c)))|((l)>>(m))"
@@ -737,7 +910,10 @@ mod tests {
         assert_eq!(q.projections.as_ref().unwrap().len(), 2);
         assert_eq!(q.from.alias.as_deref(), Some("t"));
         assert!(q.joins[0].left && q.joins[0].predicate.is_some());
-        assert_eq!(q.group_by.as_ref().unwrap().totals, TotalsMode::BeforeHaving);
+        assert_eq!(
+            q.group_by.as_ref().unwrap().totals,
+            TotalsMode::BeforeHaving
+        );
         assert!(q.order_by[0].descending);
         assert_eq!(q.offset.unwrap().0, 1);
         assert_eq!(q.limit.unwrap().0, 2);
@@ -763,7 +939,10 @@ mod tests {
         assert!(e.to_string().contains("Error while parsing query"));
         assert_eq!(e.span().unwrap().start, 21);
         assert!(parse("case x end as m from [//t]").is_err());
-        assert!(parse("* from [//t] limit 9223372036854775807").unwrap_err().to_string().contains("Maximum LIMIT exceeded"));
+        assert!(parse("* from [//t] limit 9223372036854775807")
+            .unwrap_err()
+            .to_string()
+            .contains("Maximum LIMIT exceeded"));
     }
 
     #[test]

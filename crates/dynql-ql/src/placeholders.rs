@@ -12,7 +12,10 @@ use crate::lexer::{tokenize, Spanned, Token};
 /// `Placeholder was not found` for a name without a value; `Incorrect placeholder map` for
 /// values that are maps or not a map at all.
 pub fn expand_placeholders(tokens: Vec<Spanned>, values: Option<&Yson>) -> Result<Vec<Spanned>> {
-    if !tokens.iter().any(|t| matches!(t.token, Token::Placeholder(_))) {
+    if !tokens
+        .iter()
+        .any(|t| matches!(t.token, Token::Placeholder(_)))
+    {
         return Ok(tokens);
     }
     let map = match values {
@@ -20,9 +23,17 @@ pub fn expand_placeholders(tokens: Vec<Spanned>, values: Option<&Yson>) -> Resul
         Some(Yson::Map(m)) => Some(m),
         Some(Yson::Attributed { value, .. }) => match value.as_ref() {
             Yson::Map(m) => Some(m),
-            _ => return Err(Error::invalid_query("Incorrect placeholder map: expected a map")),
+            _ => {
+                return Err(Error::invalid_query(
+                    "Incorrect placeholder map: expected a map",
+                ))
+            }
         },
-        Some(_) => return Err(Error::invalid_query("Incorrect placeholder map: expected a map")),
+        Some(_) => {
+            return Err(Error::invalid_query(
+                "Incorrect placeholder map: expected a map",
+            ))
+        }
     };
     let mut out = Vec::with_capacity(tokens.len());
     for t in tokens {
@@ -38,10 +49,16 @@ pub fn expand_placeholders(tokens: Vec<Spanned>, values: Option<&Yson>) -> Resul
             })?;
         let text = placeholder_text(value)?;
         if text.is_empty() {
-            return Err(Error::invalid(format!("Placeholder {{{name}}} has an empty value"), t.span));
+            return Err(Error::invalid(
+                format!("Placeholder {{{name}}} has an empty value"),
+                t.span,
+            ));
         }
         let mut sub = tokenize(&text).map_err(|e| {
-            Error::invalid(format!("Placeholder {{{name}}} value does not lex: {e}"), t.span)
+            Error::invalid(
+                format!("Placeholder {{{name}}} value does not lex: {e}"),
+                t.span,
+            )
         })?;
         sub.pop(); // Eof
         for mut s in sub {
@@ -67,14 +84,21 @@ fn placeholder_text(v: &Yson) -> Result<String> {
         // YT prints doubles with %lf: six fractional digits.
         Yson::Double(d) => {
             if d.is_infinite() {
-                if *d > 0.0 { "inf".into() } else { "-inf".into() }
+                if *d > 0.0 {
+                    "inf".into()
+                } else {
+                    "-inf".into()
+                }
             } else {
                 format!("{d:.6}")
             }
         }
         Yson::String(s) => format!("\"{}\"", crate::ast::escape_bytes(s)),
         Yson::List(items) => {
-            let parts = items.iter().map(placeholder_text).collect::<Result<Vec<_>>>()?;
+            let parts = items
+                .iter()
+                .map(placeholder_text)
+                .collect::<Result<Vec<_>>>()?;
             format!("({})", parts.join(", "))
         }
         Yson::Map(_) | Yson::Attributed { .. } => {
@@ -92,22 +116,39 @@ mod tests {
     fn expand(q: &str, values: &str) -> Result<String> {
         let v = dynql_core::yson::parse(values.as_bytes()).unwrap();
         let toks = expand_placeholders(tokenize(q)?, Some(&v))?;
-        Ok(format!("{:?}", toks.iter().map(|t| t.token.clone()).collect::<Vec<_>>()))
+        Ok(format!(
+            "{:?}",
+            toks.iter().map(|t| t.token.clone()).collect::<Vec<_>>()
+        ))
     }
 
     #[test]
     fn splices_values_as_tokens() {
-        let got = expand("b = {first} and (c, d) > {second}", "{first=1; second=[2; \"b\"]}").unwrap();
+        let got = expand(
+            "b = {first} and (c, d) > {second}",
+            "{first=1; second=[2; \"b\"]}",
+        )
+        .unwrap();
         let want = format!(
             "{:?}",
-            tokenize("b = 1 and (c, d) > (2, \"b\")").unwrap().into_iter().map(|t| t.token).collect::<Vec<_>>()
+            tokenize("b = 1 and (c, d) > (2, \"b\")")
+                .unwrap()
+                .into_iter()
+                .map(|t| t.token)
+                .collect::<Vec<_>>()
         );
         assert_eq!(got, want);
     }
 
     #[test]
     fn rejects_maps_and_missing_names() {
-        assert!(expand("a = {a}", "{a={b=42}}").unwrap_err().to_string().contains("values should be plain types or lists"));
-        assert!(expand("a = {x}", "{a=1}").unwrap_err().to_string().contains("Placeholder was not found"));
+        assert!(expand("a = {a}", "{a={b=42}}")
+            .unwrap_err()
+            .to_string()
+            .contains("values should be plain types or lists"));
+        assert!(expand("a = {x}", "{a=1}")
+            .unwrap_err()
+            .to_string()
+            .contains("Placeholder was not found"));
     }
 }

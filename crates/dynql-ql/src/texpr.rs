@@ -28,10 +28,17 @@ pub enum TExpr {
     /// Both operands have the same type (comparisons yield boolean).
     Binary(BinaryOp, Box<TypedExpr>, Box<TypedExpr>),
     /// `(operands) [NOT] IN set`; values converted to the operand types.
-    In { operands: Vec<TypedExpr>, set: Arc<HashSet<Vec<Value>>>, negated: bool },
+    In {
+        operands: Vec<TypedExpr>,
+        set: Arc<HashSet<Vec<Value>>>,
+        negated: bool,
+    },
     /// True when the operand tuple lies in one of the inclusive ranges; bounds may be shorter
     /// than the operand tuple (then only that prefix is compared).
-    Between { operands: Vec<TypedExpr>, ranges: Vec<(Vec<Value>, Vec<Value>)> },
+    Between {
+        operands: Vec<TypedExpr>,
+        ranges: Vec<(Vec<Value>, Vec<Value>)>,
+    },
     Like {
         operand: Box<TypedExpr>,
         pattern: Box<TypedExpr>,
@@ -43,7 +50,10 @@ pub enum TExpr {
     },
     IsNull(Box<TypedExpr>),
     /// Searched CASE (the operand form is rewritten into comparisons by the binder).
-    Case { whens: Vec<(TypedExpr, TypedExpr)>, otherwise: Option<Box<TypedExpr>> },
+    Case {
+        whens: Vec<(TypedExpr, TypedExpr)>,
+        otherwise: Option<Box<TypedExpr>>,
+    },
     Transform {
         operands: Vec<TypedExpr>,
         map: Arc<HashMap<Vec<Value>, Value>>,
@@ -58,7 +68,10 @@ impl TypedExpr {
     }
 
     pub fn literal(v: Value, ty: ValueType) -> TypedExpr {
-        TypedExpr { kind: TExpr::Literal(v), ty }
+        TypedExpr {
+            kind: TExpr::Literal(v),
+            ty,
+        }
     }
 
     /// The literal value, if this is a literal.
@@ -75,8 +88,15 @@ impl TypedExpr {
             TExpr::Literal(_) | TExpr::Column(_) => vec![],
             TExpr::Unary(_, e) | TExpr::IsNull(e) => vec![e],
             TExpr::Binary(_, l, r) => vec![l, r],
-            TExpr::In { operands, .. } | TExpr::Between { operands, .. } => operands.iter().collect(),
-            TExpr::Like { operand, pattern, escape, .. } => {
+            TExpr::In { operands, .. } | TExpr::Between { operands, .. } => {
+                operands.iter().collect()
+            }
+            TExpr::Like {
+                operand,
+                pattern,
+                escape,
+                ..
+            } => {
                 let mut v: Vec<&TypedExpr> = vec![operand, pattern];
                 if let Some(e) = escape {
                     v.push(e);
@@ -94,7 +114,9 @@ impl TypedExpr {
                 }
                 v
             }
-            TExpr::Transform { operands, default, .. } => {
+            TExpr::Transform {
+                operands, default, ..
+            } => {
                 let mut v: Vec<&TypedExpr> = operands.iter().collect();
                 if let Some(d) = default {
                     v.push(d);
@@ -139,7 +161,12 @@ impl TypedExpr {
             TExpr::In { operands, .. } | TExpr::Between { operands, .. } => {
                 operands.iter_mut().for_each(|o| o.remap_columns(map))
             }
-            TExpr::Like { operand, pattern, escape, .. } => {
+            TExpr::Like {
+                operand,
+                pattern,
+                escape,
+                ..
+            } => {
                 operand.remap_columns(map);
                 pattern.remap_columns(map);
                 if let Some(e) = escape {
@@ -155,7 +182,9 @@ impl TypedExpr {
                     o.remap_columns(map);
                 }
             }
-            TExpr::Transform { operands, default, .. } => {
+            TExpr::Transform {
+                operands, default, ..
+            } => {
                 operands.iter_mut().for_each(|o| o.remap_columns(map));
                 if let Some(d) = default {
                     d.remap_columns(map);

@@ -39,43 +39,91 @@ pub struct TypeSet {
 }
 
 impl TypeSet {
-    pub const EMPTY: TypeSet = TypeSet { bits: 0, weak: false };
-    pub const INT64: TypeSet = TypeSet { bits: 1, weak: false };
-    pub const UINT64: TypeSet = TypeSet { bits: 2, weak: false };
-    pub const DOUBLE: TypeSet = TypeSet { bits: 4, weak: false };
-    pub const BOOLEAN: TypeSet = TypeSet { bits: 8, weak: false };
-    pub const STRING: TypeSet = TypeSet { bits: 16, weak: false };
-    pub const ANY: TypeSet = TypeSet { bits: 32, weak: false };
+    pub const EMPTY: TypeSet = TypeSet {
+        bits: 0,
+        weak: false,
+    };
+    pub const INT64: TypeSet = TypeSet {
+        bits: 1,
+        weak: false,
+    };
+    pub const UINT64: TypeSet = TypeSet {
+        bits: 2,
+        weak: false,
+    };
+    pub const DOUBLE: TypeSet = TypeSet {
+        bits: 4,
+        weak: false,
+    };
+    pub const BOOLEAN: TypeSet = TypeSet {
+        bits: 8,
+        weak: false,
+    };
+    pub const STRING: TypeSet = TypeSet {
+        bits: 16,
+        weak: false,
+    };
+    pub const ANY: TypeSet = TypeSet {
+        bits: 32,
+        weak: false,
+    };
     /// int64, uint64, double.
-    pub const NUMERIC: TypeSet = TypeSet { bits: 7, weak: false };
+    pub const NUMERIC: TypeSet = TypeSet {
+        bits: 7,
+        weak: false,
+    };
     /// int64, uint64.
-    pub const INTEGER: TypeSet = TypeSet { bits: 3, weak: false };
+    pub const INTEGER: TypeSet = TypeSet {
+        bits: 3,
+        weak: false,
+    };
     /// Every scalar type (no `any`).
-    pub const SCALAR: TypeSet = TypeSet { bits: 31, weak: false };
+    pub const SCALAR: TypeSet = TypeSet {
+        bits: 31,
+        weak: false,
+    };
     /// Every type.
-    pub const ALL: TypeSet = TypeSet { bits: 63, weak: false };
+    pub const ALL: TypeSet = TypeSet {
+        bits: 63,
+        weak: false,
+    };
     /// The type set of the `null` literal.
-    pub const NULL: TypeSet = TypeSet { bits: 63, weak: true };
+    pub const NULL: TypeSet = TypeSet {
+        bits: 63,
+        weak: true,
+    };
 
     /// The set holding exactly `t`.
     pub fn of(t: ValueType) -> TypeSet {
-        TypeSet { bits: bit(t), weak: false }
+        TypeSet {
+            bits: bit(t),
+            weak: false,
+        }
     }
 
     /// Union of two strong sets.
     pub fn union(self, other: TypeSet) -> TypeSet {
-        TypeSet { bits: self.bits | other.bits, weak: self.weak && other.weak }
+        TypeSet {
+            bits: self.bits | other.bits,
+            weak: self.weak && other.weak,
+        }
     }
 
     /// Types feasible for both.
     pub fn intersect(self, other: TypeSet) -> TypeSet {
-        TypeSet { bits: self.bits & other.bits, weak: self.weak && other.weak }
+        TypeSet {
+            bits: self.bits & other.bits,
+            weak: self.weak && other.weak,
+        }
     }
 
     /// Narrows to the types of `domain` (an operator's or parameter's own domain), keeping
     /// weakness: a domain is not a constraint coming from a value.
     pub fn restrict(self, domain: TypeSet) -> TypeSet {
-        TypeSet { bits: self.bits & domain.bits, weak: self.weak }
+        TypeSet {
+            bits: self.bits & domain.bits,
+            weak: self.weak,
+        }
     }
 
     pub fn is_empty(self) -> bool {
@@ -112,7 +160,11 @@ impl TypeSet {
 
     /// Human-readable list, e.g. `int64 | uint64`.
     pub fn describe(self) -> String {
-        let names: Vec<_> = ORDER.iter().filter(|t| self.contains(**t)).map(|t| t.name()).collect();
+        let names: Vec<_> = ORDER
+            .iter()
+            .filter(|t| self.contains(**t))
+            .map(|t| t.name())
+            .collect();
         if names.is_empty() {
             "nothing".into()
         } else {
@@ -128,12 +180,21 @@ mod tests {
     #[test]
     fn literals_adapt_and_null_must_narrow() {
         let int_lit = TypeSet::NUMERIC;
-        assert_eq!(int_lit.intersect(TypeSet::UINT64).first(), Some(ValueType::Uint64));
+        assert_eq!(
+            int_lit.intersect(TypeSet::UINT64).first(),
+            Some(ValueType::Uint64)
+        );
         assert!(TypeSet::NULL.pick("null").is_err());
-        assert_eq!(TypeSet::NULL.intersect(TypeSet::STRING).pick("x").unwrap(), ValueType::String);
+        assert_eq!(
+            TypeSet::NULL.intersect(TypeSet::STRING).pick("x").unwrap(),
+            ValueType::String
+        );
         assert!(!TypeSet::NULL.intersect(TypeSet::INT64).is_weak());
         assert!(TypeSet::NULL.intersect(TypeSet::NULL).is_weak());
-        assert_eq!(TypeSet::NULL.intersect(int_lit).pick("x").unwrap(), ValueType::Int64);
+        assert_eq!(
+            TypeSet::NULL.intersect(int_lit).pick("x").unwrap(),
+            ValueType::Int64
+        );
         assert!(TypeSet::INT64.intersect(TypeSet::UINT64).is_empty());
     }
 }

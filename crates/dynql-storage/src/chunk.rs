@@ -27,9 +27,21 @@ pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes
 
 /// Decodes a chunk; `path` names it in errors.
 pub fn decode_chunk(path: &str, data: Bytes) -> Result<Vec<RecordBatch>> {
-    let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt { path: path.to_string(), message: e.to_string() };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(data).map_err(corrupt)?.with_batch_size(8192).build().map_err(corrupt)?;
+    let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
+        path: path.to_string(),
+        message: e.to_string(),
+    };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(data)
+        .map_err(corrupt)?
+        .with_batch_size(8192)
+        .build()
+        .map_err(corrupt)?;
     reader
-        .map(|b| b.map_err(|e| Error::Corrupt { path: path.to_string(), message: e.to_string() }))
+        .map(|b| {
+            b.map_err(|e| Error::Corrupt {
+                path: path.to_string(),
+                message: e.to_string(),
+            })
+        })
         .collect()
 }

@@ -31,7 +31,10 @@ async fn main() -> Result<(), dynql::Error> {
         println!("{row}");
     }
     let batch = db
-        .select_rows("id, name from [//home/demo/users] where id in (3, 7)", &SelectOptions::default())
+        .select_rows(
+            "id, name from [//home/demo/users] where id in (3, 7)",
+            &SelectOptions::default(),
+        )
         .await?
         .to_record_batch()?;
     println!("{} rows as Arrow", batch.num_rows());

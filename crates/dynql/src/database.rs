@@ -16,8 +16,16 @@ use crate::error::{Error, Result};
 /// Attributes accepted by `create table` that do not change dynql's behaviour (storage
 /// layout hints of a YT cluster).
 const IGNORED_ATTRIBUTES: &[&str] = &[
-    "optimize_for", "compression_codec", "erasure_codec", "replication_factor", "primary_medium",
-    "account", "enable_dynamic_store_read", "in_memory_mode", "tablet_cell_bundle", "atomicity",
+    "optimize_for",
+    "compression_codec",
+    "erasure_codec",
+    "replication_factor",
+    "primary_medium",
+    "account",
+    "enable_dynamic_store_read",
+    "in_memory_mode",
+    "tablet_cell_bundle",
+    "atomicity",
 ];
 
 /// An open dynql store.
@@ -40,7 +48,9 @@ pub struct Database {
 impl Database {
     /// Opens (or creates) the store at `url`: `file://DIR`, a bare directory, or `memory://`.
     pub fn open(url: &str) -> Result<Database> {
-        Ok(Database { store: Store::open(url)? })
+        Ok(Database {
+            store: Store::open(url)?,
+        })
     }
 
     /// The underlying store.
@@ -98,7 +108,8 @@ impl Database {
                 "Only dynamic tables are supported: pass dynamic=%true in the attributes".into(),
             ));
         }
-        let schema = schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
+        let schema =
+            schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
         if let Some(pivots) = &mut options.pivot_keys {
             for p in pivots.iter_mut() {
                 for (v, c) in p.iter_mut().zip(schema.key_columns()) {
@@ -133,7 +144,10 @@ impl Database {
                 if t < 0 || t as usize >= entry.tablet_count {
                     return Err(row_error(
                         n,
-                        Error::Invalid(format!("Invalid $tablet_index {t}: the table has {} tablets", entry.tablet_count)),
+                        Error::Invalid(format!(
+                            "Invalid $tablet_index {t}: the table has {} tablets",
+                            entry.tablet_count
+                        )),
                     ));
                 }
             }
@@ -142,15 +156,23 @@ impl Database {
                 match value {
                     Some(v) => row.push(v),
                     None if column.is_key() && !column.is_computed() => {
-                        return Err(row_error(n, Error::Invalid(format!("Missing key column {:?}", column.name))))
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Missing key column {:?}", column.name)),
+                        ))
                     }
                     None if column.required => {
-                        return Err(row_error(n, Error::Invalid(format!("Missing required column {:?}", column.name))))
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Missing required column {:?}", column.name)),
+                        ))
                     }
                     None => row.push(Value::Null),
                 }
             }
-            computed.fill(schema, &mut row).map_err(|e| row_error(n, e.into()))?;
+            computed
+                .fill(schema, &mut row)
+                .map_err(|e| row_error(n, e.into()))?;
             full.push(row);
         }
         self.store.write_rows(path, full, vec![]).await?;
@@ -173,7 +195,8 @@ impl Database {
             })?;
             let array = batch.column(i);
             for (r, row) in rows.iter_mut().enumerate() {
-                let v = dynql_core::arrow_convert::array_value(array.as_ref(), column.wire_type(), r);
+                let v =
+                    dynql_core::arrow_convert::array_value(array.as_ref(), column.wire_type(), r);
                 row.push((field.name().as_bytes().to_vec(), v.to_yson()));
             }
         }
@@ -201,7 +224,10 @@ impl Database {
                     if value.is_some() {
                         return Err(row_error(
                             n,
-                            Error::Invalid(format!("Column {:?} is not a key column: delete_rows takes keys only", column.name)),
+                            Error::Invalid(format!(
+                                "Column {:?} is not a key column: delete_rows takes keys only",
+                                column.name
+                            )),
                         ));
                     }
                     row.push(Value::Null);
@@ -210,10 +236,17 @@ impl Database {
                 match value {
                     Some(v) => row.push(v),
                     None if column.is_computed() => row.push(Value::Null),
-                    None => return Err(row_error(n, Error::Invalid(format!("Missing key column {:?}", column.name)))),
+                    None => {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Missing key column {:?}", column.name)),
+                        ))
+                    }
                 }
             }
-            computed.fill(schema, &mut row).map_err(|e| row_error(n, e.into()))?;
+            computed
+                .fill(schema, &mut row)
+                .map_err(|e| row_error(n, e.into()))?;
             row.truncate(key_count);
             out.push(row);
         }
@@ -236,16 +269,25 @@ impl Database {
     pub async fn exists(&self, path: &str) -> Result<bool> {
         let tables = self.store.tables().await?;
         let dir = format!("{}/", path.trim_end_matches('/'));
-        Ok(path == "/" || path == "//" || tables.contains_key(path) || tables.keys().any(|p| p.starts_with(&dir)))
+        Ok(path == "/"
+            || path == "//"
+            || tables.contains_key(path)
+            || tables.keys().any(|p| p.starts_with(&dir)))
     }
 
     /// Names of the children of a directory path (tables and implicit directories).
     pub async fn list(&self, path: &str) -> Result<Vec<String>> {
         let tables = self.store.tables().await?;
         if tables.contains_key(path) {
-            return Err(Error::Invalid(format!("{path} is a table, not a directory")));
+            return Err(Error::Invalid(format!(
+                "{path} is a table, not a directory"
+            )));
         }
-        let dir = if path == "/" || path == "//" { "//".to_string() } else { format!("{}/", path.trim_end_matches('/')) };
+        let dir = if path == "/" || path == "//" {
+            "//".to_string()
+        } else {
+            format!("{}/", path.trim_end_matches('/'))
+        };
         let children: BTreeSet<String> = tables
             .keys()
             .filter_map(|p| p.strip_prefix(&dir))
@@ -254,7 +296,9 @@ impl Database {
             .map(str::to_string)
             .collect();
         if children.is_empty() && dir != "//" {
-            return Err(Error::Storage(dynql_storage::Error::NoSuchTable { path: path.into() }));
+            return Err(Error::Storage(dynql_storage::Error::NoSuchTable {
+                path: path.into(),
+            }));
         }
         Ok(children.into_iter().collect())
     }
@@ -273,14 +317,22 @@ pub struct SelectResult {
 
 impl From<QueryResult> for SelectResult {
     fn from(r: QueryResult) -> SelectResult {
-        SelectResult { columns: r.columns, rows: r.rows, statistics: r.statistics }
+        SelectResult {
+            columns: r.columns,
+            rows: r.rows,
+            statistics: r.statistics,
+        }
     }
 }
 
 impl SelectResult {
     /// The rows as one Arrow record batch (string columns are `Binary`).
     pub fn to_record_batch(&self) -> Result<RecordBatch> {
-        let fields: Vec<_> = self.columns.iter().map(|(n, t)| arrow_field(n, *t, t.name())).collect();
+        let fields: Vec<_> = self
+            .columns
+            .iter()
+            .map(|(n, t)| arrow_field(n, *t, t.name()))
+            .collect();
         let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
         rows_to_batch(&schema, &self.rows).map_err(|e| Error::Invalid(e.to_string()))
     }
@@ -321,7 +373,9 @@ pub fn parse_document(text: &str) -> Result<Yson> {
 
 fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {
     let Yson::List(items) = unwrap_attributes(v) else {
-        return Err(Error::Invalid("Attribute \"pivot_keys\" must be a list of lists".into()));
+        return Err(Error::Invalid(
+            "Attribute \"pivot_keys\" must be a list of lists".into(),
+        ));
     };
     items
         .iter()

@@ -45,7 +45,9 @@ impl Error {
             Error::Core(_) | Error::Query(_) | Error::Invalid(_) => ErrorKind::InvalidInput,
             Error::Storage(e) => storage_kind(e),
             Error::Exec(e) => match e {
-                dynql_exec::Error::Query(_) | dynql_exec::Error::InvalidOption { .. } => ErrorKind::InvalidInput,
+                dynql_exec::Error::Query(_) | dynql_exec::Error::InvalidOption { .. } => {
+                    ErrorKind::InvalidInput
+                }
                 dynql_exec::Error::Storage(s) => storage_kind(s),
                 dynql_exec::Error::DataFusion(_) => ErrorKind::Internal,
                 dynql_exec::Error::LimitExceeded { .. } => ErrorKind::LimitExceeded,
@@ -65,9 +67,11 @@ impl Error {
 fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
     use dynql_storage::Error as S;
     match e {
-        S::InvalidUrl { .. } | S::NoSuchTable { .. } | S::AlreadyExists { .. } | S::Invalid(_) | S::Core(_) => {
-            ErrorKind::InvalidInput
-        }
+        S::InvalidUrl { .. }
+        | S::NoSuchTable { .. }
+        | S::AlreadyExists { .. }
+        | S::Invalid(_)
+        | S::Core(_) => ErrorKind::InvalidInput,
         S::Corrupt { .. } | S::Parquet(_) => ErrorKind::Corrupt,
         S::ObjectStore(_) => ErrorKind::Unavailable,
         S::Arrow(_) => ErrorKind::Internal,

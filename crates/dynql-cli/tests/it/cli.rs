@@ -6,44 +6,104 @@ const SCHEMA: &str = r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=as
 
 fn store_with_rows() -> TestStore {
     let s = TestStore::new();
-    s.ok(&["create", "table", "//home/t", "--attributes", SCHEMA], None);
-    s.ok(&["insert-rows", "//home/t", "--format", "json"], Some("{\"k\": 1, \"v\": \"a\", \"u\": 18446744073709551615}\n{\"k\": 2, \"v\": \"b\"}\n"));
+    s.ok(
+        &["create", "table", "//home/t", "--attributes", SCHEMA],
+        None,
+    );
+    s.ok(
+        &["insert-rows", "//home/t", "--format", "json"],
+        Some("{\"k\": 1, \"v\": \"a\", \"u\": 18446744073709551615}\n{\"k\": 2, \"v\": \"b\"}\n"),
+    );
     s
 }
 
 #[test]
 fn json_output_keeps_column_order_and_prints_uint64_plainly() {
     let s = store_with_rows();
-    let out = s.ok(&["select-rows", "u, v, k from [//home/t] where k = 1", "--format", "json"], None);
+    let out = s.ok(
+        &[
+            "select-rows",
+            "u, v, k from [//home/t] where k = 1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(out, "{\"u\":18446744073709551615,\"v\":\"a\",\"k\":1}\n");
 }
 
 #[test]
 fn yson_and_dsv_output() {
     let s = store_with_rows();
-    let out = s.ok(&["select-rows", "k, v, u from [//home/t] order by k limit 2", "--format", "yson"], None);
-    assert_eq!(out, "{\"k\"=1;\"v\"=\"a\";\"u\"=18446744073709551615u;};\n{\"k\"=2;\"v\"=\"b\";\"u\"=#;};\n");
-    let out = s.ok(&["select-rows", "k, v from [//home/t] where k = 1", "--format=schemaful_dsv"], None);
+    let out = s.ok(
+        &[
+            "select-rows",
+            "k, v, u from [//home/t] order by k limit 2",
+            "--format",
+            "yson",
+        ],
+        None,
+    );
+    assert_eq!(
+        out,
+        "{\"k\"=1;\"v\"=\"a\";\"u\"=18446744073709551615u;};\n{\"k\"=2;\"v\"=\"b\";\"u\"=#;};\n"
+    );
+    let out = s.ok(
+        &[
+            "select-rows",
+            "k, v from [//home/t] where k = 1",
+            "--format=schemaful_dsv",
+        ],
+        None,
+    );
     assert_eq!(out, "1\ta\n");
-    let err = s.fails(&["select-rows", "k, u from [//home/t] where k = 2", "--format", "schemaful_dsv"], None);
+    let err = s.fails(
+        &[
+            "select-rows",
+            "k, u from [//home/t] where k = 2",
+            "--format",
+            "schemaful_dsv",
+        ],
+        None,
+    );
     assert!(err.contains("is in schema but missing"), "{err}");
 }
 
 #[test]
 fn yson_rows_on_stdin_and_delete() {
     let s = store_with_rows();
-    s.ok(&["insert-rows", "//home/t"], Some("{k=3;v=\"c\"};{k=4;v=\"d\";u=4u}"));
-    s.ok(&["delete-rows", "//home/t", "--format", "json"], Some("{\"k\": 1}\n"));
-    let out = s.ok(&["select-rows", "sum(1) as n from [//home/t] group by 1", "--format", "json"], None);
+    s.ok(
+        &["insert-rows", "//home/t"],
+        Some("{k=3;v=\"c\"};{k=4;v=\"d\";u=4u}"),
+    );
+    s.ok(
+        &["delete-rows", "//home/t", "--format", "json"],
+        Some("{\"k\": 1}\n"),
+    );
+    let out = s.ok(
+        &[
+            "select-rows",
+            "sum(1) as n from [//home/t] group by 1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(out, "{\"n\":3}\n");
 }
 
 #[test]
 fn bad_rows_fail_and_leave_the_store_unchanged() {
     let s = store_with_rows();
-    let before = s.ok(&["select-rows", "* from [//home/t]", "--format", "json"], None);
+    let before = s.ok(
+        &["select-rows", "* from [//home/t]", "--format", "json"],
+        None,
+    );
     for (rows, message) in [
-        ("{\"k\": 5, \"v\": \"ok\"}\n{\"k\": \"x\"}\n", "cannot store string"),
+        (
+            "{\"k\": 5, \"v\": \"ok\"}\n{\"k\": \"x\"}\n",
+            "cannot store string",
+        ),
         ("{\"v\": \"no key\"}\n", "Missing key column \"k\""),
         ("{\"k\": 6, \"nope\": 1}\n", "No such column \"nope\""),
         ("{\"k\": 7, \n", "malformed JSON"),
@@ -51,13 +111,27 @@ fn bad_rows_fail_and_leave_the_store_unchanged() {
         let err = s.fails(&["insert-rows", "//home/t", "--format", "json"], Some(rows));
         assert!(err.contains(message), "{err}");
     }
-    assert_eq!(s.ok(&["select-rows", "* from [//home/t]", "--format", "json"], None), before);
+    assert_eq!(
+        s.ok(
+            &["select-rows", "* from [//home/t]", "--format", "json"],
+            None
+        ),
+        before
+    );
 }
 
 #[test]
 fn syntax_errors_point_at_the_position() {
     let s = store_with_rows();
-    let err = s.fails(&["select-rows", "* from [//home/t] limit 5 offset 2", "--format", "json"], None);
+    let err = s.fails(
+        &[
+            "select-rows",
+            "* from [//home/t] limit 5 offset 2",
+            "--format",
+            "json",
+        ],
+        None,
+    );
     assert!(err.contains("Error while parsing query"), "{err}");
     assert!(err.contains("at position 26"), "{err}");
     assert!(err.contains("                          ^^^^^^"), "{err}");
@@ -66,15 +140,32 @@ fn syntax_errors_point_at_the_position() {
 #[test]
 fn options_accept_both_flag_forms() {
     let s = store_with_rows();
-    let err = s.fails(&["select-rows", "* from [//home/t]", "--input-row-limit", "1"], None);
+    let err = s.fails(
+        &["select-rows", "* from [//home/t]", "--input-row-limit", "1"],
+        None,
+    );
     assert!(err.contains("Query terminated prematurely"), "{err}");
     let out = s.ok(
-        &["select-rows", "k from [//home/t]", "--format", "json", "--input-row-limit=1", "--fail-on-incomplete-result=false"],
+        &[
+            "select-rows",
+            "k from [//home/t]",
+            "--format",
+            "json",
+            "--input-row-limit=1",
+            "--fail-on-incomplete-result=false",
+        ],
         None,
     );
     assert_eq!(out.lines().count(), 1);
     let out = s.ok(
-        &["select-rows", "k from [//home/t] where k = {key}", "--format", "json", "--placeholder-values", "{key=2}"],
+        &[
+            "select-rows",
+            "k from [//home/t] where k = {key}",
+            "--format",
+            "json",
+            "--placeholder-values",
+            "{key=2}",
+        ],
         None,
     );
     assert_eq!(out, "{\"k\":2}\n");
@@ -86,7 +177,10 @@ fn catalog_commands() {
     assert_eq!(s.ok(&["exists", "//home/t"], None), "true\n");
     assert_eq!(s.ok(&["exists", "//home/x"], None), "false\n");
     assert_eq!(s.ok(&["list", "//home"], None), "t\n");
-    let err = s.fails(&["create", "table", "//home/t", "--attributes", SCHEMA], None);
+    let err = s.fails(
+        &["create", "table", "//home/t", "--attributes", SCHEMA],
+        None,
+    );
     assert!(err.contains("already exists"), "{err}");
     s.ok(&["remove", "//home/t"], None);
     assert_eq!(s.ok(&["exists", "//home/t"], None), "false\n");
@@ -98,10 +192,19 @@ fn catalog_commands() {
 fn invalid_schemas_are_refused() {
     let s = TestStore::new();
     for (attrs, message) in [
-        (r#"{dynamic=%true; schema=[{name=v;type=int64};{name=k;type=int64;sort_order=ascending}]}"#, "key columns must come first"),
-        (r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=h;type=uint64;sort_order=ascending;expression="farm_hash(v)"};{name=v;type=string}]}"#, "not a non-computed key column"),
+        (
+            r#"{dynamic=%true; schema=[{name=v;type=int64};{name=k;type=int64;sort_order=ascending}]}"#,
+            "key columns must come first",
+        ),
+        (
+            r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=h;type=uint64;sort_order=ascending;expression="farm_hash(v)"};{name=v;type=string}]}"#,
+            "not a non-computed key column",
+        ),
         (r#"{schema=[{name=k;type=int64}]}"#, "Only dynamic tables"),
-        (r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]; pivot_keys=[[1]]}"#, "first pivot key must be empty"),
+        (
+            r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]; pivot_keys=[[1]]}"#,
+            "first pivot key must be empty",
+        ),
     ] {
         let err = s.fails(&["create", "table", "//t", "--attributes", attrs], None);
         assert!(err.contains(message), "{attrs}: {err}");

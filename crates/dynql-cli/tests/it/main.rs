@@ -12,7 +12,9 @@ pub struct TestStore {
 
 impl TestStore {
     pub fn new() -> TestStore {
-        TestStore { dir: tempfile::tempdir().expect("temp dir") }
+        TestStore {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -24,7 +26,9 @@ impl TestStore {
         use std::io::Write;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynql"));
         cmd.arg("--store").arg(self.url()).args(args);
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn dynql");
         let mut input = child.stdin.take().expect("stdin");
         if let Some(text) = stdin {
@@ -48,7 +52,11 @@ impl TestStore {
     /// Runs and asserts failure with exit status 1; returns stderr.
     pub fn fails(&self, args: &[&str], stdin: Option<&str>) -> String {
         let out = self.run(args, stdin);
-        assert_eq!(out.status.code(), Some(1), "dynql {args:?} should fail with 1: {out:?}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "dynql {args:?} should fail with 1: {out:?}"
+        );
         String::from_utf8(out.stderr).expect("utf-8 stderr")
     }
 }
