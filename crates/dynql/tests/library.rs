@@ -1,0 +1,134 @@
+//! The library API end to end: create, write, query, delete, errors.
+
+use dynql::{Database, ErrorKind, SelectOptions, Value, Yson};
+use serde_json::json;
+
+async fn users() -> Database {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//users",
+        r#"{"dynamic": true, "schema": [
+            {"name": "shard", "type": "uint64", "sort_order": "ascending", "expression": "farm_hash(id) % 4"},
+            {"name": "id", "type": "int64", "sort_order": "ascending"},
+            {"name": "name", "type": "string"},
+            {"name": "age", "type": "int32"}]}"#,
+    )
+    .await
+    .unwrap();
+    let rows: Vec<_> = (0..20)
+        .map(|i| json!({"id": i, "name": format!("u{i}"), "age": 20 + i % 3}))
+        .collect();
+    db.insert_json_rows("//users", &rows).await.unwrap();
+    db
+}
+
+#[tokio::test]
+async fn computed_keys_are_filled_and_queryable() {
+    let db = users().await;
+    let r = db
+        .select_rows(
+            "shard, id from [//users] where id = 42 or id = 7",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    // farm_hash(7) % 4, computed on write.
+    let expected = dynql_core_hash(7) % 4;
+    assert_eq!(r.rows, vec![vec![Value::Uint64(expected), Value::Int64(7)]]);
+}
+
+fn dynql_core_hash(k: i64) -> u64 {
+    let hash = dynql::ql::functions::call_scalar(
+        dynql::ql::functions::ScalarFunction::FarmHash,
+        &[Value::Int64(k)],
+        dynql::ValueType::Uint64,
+    )
+    .unwrap();
+    match hash {
+        Value::Uint64(h) => h,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn upsert_overwrites_and_delete_removes() {
+    let db = users().await;
+    db.insert_rows(
+        "//users",
+        &[dynql::yson::parse(b"{id=3; name=\"three\"}").unwrap()],
+    )
+    .await
+    .unwrap();
+    db.delete_rows("//users", &[Yson::from_json(&json!({"id": 4}))])
+        .await
+        .unwrap();
+    let r = db
+        .select_rows(
+            "id, name, age from [//users] where id between 3 and 4",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    // Overwrite mode: the unspecified column `age` became null.
+    assert_eq!(
+        r.rows,
+        vec![vec![Value::Int64(3), Value::string("three"), Value::Null]]
+    );
+}
+
+#[tokio::test]
+async fn results_convert_to_arrow_and_json() {
+    let db = users().await;
+    let r = db
+        .select_rows(
+            "age, sum(1) as n from [//users] group by age order by age limit 10",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    let batch = r.to_record_batch().unwrap();
+    assert_eq!(batch.num_rows(), 3);
+    assert_eq!(batch.schema().field(0).name(), "age");
+    assert_eq!(r.to_json_rows()[0], json!({"age": 20, "n": 7}));
+}
+
+#[tokio::test]
+async fn errors_have_kinds_and_change_nothing() {
+    let db = users().await;
+    let e = db
+        .select_rows("id from [//users] where", &SelectOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.query_span().is_some());
+    let e = db
+        .insert_json_rows(
+            "//users",
+            &[json!({"id": 100}), json!({"id": 101, "age": 1u64 << 40})],
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("out of range for type int32"), "{e}");
+    let options = SelectOptions {
+        input_row_limit: 5,
+        ..SelectOptions::default()
+    };
+    let e = db
+        .select_rows("id from [//users]", &options)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded);
+    let r = db
+        .select_rows(
+            "sum(1) as n from [//users] group by 1",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.rows, vec![vec![Value::Int64(20)]]);
+    let e = db
+        .create_table_from_text("//users", "{dynamic=%true; schema=[{name=a;type=int64}]}")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("already exists"));
+}
