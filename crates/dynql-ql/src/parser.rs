@@ -14,7 +14,11 @@ pub const MAX_LIMIT: i64 = i64::MAX - 2;
 
 /// Parses a whole query from (placeholder-expanded) tokens.
 pub fn parse_query(tokens: &[Spanned]) -> Result<Query> {
-    let mut p = Parser { tokens, pos: 0 };
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
     let q = p.query()?;
     p.expect_eof()?;
     Ok(q)
@@ -22,7 +26,11 @@ pub fn parse_query(tokens: &[Spanned]) -> Result<Query> {
 
 /// Parses a standalone expression (computed column definitions).
 pub fn parse_expression(tokens: &[Spanned]) -> Result<Expr> {
-    let mut p = Parser { tokens, pos: 0 };
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
     let e = p.expr()?;
     p.expect_eof()?;
     Ok(e)
@@ -31,7 +39,15 @@ pub fn parse_expression(tokens: &[Spanned]) -> Result<Expr> {
 struct Parser<'a> {
     tokens: &'a [Spanned],
     pos: usize,
+    /// Current recursion depth, capped so that hostile input cannot overflow the stack.
+    depth: usize,
 }
+
+/// The deepest nesting of parentheses and prefix operators the parser accepts.
+pub const MAX_PARSE_DEPTH: usize = 64;
+
+/// The longest chain of one binary operator (`a + b + ...`); each link deepens the tree.
+pub const MAX_CHAIN: usize = 1000;
 
 fn describe(t: &Token) -> String {
     match t {
@@ -357,10 +373,41 @@ impl<'a> Parser<'a> {
 
     // ---------------------------------------------------------------- expressions
 
+    fn check_chain(&self, links: usize) -> Result<()> {
+        if links > MAX_CHAIN {
+            return Err(Error::invalid(
+                "Maximum expression depth exceeded",
+                self.span(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_PARSE_DEPTH {
+            return Err(Error::invalid(
+                "Maximum expression depth exceeded",
+                self.span(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Level 1: OR.
     fn expr(&mut self) -> Result<Expr> {
+        self.enter()?;
+        let r = self.or_expr();
+        self.depth -= 1;
+        r
+    }
+
+    fn or_expr(&mut self) -> Result<Expr> {
         let mut left = self.and_expr()?;
+        let mut links = 0;
         while self.eat_kw(Keyword::Or) {
+            links += 1;
+            self.check_chain(links)?;
             let right = self.and_expr()?;
             left = binary(BinaryOp::Or, left, right);
         }
@@ -370,7 +417,10 @@ impl<'a> Parser<'a> {
     /// Level 2: AND.
     fn and_expr(&mut self) -> Result<Expr> {
         let mut left = self.not_expr()?;
+        let mut links = 0;
         while self.eat_kw(Keyword::And) {
+            links += 1;
+            self.check_chain(links)?;
             let right = self.not_expr()?;
             left = binary(BinaryOp::And, left, right);
         }
@@ -381,7 +431,10 @@ impl<'a> Parser<'a> {
     fn not_expr(&mut self) -> Result<Expr> {
         if self.is_kw(Keyword::Not) {
             let start = self.advance().span;
-            let operand = self.not_expr()?;
+            self.enter()?;
+            let operand = self.not_expr();
+            self.depth -= 1;
+            let operand = operand?;
             let span = start.to(operand.span);
             return Ok(Expr {
                 kind: ExprKind::Unary {
@@ -574,10 +627,13 @@ impl<'a> Parser<'a> {
         ops: &[(&str, BinaryOp)],
     ) -> Result<Expr> {
         let mut left = next(self)?;
+        let mut links = 0;
         'outer: loop {
             for (sym, op) in ops {
                 if self.is_punct(sym) {
                     self.advance();
+                    links += 1;
+                    self.check_chain(links)?;
                     let right = next(self)?;
                     left = binary(*op, left, right);
                     continue 'outer;
@@ -638,7 +694,10 @@ impl<'a> Parser<'a> {
             _ => return self.atom(),
         };
         let start = self.advance().span;
-        let operand = self.unary()?;
+        self.enter()?;
+        let operand = self.unary();
+        self.depth -= 1;
+        let operand = operand?;
         let span = start.to(operand.span);
         Ok(Expr {
             kind: ExprKind::Unary {
@@ -943,6 +1002,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("Maximum LIMIT exceeded"));
+    }
+
+    #[test]
+    fn hostile_nesting_is_an_error_not_a_crash() {
+        let parens = format!(
+            "* from [//t] where {}a{}",
+            "(".repeat(10_000),
+            ")".repeat(10_000)
+        );
+        assert!(parse(&parens)
+            .unwrap_err()
+            .to_string()
+            .contains("Maximum expression depth exceeded"));
+        let minus = format!("* from [//t] where {}a", "-".repeat(10_000));
+        assert!(parse(&minus).is_err());
+        let chain = format!("* from [//t] where a{}", " + a".repeat(100_000));
+        assert!(parse(&chain)
+            .unwrap_err()
+            .to_string()
+            .contains("Maximum expression depth exceeded"));
     }
 
     #[test]

@@ -1,0 +1,198 @@
+//! Binding rules of YT QL (reference §2.2, §4): each validation error with YT's wording, and
+//! the typing decisions that differ from SQL.
+
+use dynql_core::{TableSchema, ValueType};
+use dynql_ql::{bind_query, BindOptions, Catalog, QueryPlan};
+
+struct Tables;
+
+impl Catalog for Tables {
+    fn table_schema(&self, path: &str) -> Option<TableSchema> {
+        let text = match path {
+            "//t" => "[{name=k;type=int64;sort_order=ascending};{name=i;type=int64};{name=u;type=uint64};{name=d;type=double};{name=s;type=string};{name=b;type=boolean}]",
+            "//h" => "[{name=h;type=uint64;sort_order=ascending;expression=\"farm_hash(k)\"};{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]",
+            "//o" => "[{name=a;type=int64};{name=b;type=int64}]",
+            _ => return None,
+        };
+        Some(TableSchema::parse(text).unwrap())
+    }
+}
+
+fn bind(q: &str) -> Result<QueryPlan, String> {
+    bind_query(q, None, &Tables, BindOptions::default()).map_err(|e| e.to_string())
+}
+
+fn error(q: &str) -> String {
+    match bind(q) {
+        Ok(_) => panic!("{q} should fail"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn clause_rules_use_yt_messages() {
+    let cases = [
+        ("* from [//t] order by k", "ORDER BY used without LIMIT"),
+        ("* from [//t] offset 5", "OFFSET used without LIMIT"),
+        (
+            "* from [//t] having k > 1",
+            "Expected GROUP BY before HAVING",
+        ),
+        (
+            "k from [//t] group by k having k > 1 limit 5",
+            "HAVING with LIMIT is not allowed",
+        ),
+        (
+            "k from [//t] group by k having k > 1 offset 1 limit 5 ",
+            "HAVING with LIMIT is not allowed",
+        ),
+        (
+            "* from [//t] limit 9223372036854775806",
+            "Maximum LIMIT exceeded",
+        ),
+        ("sum(i) from [//t]", "Misuse of aggregate function \"sum\""),
+        (
+            "sum(sum(i)) as x from [//t] group by k",
+            "Misuse of aggregate function \"sum\"",
+        ),
+        (
+            "* from [//t] where i",
+            "WHERE-clause is not a boolean expression",
+        ),
+        (
+            "k from [//t] group by k having sum(i)",
+            "HAVING-clause is not a boolean expression",
+        ),
+        (
+            "i as x, u as x from [//t]",
+            "Alias \"x\" has been already used",
+        ),
+        ("nope from [//t]", "Undefined reference \"nope\""),
+        ("* from [//missing]", "does not exist"),
+        ("i + u from [//t]", "Type mismatch"),
+        ("i = 1.5 from [//t]", "Type mismatch"),
+        (
+            "(1, 2) = (1, 2, 3) as x from [//t]",
+            "Tuples of same size are expected but got 2 vs 3",
+        ),
+        ("null from [//t]", "Type inference failed"),
+        (
+            "if(null, null, null) as x from [//t]",
+            "Type inference failed",
+        ),
+        (
+            "avg(s) from [//t] group by 1",
+            "Type mismatch in function \"avg\"",
+        ),
+        ("s like 1 as x from [//t]", "Types mismatch in LIKE pattern"),
+        (
+            "case when i > 1 then 1 else 'a' end as x from [//t]",
+            "Types mismatch in CASE ELSE expression",
+        ),
+        ("count(*) from [//t]", "Error while parsing query"),
+        ("nope(i) from [//t]", "Undefined function \"nope\""),
+        (
+            "try_get_int64(s, '/a') from [//t]",
+            "not supported by dynql yet",
+        ),
+        (
+            "i from [//t] join [//o] on i = a",
+            "Foreign table key is not used in the join clause",
+        ),
+        (
+            "* from [//t] where k = -9223372036854775808 / -1",
+            "Division of INT_MIN by -1",
+        ),
+        ("* from [//t] where k = 1 / 0", "Division by zero"),
+    ];
+    for (q, want) in cases {
+        let got = error(q);
+        assert!(got.contains(want), "{q}: expected {want:?}, got {got:?}");
+    }
+    let deep = format!(
+        "* from [//t] where {}k{} = 1",
+        "(".repeat(150),
+        ")".repeat(150)
+    );
+    let got = error(&deep);
+    assert!(
+        got.contains("Maximum expression depth exceeded")
+            || got.contains("Error while parsing query"),
+        "{got}"
+    );
+}
+
+#[test]
+fn literals_adapt_and_columns_do_not_mix() {
+    let p = bind("u + 1 as a, 1 + 2 as b, 1 / 2.0 as c, d > 1 as e from [//t]").unwrap();
+    let types: Vec<ValueType> = p.projections.iter().map(|c| c.expr.ty).collect();
+    assert_eq!(
+        types,
+        [
+            ValueType::Uint64,
+            ValueType::Int64,
+            ValueType::Double,
+            ValueType::Boolean
+        ]
+    );
+    assert!(bind("int64(u) + i as x from [//t]").is_ok());
+}
+
+#[test]
+fn aliases_are_visible_everywhere_and_shadow_columns() {
+    let p = bind("i / 1000 as i, k from [//t] where i > 5 order by i limit 3").unwrap();
+    assert_eq!(p.projections[0].name, "i");
+    // WHERE filters on the expression: it reads column 1 (i) through the alias.
+    let mut cols = Vec::new();
+    p.where_clause
+        .as_ref()
+        .unwrap()
+        .referenced_columns(&mut cols);
+    assert_eq!(cols, [1]);
+    let p = bind("x, sum(i) + x as t from [//t] group by k % 2 as x").unwrap();
+    let g = p.group.unwrap();
+    assert_eq!(g.keys.len(), 1);
+    assert_eq!(g.aggregates.len(), 1);
+}
+
+#[test]
+fn derived_names_follow_yt() {
+    let p = bind("k, SUM(i), i + 1, -i, [k] from [//t] group by k, i").unwrap();
+    let names: Vec<&str> = p.projections.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["k", "SUM(i)", "(i)+(1)", "-(i)", "k"]);
+}
+
+#[test]
+fn computed_key_joins_count_as_indexed() {
+    assert!(bind("v from [//t] join [//h] using k").is_ok());
+    assert!(bind_query(
+        "i from [//t] join [//o] on i = a",
+        None,
+        &Tables,
+        BindOptions {
+            allow_join_without_index: true,
+            ..Default::default()
+        }
+    )
+    .is_ok());
+}
+
+#[test]
+fn placeholders_splice_values() {
+    let values = dynql_core::yson::parse(b"{lo=1; pair=[2; \"x\"]}").unwrap();
+    let p = bind_query(
+        "k from [//t] where k > {lo} and (i, s) < {pair}",
+        Some(&values),
+        &Tables,
+        BindOptions::default(),
+    );
+    assert!(p.is_ok(), "{p:?}");
+    let e = bind_query(
+        "k from [//t] where k > {nope}",
+        Some(&values),
+        &Tables,
+        BindOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("Placeholder was not found"));
+}
