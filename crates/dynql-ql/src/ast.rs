@@ -100,6 +100,51 @@ pub struct Expr {
     pub span: Span,
 }
 
+impl Expr {
+    /// Direct sub-expressions (IN/BETWEEN/TRANSFORM literal lists excluded: they are data).
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Literal(_) | ExprKind::Column { .. } => vec![],
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Unary { operand, .. } | ExprKind::IsNull { operand, .. } => vec![operand],
+            ExprKind::Binary { left, right, .. } => vec![left, right],
+            ExprKind::Tuple(items) => items.iter().collect(),
+            ExprKind::In { operand, .. } | ExprKind::Between { operand, .. } => vec![operand],
+            ExprKind::Like {
+                operand,
+                pattern,
+                escape,
+                ..
+            } => {
+                let mut v: Vec<&Expr> = vec![operand, pattern];
+                v.extend(escape.as_deref());
+                v
+            }
+            ExprKind::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                let mut v: Vec<&Expr> = operand.as_deref().into_iter().collect();
+                for (w, t) in whens {
+                    v.push(w);
+                    v.push(t);
+                }
+                v.extend(otherwise.as_deref());
+                v
+            }
+            ExprKind::Transform {
+                operand, default, ..
+            } => {
+                let mut v: Vec<&Expr> = vec![operand];
+                v.extend(default.as_deref());
+                v
+            }
+            ExprKind::Alias { expr, .. } => vec![expr],
+        }
+    }
+}
+
 /// Expression forms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {

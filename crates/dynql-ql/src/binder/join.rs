@@ -1,0 +1,169 @@
+//! Joins: USING and ON equations, the foreign-table predicate, and the lookup-join rule
+//! (the equation must pin a prefix of the foreign key unless `allow_join_without_index`).
+
+use std::collections::HashSet;
+
+use dynql_core::TableSchema;
+
+use crate::ast::*;
+use crate::error::{Error, Result};
+use crate::plan::*;
+use crate::texpr::{TExpr, TypedExpr};
+
+use super::*;
+
+impl Binder {
+    // ------------------------------------------------------------------ joins
+
+    pub(super) fn bind_join(
+        &mut self,
+        join: &Join,
+        foreign: &TableSchema,
+        source: usize,
+        catalog: &dyn Catalog,
+    ) -> Result<JoinPlan> {
+        let _ = catalog;
+        let foreign_ns = namespace(foreign, join.table.alias.as_deref(), 0);
+        let mut self_keys = Vec::new();
+        let mut foreign_keys = Vec::new();
+        match &join.condition {
+            JoinCondition::Using(cols) => {
+                for (name, span) in cols {
+                    let (table, column) = match name.split_once('.') {
+                        Some((t, c))
+                            if self.ns.iter().any(|n| n.qualifier.as_deref() == Some(t)) =>
+                        {
+                            (Some(t), c)
+                        }
+                        _ => (None, name.as_str()),
+                    };
+                    let left = self.resolve_column(table, column, *span)?.clone();
+                    let right = foreign_ns
+                        .iter()
+                        .find(|c| c.name == column)
+                        .ok_or_else(|| {
+                            Error::invalid(
+                                format!(
+                                    "Undefined reference {column:?} in joined table {:?}",
+                                    join.table.path
+                                ),
+                                *span,
+                            )
+                        })?;
+                    if left.ty != right.ty {
+                        return Err(Error::invalid(
+                            format!(
+                                "Types mismatch in join equation \"{column}\": {} vs {}",
+                                left.ty, right.ty
+                            ),
+                            *span,
+                        ));
+                    }
+                    self_keys.push(TypedExpr::new(TExpr::Column(left.index), left.ty));
+                    foreign_keys.push(TypedExpr::new(TExpr::Column(right.index), right.ty));
+                }
+            }
+            JoinCondition::On { left, right } => {
+                if left.len() != right.len() {
+                    return Err(Error::invalid(
+                        format!(
+                            "Tuples of same size are expected but got {} vs {}",
+                            left.len(),
+                            right.len()
+                        ),
+                        join.span,
+                    ));
+                }
+                // Each side may name either table; try "self = foreign", then the reverse.
+                let attempt = |b: &mut Binder,
+                               selfs: &[Expr],
+                               foreigns: &[Expr]|
+                 -> Result<(Vec<TypedExpr>, Vec<TypedExpr>)> {
+                    let mut sk = Vec::new();
+                    let mut fk = Vec::new();
+                    for (s, f) in selfs.iter().zip(foreigns) {
+                        let s_set = b.infer(s)?;
+                        let saved = std::mem::replace(&mut b.ns, foreign_ns.clone());
+                        let f_set = b.infer(f);
+                        b.ns = saved;
+                        let f_set = f_set?;
+                        let common = s_set.intersect(f_set);
+                        if common.is_empty() {
+                            return Err(Error::invalid(
+                                format!(
+                                    "Types mismatch in join equation: {} vs {}",
+                                    s_set.describe(),
+                                    f_set.describe()
+                                ),
+                                s.span.to(f.span),
+                            ));
+                        }
+                        let t = common.pick("join equation")?;
+                        sk.push(fold(b.build(s, t)?, b.eval_options())?);
+                        let saved = std::mem::replace(&mut b.ns, foreign_ns.clone());
+                        let built = b.build(f, t);
+                        b.ns = saved;
+                        fk.push(fold(built?, b.eval_options())?);
+                    }
+                    Ok((sk, fk))
+                };
+                let (sk, fk) = match attempt(self, left, right) {
+                    Ok(r) => r,
+                    Err(first) => match attempt(self, right, left) {
+                        Ok(r) => r,
+                        Err(_) => return Err(first),
+                    },
+                };
+                self_keys = sk;
+                foreign_keys = fk;
+            }
+        }
+        let foreign_predicate = match &join.predicate {
+            Some(p) => {
+                let saved = std::mem::replace(&mut self.ns, foreign_ns.clone());
+                let r = self.bind_predicate(p, "JOIN predicate");
+                self.ns = saved;
+                Some(r?)
+            }
+            None => None,
+        };
+        if !self.options.allow_join_without_index && !uses_key_prefix(foreign, &foreign_keys) {
+            return Err(Error::invalid(
+                "Foreign table key is not used in the join clause; the query is inefficient, consider rewriting it",
+                join.span,
+            ));
+        }
+        Ok(JoinPlan {
+            source,
+            left_outer: join.left,
+            self_keys,
+            foreign_keys,
+            foreign_predicate,
+        })
+    }
+}
+
+/// Whether the join equation pins the first key column of the foreign table (directly, or as
+/// a computed column whose inputs are all joined).
+fn uses_key_prefix(foreign: &TableSchema, keys: &[TypedExpr]) -> bool {
+    let joined: HashSet<usize> = keys
+        .iter()
+        .filter_map(|k| match k.kind {
+            TExpr::Column(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let Some(first) = foreign.key_columns().first() else {
+        return false;
+    };
+    if joined.contains(&0) {
+        return true;
+    }
+    match &first.expression {
+        Some(text) => match crate::computed::expression_inputs(foreign, text) {
+            Ok(inputs) => !inputs.is_empty() && inputs.iter().all(|i| joined.contains(i)),
+            Err(_) => false,
+        },
+        None => false,
+    }
+}
