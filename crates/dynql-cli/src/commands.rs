@@ -4,7 +4,7 @@ use std::io::{BufRead, Read, Write};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use dynql::{Database, SelectOptions, Yson};
+use dynql::{Database, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
 
 use crate::format::{write_result, OutputFormat};
 
@@ -52,7 +52,30 @@ pub enum Command {
         path: String,
         #[arg(long, value_enum, default_value = "yson")]
         format: InputFormat,
+        /// Update mode: columns a row does not name keep their value.
+        #[arg(long)]
+        update: bool,
+        /// Fold aggregating columns into the stored values instead of replacing them.
+        #[arg(long)]
+        aggregate: bool,
     },
+    /// Look rows up by key (keys on stdin), without the query planner.
+    LookupRows {
+        path: String,
+        #[arg(long, value_enum, default_value = "yson")]
+        format: InputFormat,
+        /// Columns to return: a comma-separated list or a YSON/JSON list.
+        #[arg(long)]
+        column_names: Option<String>,
+        /// Print null (json) or # (yson) for keys without a row.
+        #[arg(long)]
+        keep_missing_rows: bool,
+        /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
+        #[arg(long, value_parser = parse_timestamp)]
+        timestamp: Option<Timestamp>,
+    },
+    /// Print a fresh timestamp.
+    GenerateTimestamp,
     /// Delete rows by key; keys read from stdin.
     DeleteRows {
         path: String,
@@ -89,6 +112,9 @@ pub enum Command {
         /// Print execution statistics to stderr.
         #[arg(long)]
         print_statistics: bool,
+        /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
+        #[arg(long, value_parser = parse_timestamp)]
+        timestamp: Option<Timestamp>,
     },
     /// Remove a table.
     Remove {
@@ -101,6 +127,14 @@ pub enum Command {
     Exists { path: String },
     /// List the children of a directory path.
     List { path: String },
+}
+
+fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
+    Timestamp::parse(s).ok_or_else(|| {
+        format!(
+            "expected a timestamp number, sync_last_committed or async_last_committed, got {s:?}"
+        )
+    })
 }
 
 fn parse_bool(s: &str) -> Result<bool, String> {
@@ -140,9 +174,56 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             db.create_table_from_text(&path, &attributes).await?;
         }
-        Command::InsertRows { path, format } => {
+        Command::InsertRows {
+            path,
+            format,
+            update,
+            aggregate,
+        } => {
             let rows = read_rows(format)?;
-            db.insert_rows(&path, &rows).await?;
+            db.insert_rows_with(&path, &rows, WriteOptions { update, aggregate })
+                .await?;
+        }
+        Command::LookupRows {
+            path,
+            format,
+            column_names,
+            keep_missing_rows,
+            timestamp,
+        } => {
+            let keys = read_rows(format)?;
+            let column_names = match column_names {
+                None => None,
+                Some(text) if text.trim_start().starts_with('[') => {
+                    let list = dynql::parse_document(&text)?;
+                    match list {
+                        Yson::List(items) => Some(
+                            items
+                                .iter()
+                                .map(|i| {
+                                    i.as_str()
+                                        .map(str::to_string)
+                                        .context("--column-names must list strings")
+                                })
+                                .collect::<Result<Vec<_>>>()?,
+                        ),
+                        _ => bail!("--column-names must be a list"),
+                    }
+                }
+                Some(text) => Some(text.split(',').map(|s| s.trim().to_string()).collect()),
+            };
+            let options = LookupOptions {
+                timestamp: timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED),
+                column_names,
+                keep_missing_rows,
+            };
+            let result = db.lookup_rows(&path, &keys, &options).await?;
+            let mut buf = Vec::new();
+            crate::format::write_lookup(&mut buf, &result, format)?;
+            stdout.write_all(&buf)?;
+        }
+        Command::GenerateTimestamp => {
+            writeln!(stdout, "{}", db.generate_timestamp().await?)?;
         }
         Command::DeleteRows { path, format } => {
             let rows = read_rows(format)?;
@@ -159,8 +240,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             use_canonical_null_relations,
             max_subqueries,
             print_statistics,
+            timestamp,
         } => {
             let mut options = SelectOptions::default();
+            if let Some(t) = timestamp {
+                options.timestamp = t;
+            }
             if let Some(v) = input_row_limit {
                 options.input_row_limit = v;
             }

@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use anyhow::{bail, Result};
-use dynql::{SelectResult, Value, Yson};
+use dynql::{LookupResult, SelectResult, Value, Yson};
+
+use crate::commands::InputFormat;
 
 /// The supported output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -78,4 +80,47 @@ fn dsv_value(v: &Value) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Writes a lookup result: rows in request order, `null`/`#` for kept missing rows.
+pub fn write_lookup(
+    out: &mut impl Write,
+    result: &LookupResult,
+    format: InputFormat,
+) -> Result<()> {
+    for row in &result.rows {
+        let node = match row {
+            None => Yson::Entity,
+            Some(values) => Yson::Map(
+                result
+                    .columns
+                    .iter()
+                    .zip(values)
+                    .map(|((n, _), v)| (n.as_bytes().to_vec(), v.to_yson()))
+                    .collect(),
+            ),
+        };
+        match format {
+            InputFormat::Json => {
+                let json = match row {
+                    None => serde_json::Value::Null,
+                    Some(values) => serde_json::Value::Object(
+                        result
+                            .columns
+                            .iter()
+                            .zip(values)
+                            .map(|((n, _), v)| (n.clone(), v.to_json()))
+                            .collect(),
+                    ),
+                };
+                serde_json::to_writer(&mut *out, &json)?;
+                out.write_all(b"\n")?;
+            }
+            InputFormat::Yson => {
+                out.write_all(dynql::yson::to_text(&node).as_bytes())?;
+                out.write_all(b";\n")?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -13,25 +13,32 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
 use dynql_core::arrow_convert::table_arrow_schema;
-use dynql_storage::{Store, TableEntry};
+use dynql_storage::{Store, TableEntry, Timestamp};
 
-/// A dynamic table as a DataFusion table: one partition, rows in key order (sorted tables)
-/// or insertion order (ordered tables).
+/// A dynamic table as a DataFusion table read at one timestamp: one partition, rows in key
+/// order (sorted tables) or append order (ordered tables).
 pub struct StoreTable {
     store: Store,
     path: String,
     entry: TableEntry,
+    timestamp: Timestamp,
     schema: SchemaRef,
 }
 
 impl StoreTable {
-    /// A provider for `entry` (as read from `store`'s catalog).
-    pub fn new(store: Store, path: impl Into<String>, entry: TableEntry) -> StoreTable {
+    /// A provider for `entry` (as read from `store`'s catalog), reading at `timestamp`.
+    pub fn new(
+        store: Store,
+        path: impl Into<String>,
+        entry: TableEntry,
+        timestamp: Timestamp,
+    ) -> StoreTable {
         let schema = table_arrow_schema(&entry.schema);
         StoreTable {
             store,
             path: path.into(),
             entry,
+            timestamp,
             schema,
         }
     }
@@ -46,7 +53,7 @@ impl fmt::Debug for StoreTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StoreTable")
             .field("path", &self.path)
-            .field("chunks", &self.entry.chunks.len())
+            .field("timestamp", &self.timestamp)
             .finish()
     }
 }
@@ -70,7 +77,7 @@ impl TableProvider for StoreTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let batches = self
             .store
-            .read_table(&self.entry)
+            .read_table(&self.path, self.timestamp)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let exec =

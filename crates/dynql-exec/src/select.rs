@@ -19,7 +19,7 @@ use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
 use dynql_ql::texpr::TypedExpr;
 use dynql_ql::{bind_query, BindOptions, Catalog};
-use dynql_storage::{Store, TableEntry};
+use dynql_storage::{Store, TableEntry, Timestamp};
 
 use crate::error::{Error, Result};
 use crate::provider::StoreTable;
@@ -39,6 +39,8 @@ pub struct SelectOptions {
     pub max_subqueries: Option<u64>,
     /// The `placeholder_values` map.
     pub placeholder_values: Option<Yson>,
+    /// The snapshot to read (default: the latest commit).
+    pub timestamp: Timestamp,
 }
 
 impl Default for SelectOptions {
@@ -51,6 +53,7 @@ impl Default for SelectOptions {
             use_canonical_null_relations: false,
             max_subqueries: None,
             placeholder_values: None,
+            timestamp: Timestamp::SYNC_LAST_COMMITTED,
         }
     }
 }
@@ -117,13 +120,18 @@ pub async fn select_rows(
     }
     let mut sources = Vec::with_capacity(tables.len());
     for (s, entry) in plan.sources.iter().zip(tables) {
-        sources.push(scan_table(store, &s.path, entry).await?);
+        sources.push(scan_table(store, &s.path, entry, options.timestamp).await?);
     }
     execute(&plan, sources, options)
 }
 
 /// Reads a whole table through DataFusion as rows in schema order.
-async fn scan_table(store: &Store, path: &str, entry: TableEntry) -> Result<Vec<Vec<Value>>> {
+async fn scan_table(
+    store: &Store,
+    path: &str,
+    entry: TableEntry,
+    timestamp: Timestamp,
+) -> Result<Vec<Vec<Value>>> {
     let types: Vec<ValueType> = entry
         .schema
         .columns()
@@ -131,7 +139,12 @@ async fn scan_table(store: &Store, path: &str, entry: TableEntry) -> Result<Vec<
         .map(|c| c.wire_type())
         .collect();
     let ctx = SessionContext::new();
-    let df = ctx.read_table(Arc::new(StoreTable::new(store.clone(), path, entry)))?;
+    let df = ctx.read_table(Arc::new(StoreTable::new(
+        store.clone(),
+        path,
+        entry,
+        timestamp,
+    )))?;
     let batches = df.collect().await?;
     let mut rows = Vec::new();
     for b in &batches {

@@ -1,12 +1,17 @@
 //! Storage of dynql tables on an object store.
 //!
-//! This is the first storage: tables are Parquet [chunks](chunk) listed in a JSON catalog
-//! ([`Store`]). Its interface (create, remove, read a table's rows as Arrow batches, apply
-//! row writes) is the one the versioned commit-log storage of DESIGN.md keeps.
+//! Every change is a record of the [commit log](log) (catalog changes and versioned row
+//! deltas); the [`Store`] replays the log and resolves versions at a [`Timestamp`]
+//! ([`mvcc`]). [Chunks](chunk) encode rows as Parquet for flush and compaction.
 
 pub mod chunk;
 pub mod error;
+pub mod log;
+pub mod mvcc;
 pub mod store;
+pub mod timestamp;
 
 pub use error::{Error, Result};
-pub use store::{validate_path, ChunkRef, Store, TableEntry, TableOptions};
+pub use mvcc::WriteKind;
+pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions};
+pub use timestamp::Timestamp;

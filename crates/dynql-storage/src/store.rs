@@ -1,34 +1,37 @@
-//! The store: tables on an object store (`file://DIR`, `memory://`), a JSON catalog naming
-//! each table's schema, attributes and chunks.
+//! The store: tables on an object store (`file://DIR`, `memory://`), changed only by
+//! appending commit records to the [log](crate::log).
 //!
 //! ```text
-//! <root>/catalog.json                         tables by path: schema, attributes, chunk list
-//! <root>/tables/<table-id>/<chunk-id>.parquet immutable chunks
+//! <root>/_log/<seq:020>.json     one record per commit: catalog changes and row deltas
 //! ```
 //!
-//! A write encodes a new chunk first and then replaces `catalog.json` (a local-file put is a
-//! rename, so readers see the old or the new catalog, never a mix); chunks the new catalog no
-//! longer names are deleted afterwards. This first storage rewrites a sorted table's rows into
-//! one chunk per write; the versioned commit log of DESIGN.md replaces it.
+//! Opening the store replays the log into memory: the catalog and, per table, the versioned
+//! deltas of every key (the dynamic store). A commit reads the log tail, validates its actions
+//! against that state, and creates the next record with `PutMode::Create`; losing the race to
+//! another writer means refresh and retry, so concurrent writers never lose a commit. Reads
+//! resolve versions at a timestamp ([`mvcc`](crate::mvcc)), which gives time travel.
+//! Checkpoints, flush to Parquet chunks and compaction come next (issue 3).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::record_batch::RecordBatch;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::ObjectStore;
 use serde::{Deserialize, Serialize};
 
-use dynql_core::arrow_convert::{batch_to_rows, rows_to_batch, table_arrow_schema};
+use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{compare_rows, TableSchema, Value, Yson};
 
-use crate::chunk::{decode_chunk, encode_chunk};
 use crate::error::{Error, Result};
+use crate::log::{self, Action, Append, CommitRecord};
+use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
+use crate::timestamp::Timestamp;
 
-const CATALOG: &str = "catalog.json";
+/// How many times a commit retries after losing the race for a sequence number.
+const MAX_COMMIT_ATTEMPTS: usize = 64;
 
 /// Attributes given when a table is created, beyond its schema.
 #[derive(Debug, Clone, Default)]
@@ -37,13 +40,6 @@ pub struct TableOptions {
     pub tablet_count: Option<usize>,
     /// Pivot keys (`pivot_keys`), first one empty.
     pub pivot_keys: Option<Vec<Vec<Value>>>,
-}
-
-/// A reference to one chunk.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChunkRef {
-    pub path: String,
-    pub row_count: u64,
 }
 
 /// What the catalog records of a table.
@@ -55,20 +51,32 @@ pub struct TableEntry {
     /// Pivot keys as text YSON lists, one per tablet (sorted tables).
     #[serde(default)]
     pub pivot_keys: Vec<String>,
-    pub chunks: Vec<ChunkRef>,
-    pub row_count: u64,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Catalog {
-    tables: BTreeMap<String, TableEntry>,
+/// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
+#[derive(Debug, Clone, Default)]
+struct TableData {
+    sorted: BTreeMap<KeyOrd, Vec<RowDelta>>,
+    ordered: Vec<(Timestamp, Vec<Value>)>,
 }
+
+/// The replayed log.
+#[derive(Debug, Clone, Default)]
+struct State {
+    seq: u64,
+    last_timestamp: Timestamp,
+    tables: BTreeMap<String, (TableEntry, TableData)>,
+}
+
+/// A row write: values in schema order (`None` = not written; computed columns filled).
+pub type RowValues = Vec<Option<Value>>;
 
 /// A dynql store on an object store.
 #[derive(Clone)]
 pub struct Store {
     objects: Arc<dyn ObjectStore>,
     url: String,
+    state: Arc<Mutex<Arc<State>>>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -100,7 +108,8 @@ pub fn validate_path(path: &str) -> Result<()> {
 }
 
 impl Store {
-    /// Opens the store at `url`: `file://DIR` (created if missing) or `memory://`.
+    /// Opens the store at `url`: `file://DIR` (created if missing), a bare directory, or
+    /// `memory://`.
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] for other schemes or an unusable directory.
@@ -109,26 +118,31 @@ impl Store {
             url: url.to_string(),
             message: m.to_string(),
         };
+        let local = |dir: &str| -> Result<Arc<dyn ObjectStore>> {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| bad(&format!("cannot create directory: {e}")))?;
+            Ok(Arc::new(
+                LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(&e.to_string()))?,
+            ))
+        };
         let objects: Arc<dyn ObjectStore> = if let Some(dir) = url.strip_prefix("file://") {
             if dir.is_empty() {
                 return Err(bad("file:// needs a directory, e.g. file://./dynql-data"));
             }
-            std::fs::create_dir_all(dir)
-                .map_err(|e| bad(&format!("cannot create directory: {e}")))?;
-            Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(&e.to_string()))?)
-        } else if url == "memory://" || url.starts_with("memory://") {
+            local(dir)?
+        } else if url.starts_with("memory://") {
             Arc::new(InMemory::new())
         } else if url.contains("://") {
-            return Err(bad("supported schemes are file:// and memory:// (s3:// comes with the durable storage)"));
+            return Err(bad(
+                "supported schemes are file:// and memory:// (s3:// comes with checkpoints and GC)",
+            ));
         } else {
-            // A bare directory.
-            std::fs::create_dir_all(url)
-                .map_err(|e| bad(&format!("cannot create directory: {e}")))?;
-            Arc::new(LocalFileSystem::new_with_prefix(url).map_err(|e| bad(&e.to_string()))?)
+            local(url)?
         };
         Ok(Store {
             objects,
             url: url.to_string(),
+            state: Arc::new(Mutex::new(Arc::new(State::default()))),
         })
     }
 
@@ -137,42 +151,91 @@ impl Store {
         &self.url
     }
 
-    async fn load_catalog(&self) -> Result<Catalog> {
-        match self.objects.get(&ObjectPath::from(CATALOG)).await {
-            Ok(r) => {
-                let bytes = r.bytes().await?;
-                serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-                    path: CATALOG.into(),
-                    message: e.to_string(),
-                })
-            }
-            Err(object_store::Error::NotFound { .. }) => Ok(Catalog::default()),
-            Err(e) => Err(e.into()),
+    fn current(&self) -> Arc<State> {
+        match self.state.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
-    async fn save_catalog(&self, catalog: &Catalog) -> Result<()> {
-        let bytes =
-            serde_json::to_vec_pretty(catalog).map_err(|e| Error::Invalid(e.to_string()))?;
-        self.objects
-            .put(&ObjectPath::from(CATALOG), PutPayload::from(bytes))
-            .await?;
-        Ok(())
+    /// Reads commits made since the last refresh (by this or any other process).
+    async fn refresh(&self) -> Result<Arc<State>> {
+        let current = self.current();
+        let records = log::read_after(self.objects.as_ref(), current.seq).await?;
+        if records.is_empty() {
+            return Ok(current);
+        }
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let state = Arc::make_mut(&mut guard);
+        for r in records {
+            if r.seq == state.seq + 1 {
+                apply(state, &r)?;
+            }
+        }
+        Ok(guard.clone())
+    }
+
+    /// Validates and appends one commit built from the current state, retrying when another
+    /// writer wins the sequence number. Returns the commit timestamp.
+    async fn commit(&self, build: impl Fn(&State) -> Result<Vec<Action>>) -> Result<Timestamp> {
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let state = self.refresh().await?;
+            let actions = build(&state)?;
+            if actions.is_empty() {
+                return Ok(state.last_timestamp);
+            }
+            let timestamp = Timestamp::next_after(state.last_timestamp);
+            let record = CommitRecord {
+                seq: state.seq + 1,
+                timestamp: timestamp.0,
+                actions,
+            };
+            match log::append(self.objects.as_ref(), &record).await? {
+                Append::Committed => {
+                    self.refresh().await?;
+                    return Ok(timestamp);
+                }
+                Append::LostRace => continue,
+            }
+        }
+        Err(Error::Invalid(format!(
+            "commit failed: lost the race for the next log record {MAX_COMMIT_ATTEMPTS} times; retry"
+        )))
+    }
+
+    /// The timestamp of the latest commit.
+    pub async fn last_committed_timestamp(&self) -> Result<Timestamp> {
+        Ok(self.refresh().await?.last_timestamp)
+    }
+
+    /// A fresh timestamp after every commit so far (`generate-timestamp`).
+    pub async fn generate_timestamp(&self) -> Result<Timestamp> {
+        Ok(Timestamp::next_after(
+            self.last_committed_timestamp().await?,
+        ))
     }
 
     /// The catalog entry of a table.
     pub async fn table(&self, path: &str) -> Result<TableEntry> {
-        self.load_catalog()
-            .await?
+        let state = self.refresh().await?;
+        state
             .tables
             .get(path)
-            .cloned()
+            .map(|(e, _)| e.clone())
             .ok_or_else(|| Error::NoSuchTable { path: path.into() })
     }
 
     /// All table entries by path.
     pub async fn tables(&self) -> Result<BTreeMap<String, TableEntry>> {
-        Ok(self.load_catalog().await?.tables)
+        let state = self.refresh().await?;
+        Ok(state
+            .tables
+            .iter()
+            .map(|(p, (e, _))| (p.clone(), e.clone()))
+            .collect())
     }
 
     /// Creates a table.
@@ -186,182 +249,235 @@ impl Store {
         options: TableOptions,
     ) -> Result<()> {
         validate_path(path)?;
-        let mut catalog = self.load_catalog().await?;
-        if catalog.tables.contains_key(path) {
-            return Err(Error::AlreadyExists { path: path.into() });
-        }
-        if let Some(prefix) = catalog
-            .tables
-            .keys()
-            .find(|p| path.starts_with(&format!("{p}/")))
-        {
-            return Err(Error::Invalid(format!(
-                "Cannot create {path}: {prefix} is a table, not a directory"
-            )));
-        }
         let (tablet_count, pivot_keys) = validate_tablets(&schema, &options)?;
-        catalog.tables.insert(
-            path.to_string(),
-            TableEntry {
-                id: fresh_id(),
-                schema,
-                tablet_count,
-                pivot_keys,
-                chunks: vec![],
-                row_count: 0,
-            },
-        );
-        self.save_catalog(&catalog).await
-    }
-
-    /// Removes a table and its chunks.
-    pub async fn remove_table(&self, path: &str) -> Result<()> {
-        let mut catalog = self.load_catalog().await?;
-        let entry = catalog
-            .tables
-            .remove(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-        self.save_catalog(&catalog).await?;
-        self.delete_chunks(&entry.chunks).await;
+        let entry = TableEntry {
+            id: fresh_id(),
+            schema,
+            tablet_count,
+            pivot_keys,
+        };
+        self.commit(|state| {
+            if state.tables.contains_key(path) {
+                return Err(Error::AlreadyExists { path: path.into() });
+            }
+            if let Some(prefix) = state
+                .tables
+                .keys()
+                .find(|p| path.starts_with(&format!("{p}/")))
+            {
+                return Err(Error::Invalid(format!(
+                    "Cannot create {path}: {prefix} is a table, not a directory"
+                )));
+            }
+            Ok(vec![Action::CreateTable {
+                path: path.into(),
+                entry: entry.clone(),
+            }])
+        })
+        .await?;
         Ok(())
     }
 
-    async fn delete_chunks(&self, chunks: &[ChunkRef]) {
-        for c in chunks {
-            // Unreferenced chunks are garbage; failing to delete one loses nothing.
-            let _ = self
-                .objects
-                .delete(&ObjectPath::from(c.path.as_str()))
-                .await;
-        }
+    /// Removes a table.
+    pub async fn remove_table(&self, path: &str) -> Result<()> {
+        self.commit(|state| {
+            let (entry, _) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            Ok(vec![Action::RemoveTable {
+                path: path.into(),
+                table_id: entry.id.clone(),
+            }])
+        })
+        .await?;
+        Ok(())
     }
 
-    /// Reads every row of a table as record batches in its arrow schema (key order for
-    /// sorted tables, insertion order for ordered ones).
-    pub async fn read_table(&self, entry: &TableEntry) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
-        for c in &entry.chunks {
-            let bytes = self
-                .objects
-                .get(&ObjectPath::from(c.path.as_str()))
-                .await?
-                .bytes()
-                .await?;
-            out.extend(decode_chunk(&c.path, bytes)?);
-        }
-        Ok(out)
-    }
-
-    async fn read_rows(&self, entry: &TableEntry) -> Result<Vec<Vec<Value>>> {
-        let types: Vec<_> = entry
-            .schema
-            .columns()
-            .iter()
-            .map(|c| c.wire_type())
-            .collect();
-        let mut rows = Vec::new();
-        for b in self.read_table(entry).await? {
-            rows.extend(batch_to_rows(&b, &types));
-        }
-        Ok(rows)
-    }
-
-    /// Applies upserts (full rows in schema order) and deletes (key prefixes) to a table.
+    /// Writes rows in one commit and returns its timestamp.
     ///
-    /// Sorted tables: a row replaces the row with the same key; later rows of one call win.
-    /// Ordered tables: rows are appended; deletes are refused.
+    /// Sorted tables: every row carries its full key; `Overwrite` replaces the row, `Update`
+    /// changes the written columns, `Delete` takes keys only. Ordered tables: rows are appended
+    /// (`Overwrite` only).
     pub async fn write_rows(
         &self,
         path: &str,
-        upserts: Vec<Vec<Value>>,
-        deletes: Vec<Vec<Value>>,
-    ) -> Result<()> {
-        let mut catalog = self.load_catalog().await?;
-        let entry = catalog
-            .tables
-            .get(path)
-            .cloned()
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        kind: WriteKind,
+        aggregate: bool,
+        rows: Vec<RowValues>,
+    ) -> Result<Timestamp> {
+        if rows.is_empty() {
+            return self.last_committed_timestamp().await;
+        }
+        let entry = self.table(path).await?;
         let schema = &entry.schema;
-        let width = schema.columns().len();
-        if upserts.iter().any(|r| r.len() != width) {
+        let key_count = schema.key_column_count();
+        if key_count == 0 && kind != WriteKind::Overwrite {
             return Err(Error::Invalid(format!(
-                "rows for {path} must have {width} values"
+                "{} is not supported for ordered table {path}: ordered tables are queues",
+                if kind == WriteKind::Delete {
+                    "delete_rows"
+                } else {
+                    "update mode"
+                }
             )));
         }
-        let arrow_schema = table_arrow_schema(schema);
-        let key_count = schema.key_column_count();
-        let (new_chunks, old_chunks, row_count) = if key_count == 0 {
-            if !deletes.is_empty() {
+        for (n, r) in rows.iter().enumerate() {
+            if r.len() != schema.columns().len() {
                 return Err(Error::Invalid(format!(
-                    "delete_rows is not supported for ordered table {path}: ordered tables are queues (use trim_rows)"
+                    "row #{n} for {path} has {} values",
+                    r.len()
                 )));
             }
-            if upserts.is_empty() {
-                return Ok(());
+            if r[..key_count].iter().any(Option::is_none) {
+                return Err(Error::Invalid(format!(
+                    "row #{n} for {path} misses a key column"
+                )));
             }
-            let batch = rows_to_batch(&arrow_schema, &upserts)?;
-            let chunk = self
-                .put_chunk(&entry, &arrow_schema, &[batch], upserts.len())
-                .await?;
-            let mut chunks = entry.chunks.clone();
-            chunks.push(chunk);
-            (chunks, vec![], entry.row_count + upserts.len() as u64)
-        } else {
-            let mut rows: BTreeMap<KeyOrd, Vec<Value>> = BTreeMap::new();
-            for r in self.read_rows(&entry).await? {
-                rows.insert(KeyOrd(r[..key_count].to_vec()), r);
+        }
+        let encoded: Vec<String> = rows.iter().map(|r| log::encode_row(schema, r)).collect();
+        let id = entry.id.clone();
+        self.commit(|state| {
+            match state.tables.get(path) {
+                Some((e, _)) if e.id == id => {}
+                _ => return Err(Error::NoSuchTable { path: path.into() }),
             }
-            // Writes apply in request order: deletes after upserts of the same call would be
-            // surprising, so YT's rule (one request = one kind) is kept by the callers.
-            for r in upserts {
-                rows.insert(KeyOrd(r[..key_count].to_vec()), r);
-            }
-            for k in deletes {
-                rows.remove(&KeyOrd(k));
-            }
-            let all: Vec<Vec<Value>> = rows.into_values().collect();
-            let mut chunks = Vec::new();
-            if !all.is_empty() {
-                let batches = all
-                    .chunks(64 * 1024)
-                    .map(|part| rows_to_batch(&arrow_schema, part))
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
-                chunks.push(
-                    self.put_chunk(&entry, &arrow_schema, &batches, all.len())
-                        .await?,
-                );
-            }
-            (chunks, entry.chunks.clone(), all.len() as u64)
-        };
-        let e = catalog
-            .tables
-            .get_mut(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-        e.chunks = new_chunks;
-        e.row_count = row_count;
-        self.save_catalog(&catalog).await?;
-        self.delete_chunks(&old_chunks).await;
-        Ok(())
+            Ok(vec![Action::WriteRows {
+                path: path.into(),
+                table_id: id.clone(),
+                kind,
+                aggregate,
+                rows: encoded.clone(),
+            }])
+        })
+        .await
     }
 
-    async fn put_chunk(
-        &self,
-        entry: &TableEntry,
-        schema: &arrow::datatypes::SchemaRef,
-        batches: &[RecordBatch],
-        rows: usize,
-    ) -> Result<ChunkRef> {
-        let data = encode_chunk(schema, batches)?;
-        let path = format!("tables/{}/{}.parquet", entry.id, fresh_id());
-        self.objects
-            .put(&ObjectPath::from(path.as_str()), PutPayload::from(data))
-            .await?;
-        Ok(ChunkRef {
-            path,
-            row_count: rows as u64,
-        })
+    /// The rows of a table as of `timestamp`: key order for sorted tables, append order for
+    /// ordered ones. Sentinel timestamps read the latest state.
+    pub async fn read_rows(&self, path: &str, timestamp: Timestamp) -> Result<Vec<Vec<Value>>> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        if entry.schema.is_sorted() {
+            Ok(data
+                .sorted
+                .values()
+                .filter_map(|d| resolve_versions(&entry.schema, d, timestamp))
+                .collect())
+        } else {
+            Ok(data
+                .ordered
+                .iter()
+                .filter(|(t, _)| *t <= timestamp)
+                .map(|(_, r)| r.clone())
+                .collect())
+        }
     }
+
+    /// [`Store::read_rows`] as record batches in the table's Arrow schema.
+    pub async fn read_table(&self, path: &str, timestamp: Timestamp) -> Result<Vec<RecordBatch>> {
+        let entry = self.table(path).await?;
+        let rows = self.read_rows(path, timestamp).await?;
+        let schema = table_arrow_schema(&entry.schema);
+        rows.chunks(64 * 1024)
+            .map(|part| rows_to_batch(&schema, part).map_err(Error::from))
+            .collect()
+    }
+
+    /// Looks full keys up (values of all key columns in key order); `None` for a missing row.
+    pub async fn lookup_rows(
+        &self,
+        path: &str,
+        keys: &[Vec<Value>],
+        timestamp: Timestamp,
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        if !entry.schema.is_sorted() {
+            return Err(Error::Invalid(format!(
+                "lookup_rows needs a sorted table; {path} is ordered"
+            )));
+        }
+        Ok(keys
+            .iter()
+            .map(|k| {
+                data.sorted
+                    .get(&KeyOrd(k.clone()))
+                    .and_then(|d| resolve_versions(&entry.schema, d, timestamp))
+            })
+            .collect())
+    }
+}
+
+/// Applies a record to the replayed state.
+fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
+    let ts = Timestamp(record.timestamp);
+    for action in &record.actions {
+        match action {
+            Action::CreateTable { path, entry } => {
+                state
+                    .tables
+                    .insert(path.clone(), (entry.clone(), TableData::default()));
+            }
+            Action::RemoveTable { path, table_id } => {
+                if state
+                    .tables
+                    .get(path)
+                    .is_some_and(|(e, _)| e.id == *table_id)
+                {
+                    state.tables.remove(path);
+                }
+            }
+            Action::WriteRows {
+                path,
+                table_id,
+                kind,
+                aggregate,
+                rows,
+            } => {
+                let Some((entry, data)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                else {
+                    continue;
+                };
+                let key_count = entry.schema.key_column_count();
+                for text in rows {
+                    let values = log::decode_row(&entry.schema, text)?;
+                    if key_count == 0 {
+                        data.ordered.push((
+                            ts,
+                            values
+                                .into_iter()
+                                .map(|v| v.unwrap_or(Value::Null))
+                                .collect(),
+                        ));
+                        continue;
+                    }
+                    let key: Vec<Value> = values[..key_count]
+                        .iter()
+                        .map(|v| v.clone().unwrap_or(Value::Null))
+                        .collect();
+                    data.sorted.entry(KeyOrd(key)).or_default().push(RowDelta {
+                        timestamp: ts,
+                        kind: *kind,
+                        values,
+                        aggregate: *aggregate,
+                    });
+                }
+            }
+        }
+    }
+    state.seq = record.seq;
+    state.last_timestamp = state.last_timestamp.max(ts);
+    Ok(())
 }
 
 /// A key in YT order, for the in-memory merge of a write.
@@ -460,24 +576,60 @@ mod tests {
         vec![Value::Int64(k), Value::string(v)]
     }
 
+    fn write(r: Vec<Value>) -> RowValues {
+        r.into_iter().map(Some).collect()
+    }
+
     #[tokio::test]
-    async fn upserts_replace_by_key_and_deletes_remove() {
+    async fn upserts_replace_by_key_deletes_hide_and_old_timestamps_stay_readable() {
         let store = Store::open("memory://").unwrap();
         store
             .create_table("//t", schema(), TableOptions::default())
             .await
             .unwrap();
-        store
-            .write_rows("//t", vec![row(2, "b"), row(1, "a")], vec![])
+        let t1 = store
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                vec![write(row(2, "b")), write(row(1, "a"))],
+            )
             .await
             .unwrap();
-        store
-            .write_rows("//t", vec![row(2, "B")], vec![vec![Value::Int64(1)]])
+        let t2 = store
+            .write_rows("//t", WriteKind::Overwrite, false, vec![write(row(2, "B"))])
             .await
             .unwrap();
-        let entry = store.table("//t").await.unwrap();
-        assert_eq!(store.read_rows(&entry).await.unwrap(), vec![row(2, "B")]);
-        assert_eq!(entry.row_count, 1);
+        let t3 = store
+            .write_rows(
+                "//t",
+                WriteKind::Delete,
+                false,
+                vec![vec![Some(Value::Int64(1)), None]],
+            )
+            .await
+            .unwrap();
+        assert!(t1 < t2 && t2 < t3);
+        assert_eq!(
+            store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap(),
+            vec![row(2, "B")]
+        );
+        assert_eq!(
+            store.read_rows("//t", t2).await.unwrap(),
+            vec![row(1, "a"), row(2, "B")]
+        );
+        assert_eq!(
+            store.read_rows("//t", t1).await.unwrap(),
+            vec![row(1, "a"), row(2, "b")]
+        );
+        let found = store
+            .lookup_rows("//t", &[vec![Value::Int64(2)], vec![Value::Int64(1)]], t1)
+            .await
+            .unwrap();
+        assert_eq!(found, vec![Some(row(2, "b")), Some(row(1, "a"))]);
     }
 
     #[tokio::test]
@@ -490,12 +642,19 @@ mod tests {
             .await
             .unwrap();
         store
-            .write_rows("//a/t", vec![row(1, "x")], vec![])
+            .write_rows(
+                "//a/t",
+                WriteKind::Overwrite,
+                false,
+                vec![write(row(1, "x"))],
+            )
             .await
             .unwrap();
         let again = Store::open(&url).unwrap();
-        let entry = again.table("//a/t").await.unwrap();
-        assert_eq!(again.read_rows(&entry).await.unwrap(), vec![row(1, "x")]);
+        assert_eq!(
+            again.read_rows("//a/t", Timestamp::MAX).await.unwrap(),
+            vec![row(1, "x")]
+        );
         assert!(matches!(
             again
                 .create_table("//a/t", schema(), TableOptions::default())
@@ -504,9 +663,66 @@ mod tests {
         ));
         again.remove_table("//a/t").await.unwrap();
         assert!(matches!(
-            again.table("//a/t").await,
+            store.table("//a/t").await,
             Err(Error::NoSuchTable { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn concurrent_writers_lose_no_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        Store::open(&url)
+            .unwrap()
+            .create_table("//t", schema(), TableOptions::default())
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for w in 0..4 {
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                // Each writer has its own Store, as separate processes would.
+                let store = Store::open(&url).unwrap();
+                for i in 0..10 {
+                    store
+                        .write_rows(
+                            "//t",
+                            WriteKind::Overwrite,
+                            false,
+                            vec![write(row(w * 100 + i, "x"))],
+                        )
+                        .await
+                        .unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let rows = Store::open(&url)
+            .unwrap()
+            .read_rows("//t", Timestamp::MAX)
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 40);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_record_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = Store::open(&url).unwrap();
+        store
+            .create_table("//t", schema(), TableOptions::default())
+            .await
+            .unwrap();
+        std::fs::write(
+            dir.path().join("_log").join(format!("{:020}.json", 2)),
+            b"{not json",
+        )
+        .unwrap();
+        let err = Store::open(&url).unwrap().tables().await.unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     }
 
     #[test]

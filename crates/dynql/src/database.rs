@@ -9,7 +9,7 @@ use dynql_core::row::row_from_yson;
 use dynql_core::{TableSchema, Value, ValueType, Yson};
 use dynql_exec::{QueryResult, SelectOptions};
 use dynql_ql::ComputedColumns;
-use dynql_storage::{Store, TableOptions};
+use dynql_storage::{Store, TableOptions, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
 
@@ -134,6 +134,23 @@ impl Database {
     /// Unknown columns, wrong types, a missing key or required column, a computed column
     /// written; nothing is written then.
     pub async fn insert_rows(&self, path: &str, rows: &[Yson]) -> Result<()> {
+        self.insert_rows_with(path, rows, WriteOptions::default())
+            .await
+            .map(|_| ())
+    }
+
+    /// Inserts rows with explicit [`WriteOptions`] (update mode, aggregation) and returns the
+    /// commit timestamp.
+    ///
+    /// Update mode changes only the columns a row names (others keep their value);
+    /// `aggregate` folds the values of aggregating columns (`aggregate=sum|min|max|first`)
+    /// into the stored ones instead of replacing them.
+    pub async fn insert_rows_with(
+        &self,
+        path: &str,
+        rows: &[Yson],
+        options: WriteOptions,
+    ) -> Result<Timestamp> {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
         let computed = ComputedColumns::compile(schema)?;
@@ -151,10 +168,10 @@ impl Database {
                     ));
                 }
             }
-            let mut row = Vec::with_capacity(input.values.len());
+            let mut row: Vec<Option<Value>> = Vec::with_capacity(input.values.len());
             for (value, column) in input.values.into_iter().zip(schema.columns()) {
                 match value {
-                    Some(v) => row.push(v),
+                    Some(v) => row.push(Some(v)),
                     None if column.is_key() && !column.is_computed() => {
                         return Err(row_error(
                             n,
@@ -167,16 +184,34 @@ impl Database {
                             Error::Invalid(format!("Missing required column {:?}", column.name)),
                         ))
                     }
-                    None => row.push(Value::Null),
+                    // Overwrite mode writes null; update mode leaves the column alone.
+                    None if column.is_computed() || !options.update => row.push(Some(Value::Null)),
+                    None => row.push(None),
                 }
             }
+            let mut filled: Vec<Value> = row
+                .iter()
+                .map(|v| v.clone().unwrap_or(Value::Null))
+                .collect();
             computed
-                .fill(schema, &mut row)
+                .fill(schema, &mut filled)
                 .map_err(|e| row_error(n, e.into()))?;
+            for (i, c) in schema.columns().iter().enumerate() {
+                if c.is_computed() {
+                    row[i] = Some(filled[i].clone());
+                }
+            }
             full.push(row);
         }
-        self.store.write_rows(path, full, vec![]).await?;
-        Ok(())
+        let kind = if options.update {
+            WriteKind::Update
+        } else {
+            WriteKind::Overwrite
+        };
+        Ok(self
+            .store
+            .write_rows(path, kind, options.aggregate, full)
+            .await?)
     }
 
     /// Inserts rows given as JSON objects (see [`Database::insert_rows`]).
@@ -247,11 +282,100 @@ impl Database {
             computed
                 .fill(schema, &mut row)
                 .map_err(|e| row_error(n, e.into()))?;
-            row.truncate(key_count);
-            out.push(row);
+            let mut key: Vec<Option<Value>> = row.into_iter().map(Some).collect();
+            for v in key.iter_mut().skip(key_count) {
+                *v = None;
+            }
+            out.push(key);
         }
-        self.store.write_rows(path, vec![], out).await?;
+        self.store
+            .write_rows(path, WriteKind::Delete, false, out)
+            .await?;
         Ok(())
+    }
+
+    /// Looks rows up by key without the query planner; results follow the request order.
+    ///
+    /// Keys are maps of the non-computed key columns. Missing rows are skipped unless
+    /// `keep_missing_rows`, which yields `None` in their place.
+    pub async fn lookup_rows(
+        &self,
+        path: &str,
+        keys: &[Yson],
+        options: &LookupOptions,
+    ) -> Result<LookupResult> {
+        let entry = self.store.table(path).await?;
+        let schema = &entry.schema;
+        let key_count = schema.key_column_count();
+        if key_count == 0 {
+            return Err(Error::Invalid(format!(
+                "lookup_rows needs a sorted table; {path} has no key columns"
+            )));
+        }
+        let computed = ComputedColumns::compile(schema)?;
+        let mut lookup = Vec::with_capacity(keys.len());
+        for (n, node) in keys.iter().enumerate() {
+            let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
+            let mut row = Vec::with_capacity(schema.columns().len());
+            for (i, (value, column)) in input.values.into_iter().zip(schema.columns()).enumerate() {
+                match value {
+                    Some(_) if i >= key_count => {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Column {:?} is not a key column", column.name)),
+                        ))
+                    }
+                    Some(v) => row.push(v),
+                    None if i >= key_count || column.is_computed() => row.push(Value::Null),
+                    None => {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Missing key column {:?}", column.name)),
+                        ))
+                    }
+                }
+            }
+            computed
+                .fill(schema, &mut row)
+                .map_err(|e| row_error(n, e.into()))?;
+            row.truncate(key_count);
+            lookup.push(row);
+        }
+        let positions: Vec<usize> = match &options.column_names {
+            None => (0..schema.columns().len()).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema.column_index(n).ok_or_else(|| {
+                        Error::Invalid(format!("No such column {n:?} in table schema"))
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        let found = self
+            .store
+            .lookup_rows(path, &lookup, options.timestamp)
+            .await?;
+        let rows = found
+            .into_iter()
+            .filter(|r| r.is_some() || options.keep_missing_rows)
+            .map(|r| r.map(|r| positions.iter().map(|&i| r[i].clone()).collect()))
+            .collect();
+        let columns = positions
+            .iter()
+            .map(|&i| {
+                (
+                    schema.columns()[i].name.clone(),
+                    schema.columns()[i].wire_type(),
+                )
+            })
+            .collect();
+        Ok(LookupResult { columns, rows })
+    }
+
+    /// A fresh timestamp, later than every commit so far (`yt generate-timestamp`).
+    pub async fn generate_timestamp(&self) -> Result<Timestamp> {
+        Ok(self.store.generate_timestamp().await?)
     }
 
     /// Runs a YT QL query.
@@ -302,6 +426,43 @@ impl Database {
         }
         Ok(children.into_iter().collect())
     }
+}
+
+/// How `insert_rows` writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Update mode: columns a row does not name keep their value.
+    pub update: bool,
+    /// Fold aggregating columns into the stored values.
+    pub aggregate: bool,
+}
+
+/// Options of `lookup_rows`.
+#[derive(Debug, Clone)]
+pub struct LookupOptions {
+    /// The snapshot to read (default: the latest commit).
+    pub timestamp: Timestamp,
+    /// Columns to return (default: all).
+    pub column_names: Option<Vec<String>>,
+    /// Return `None` for keys without a row instead of skipping them.
+    pub keep_missing_rows: bool,
+}
+
+impl Default for LookupOptions {
+    fn default() -> LookupOptions {
+        LookupOptions {
+            timestamp: Timestamp::SYNC_LAST_COMMITTED,
+            column_names: None,
+            keep_missing_rows: false,
+        }
+    }
+}
+
+/// The result of `lookup_rows`: one entry per requested key that is returned.
+#[derive(Debug, Clone)]
+pub struct LookupResult {
+    pub columns: Vec<(String, ValueType)>,
+    pub rows: Vec<Option<Vec<Value>>>,
 }
 
 /// The result of `select_rows`.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod conformance;
+mod mvcc;
 
 use std::process::{Command, Output, Stdio};
 

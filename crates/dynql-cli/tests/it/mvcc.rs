@@ -1,0 +1,147 @@
+//! Versioned writes through the CLI: update mode, aggregate columns, tombstones, time travel,
+//! lookup-rows, generate-timestamp, and writers in separate processes.
+
+use crate::TestStore;
+
+const SCHEMA: &str = r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=n;type=int64;aggregate=sum};{name=r;type=string;required=%true}]}"#;
+
+fn store() -> TestStore {
+    let s = TestStore::new();
+    s.ok(&["create", "table", "//t", "--attributes", SCHEMA], None);
+    s.ok(
+        &["insert-rows", "//t"],
+        Some("{k=1;v=\"a\";n=1;r=\"x\"};{k=2;v=\"b\";n=2;r=\"y\"}"),
+    );
+    s
+}
+
+fn select(s: &TestStore, extra: &[&str]) -> String {
+    let mut args = vec!["select-rows", "k, v, n from [//t]", "--format", "json"];
+    args.extend_from_slice(extra);
+    s.ok(&args, None)
+}
+
+#[test]
+fn update_mode_keeps_unwritten_columns_and_aggregates_fold() {
+    let s = store();
+    s.ok(
+        &["insert-rows", "//t", "--update"],
+        Some("{k=1;v=\"A\";r=\"x\"}"),
+    );
+    s.ok(
+        &["insert-rows", "//t", "--update", "--aggregate"],
+        Some("{k=1;n=10;r=\"x\"}"),
+    );
+    s.ok(
+        &["insert-rows", "//t", "--aggregate"],
+        Some("{k=2;v=\"B\";n=5;r=\"y\"}"),
+    );
+    assert_eq!(
+        select(&s, &[]),
+        "{\"k\":1,\"v\":\"A\",\"n\":11}\n{\"k\":2,\"v\":\"B\",\"n\":7}\n"
+    );
+    // Overwrite mode without --aggregate replaces the aggregate and nulls unwritten columns.
+    s.ok(&["insert-rows", "//t"], Some("{k=2;n=1;r=\"y\"}"));
+    assert_eq!(
+        select(&s, &[]),
+        "{\"k\":1,\"v\":\"A\",\"n\":11}\n{\"k\":2,\"v\":null,\"n\":1}\n"
+    );
+    let err = s.fails(
+        &["insert-rows", "//t", "--update"],
+        Some("{k=1;v=\"no r\"}"),
+    );
+    assert!(err.contains("Missing required column \"r\""), "{err}");
+}
+
+#[test]
+fn reads_at_an_old_timestamp_see_the_table_as_it_was() {
+    let s = store();
+    let before = s.ok(&["generate-timestamp"], None).trim().to_string();
+    s.ok(&["delete-rows", "//t"], Some("{k=1}"));
+    s.ok(&["insert-rows", "//t"], Some("{k=3;v=\"c\";r=\"z\"}"));
+    assert_eq!(
+        select(&s, &[]),
+        "{\"k\":2,\"v\":\"b\",\"n\":2}\n{\"k\":3,\"v\":\"c\",\"n\":null}\n"
+    );
+    assert_eq!(
+        select(&s, &["--timestamp", &before]),
+        "{\"k\":1,\"v\":\"a\",\"n\":1}\n{\"k\":2,\"v\":\"b\",\"n\":2}\n"
+    );
+    assert_eq!(
+        select(&s, &["--timestamp=async_last_committed"]),
+        select(&s, &[])
+    );
+    let err = s.fails(
+        &["select-rows", "* from [//t]", "--timestamp", "yesterday"],
+        None,
+    );
+    assert!(err.contains("expected a timestamp"), "{err}");
+}
+
+#[test]
+fn lookup_rows_follows_request_order() {
+    let s = store();
+    let before = s.ok(&["generate-timestamp"], None).trim().to_string();
+    s.ok(
+        &["insert-rows", "//t", "--update"],
+        Some("{k=2;v=\"B\";r=\"y\"}"),
+    );
+    let out = s.ok(
+        &["lookup-rows", "//t", "--format", "json"],
+        Some("{\"k\": 2}\n{\"k\": 9}\n{\"k\": 1}\n"),
+    );
+    assert_eq!(
+        out,
+        "{\"k\":2,\"v\":\"B\",\"n\":2,\"r\":\"y\"}\n{\"k\":1,\"v\":\"a\",\"n\":1,\"r\":\"x\"}\n"
+    );
+    let out = s.ok(
+        &[
+            "lookup-rows",
+            "//t",
+            "--format",
+            "json",
+            "--keep-missing-rows",
+            "--column-names",
+            "v",
+            "--timestamp",
+            &before,
+        ],
+        Some("{\"k\": 9}\n{\"k\": 2}\n"),
+    );
+    assert_eq!(out, "null\n{\"v\":\"b\"}\n");
+    let err = s.fails(
+        &["lookup-rows", "//t", "--format", "json"],
+        Some("{\"v\": \"x\"}\n"),
+    );
+    assert!(
+        err.contains("Missing key column \"k\"") || err.contains("not a key column"),
+        "{err}"
+    );
+}
+
+#[test]
+fn writers_in_separate_processes_lose_nothing() {
+    let s = TestStore::new();
+    s.ok(&["create", "table", "//t", "--attributes", SCHEMA], None);
+    std::thread::scope(|scope| {
+        for w in 0..4 {
+            let s = &s;
+            scope.spawn(move || {
+                for i in 0..5 {
+                    let row = format!("{{k={};r=\"w\"}}", w * 10 + i);
+                    s.ok(&["insert-rows", "//t"], Some(&row));
+                }
+            });
+        }
+    });
+    let out = s.ok(
+        &[
+            "select-rows",
+            "sum(1) as n from [//t] group by 1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(out, "{\"n\":20}\n");
+}

@@ -1,0 +1,168 @@
+//! The commit log: one JSON record per commit at `_log/<seq:020>.json`, created with
+//! `PutMode::Create` so that exactly one writer wins each sequence number.
+//!
+//! A record lists every action of one commit (catalog changes and row writes of any number
+//! of tables), so a commit is atomic by construction and commits are totally ordered. Rows
+//! travel inline as YSON maps of the written columns (absent = not written, `#` = null), which
+//! keeps byte strings and uint64 exact.
+
+use dynql_core::row::value_for_column;
+use dynql_core::{TableSchema, Value, Yson};
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::mvcc::WriteKind;
+use crate::store::TableEntry;
+
+/// Folder of the commit records.
+pub const LOG_DIR: &str = "_log";
+
+/// One committed transaction.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitRecord {
+    /// Position in the log, from 1, without gaps.
+    pub seq: u64,
+    /// The commit timestamp (YT format).
+    pub timestamp: u64,
+    pub actions: Vec<Action>,
+}
+
+/// One change in a commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    CreateTable {
+        path: String,
+        entry: TableEntry,
+    },
+    RemoveTable {
+        path: String,
+        table_id: String,
+    },
+    WriteRows {
+        path: String,
+        table_id: String,
+        kind: WriteKind,
+        #[serde(default)]
+        aggregate: bool,
+        /// Text YSON maps of the written columns.
+        rows: Vec<String>,
+    },
+}
+
+/// The object path of record `seq`.
+pub fn record_path(seq: u64) -> ObjectPath {
+    ObjectPath::from(format!("{LOG_DIR}/{seq:020}.json"))
+}
+
+/// Encodes row values (schema order, `None` = not written) as a YSON map.
+pub fn encode_row(schema: &TableSchema, values: &[Option<Value>]) -> String {
+    let map = schema
+        .columns()
+        .iter()
+        .zip(values)
+        .filter_map(|(c, v)| {
+            v.as_ref()
+                .map(|v| (c.name.as_bytes().to_vec(), v.to_yson()))
+        })
+        .collect();
+    dynql_core::yson::to_text(&Yson::Map(map))
+}
+
+/// Decodes a row written by [`encode_row`].
+pub fn decode_row(schema: &TableSchema, text: &str) -> Result<Vec<Option<Value>>> {
+    let corrupt = |m: String| Error::Corrupt {
+        path: LOG_DIR.into(),
+        message: m,
+    };
+    let node = dynql_core::yson::parse(text.as_bytes()).map_err(|e| corrupt(e.to_string()))?;
+    let Yson::Map(entries) = node else {
+        return Err(corrupt("a logged row is not a map".into()));
+    };
+    let mut values = vec![None; schema.columns().len()];
+    for (name, v) in &entries {
+        let name = String::from_utf8_lossy(name);
+        let i = schema
+            .column_index(&name)
+            .ok_or_else(|| corrupt(format!("logged row names unknown column {name:?}")))?;
+        values[i] =
+            Some(value_for_column(&schema.columns()[i], v).map_err(|e| corrupt(e.to_string()))?);
+    }
+    Ok(values)
+}
+
+/// Outcome of trying to append a record.
+pub enum Append {
+    Committed,
+    /// Another writer created this sequence number first.
+    LostRace,
+}
+
+/// Creates record `record.seq`; never overwrites.
+pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Append> {
+    let bytes = serde_json::to_vec(record).map_err(|e| Error::Invalid(e.to_string()))?;
+    let opts = PutOptions {
+        mode: PutMode::Create,
+        ..Default::default()
+    };
+    match store
+        .put_opts(&record_path(record.seq), PutPayload::from(bytes), opts)
+        .await
+    {
+        Ok(_) => Ok(Append::Committed),
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(Append::LostRace),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads the records after `after_seq`, in order.
+///
+/// # Errors
+/// [`Error::Corrupt`] for a record that does not decode or a gap in the sequence.
+pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<CommitRecord>> {
+    let prefix = ObjectPath::from(LOG_DIR);
+    let offset = record_path(after_seq);
+    let mut metas: Vec<_> = store
+        .list_with_offset(Some(&prefix), &offset)
+        .try_collect()
+        .await?;
+    metas.sort_by(|a, b| a.location.cmp(&b.location));
+    let mut out = Vec::with_capacity(metas.len());
+    let mut expect = after_seq + 1;
+    for meta in metas {
+        let name = meta.location.filename().unwrap_or_default().to_string();
+        let Some(seq) = name
+            .strip_suffix(".json")
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue; // not a record (a writer's temporary file)
+        };
+        if seq < expect {
+            continue;
+        }
+        let corrupt = |m: String| Error::Corrupt {
+            path: meta.location.to_string(),
+            message: m,
+        };
+        if seq != expect {
+            return Err(corrupt(format!(
+                "commit log has a gap: expected record {expect}"
+            )));
+        }
+        let bytes = store.get(&meta.location).await?.bytes().await?;
+        let record: CommitRecord =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        if record.seq != seq {
+            return Err(corrupt(format!(
+                "record names sequence {} but is stored as {seq}",
+                record.seq
+            )));
+        }
+        out.push(record);
+        expect += 1;
+    }
+    Ok(out)
+}

@@ -1,0 +1,109 @@
+//! YT timestamps: a u64 whose high bits are unix seconds and whose low 30 bits count commits
+//! within that second. See DESIGN.md "Data model".
+
+use std::fmt;
+
+/// Bits of the in-second counter.
+pub const COUNTER_BITS: u32 = 30;
+
+/// A YT timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    /// Reads the latest committed state (YT `SyncLastCommittedTimestamp`).
+    pub const SYNC_LAST_COMMITTED: Timestamp = Timestamp(0x3fff_ffff_ffff_ff01);
+    /// Reads a recent committed state (YT `AsyncLastCommittedTimestamp`); same as sync here.
+    pub const ASYNC_LAST_COMMITTED: Timestamp = Timestamp(0x3fff_ffff_ffff_ff04);
+    /// The largest real timestamp (YT `MaxTimestamp`).
+    pub const MAX: Timestamp = Timestamp(0x3fff_ffff_ffff_ff00);
+    /// Before every commit.
+    pub const MIN: Timestamp = Timestamp(0);
+
+    /// A timestamp for `unix_seconds` with counter 0.
+    pub fn from_unix_seconds(unix_seconds: u64) -> Timestamp {
+        Timestamp(unix_seconds << COUNTER_BITS)
+    }
+
+    /// The unix seconds part.
+    pub fn unix_seconds(self) -> u64 {
+        self.0 >> COUNTER_BITS
+    }
+
+    /// The current time: unix seconds, and the nanoseconds of the second as the counter
+    /// (10^9 < 2^30), so a timestamp generated now is below every commit made later.
+    pub fn now() -> Timestamp {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp((now.as_secs() << COUNTER_BITS) | u64::from(now.subsec_nanos()))
+    }
+
+    /// A fresh timestamp: now, and strictly after `last`.
+    pub fn next_after(last: Timestamp) -> Timestamp {
+        Timestamp::now().max(Timestamp(last.0 + 1))
+    }
+
+    /// Whether this is one of the "last committed" sentinels (or above every real timestamp).
+    pub fn is_latest(self) -> bool {
+        self >= Timestamp::MAX
+    }
+
+    /// Parses a number or the names `sync_last_committed` / `async_last_committed`.
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        match text {
+            "sync_last_committed" => Some(Timestamp::SYNC_LAST_COMMITTED),
+            "async_last_committed" => Some(Timestamp::ASYNC_LAST_COMMITTED),
+            _ => {
+                let t = text.trim();
+                let parsed = match t.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                    None => t.trim_end_matches('u').parse().ok(),
+                };
+                parsed.map(Timestamp)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_timestamps_increase_and_carry_seconds() {
+        let a = Timestamp::next_after(Timestamp::MIN);
+        let b = Timestamp::next_after(a);
+        assert!(b > a);
+        assert!(a.unix_seconds() > 1_600_000_000);
+        let generated = Timestamp::next_after(b);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert!(
+            Timestamp::next_after(b) > generated,
+            "a later commit must follow a generated timestamp"
+        );
+        let far = Timestamp::from_unix_seconds(4_000_000_000);
+        assert_eq!(Timestamp::next_after(far), Timestamp(far.0 + 1));
+    }
+
+    #[test]
+    fn parses_numbers_and_sentinels() {
+        assert_eq!(
+            Timestamp::parse("sync_last_committed"),
+            Some(Timestamp::SYNC_LAST_COMMITTED)
+        );
+        assert_eq!(
+            Timestamp::parse("0x3fffffffffffff04"),
+            Some(Timestamp::ASYNC_LAST_COMMITTED)
+        );
+        assert_eq!(Timestamp::parse("42"), Some(Timestamp(42)));
+        assert!(Timestamp::SYNC_LAST_COMMITTED.is_latest());
+        assert_eq!(Timestamp::parse("x"), None);
+    }
+}
