@@ -15,6 +15,12 @@ pub enum Error {
     /// A node exists where a new one was to be created.
     #[error("Cannot create table {path}: node already exists")]
     AlreadyExists { path: String },
+    /// A transaction's write or lock conflicts with a commit made after it started.
+    #[error("Row lock conflict due to concurrent write: table {path}, key {key}; the transaction is aborted, retry it")]
+    Conflict { path: String, key: String },
+    /// The transaction does not exist: never started, committed, aborted or expired.
+    #[error("No such transaction {id}: it has expired, was aborted or was already committed")]
+    NoSuchTransaction { id: String },
     /// The request is invalid (bad path, bad attributes, bad rows).
     #[error("{0}")]
     Invalid(String),

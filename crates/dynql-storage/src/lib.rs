@@ -5,13 +5,17 @@
 //! ([`mvcc`]). [Chunks](chunk) encode rows as Parquet for flush and compaction.
 
 pub mod chunk;
+pub mod conflict;
 pub mod error;
 pub mod log;
 pub mod mvcc;
 pub mod store;
 pub mod timestamp;
+pub mod transaction;
 
+pub use conflict::LockMode;
 pub use error::{Error, Result};
 pub use mvcc::WriteKind;
 pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions};
 pub use timestamp::Timestamp;
+pub use transaction::TransactionInfo;

@@ -13,6 +13,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use crate::conflict::LockMode;
 use crate::error::{Error, Result};
 use crate::mvcc::WriteKind;
 use crate::store::TableEntry;
@@ -27,6 +28,9 @@ pub struct CommitRecord {
     pub seq: u64,
     /// The commit timestamp (YT format).
     pub timestamp: u64,
+    /// The transaction committed by this record, if it came from `commit-tx`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_id: Option<String>,
     pub actions: Vec<Action>,
 }
 
@@ -50,6 +54,17 @@ pub enum Action {
         aggregate: bool,
         /// Text YSON maps of the written columns.
         rows: Vec<String>,
+    },
+    /// Row locks taken by `lock_rows`; they change no data but take part in conflict checks.
+    LockRows {
+        path: String,
+        table_id: String,
+        mode: LockMode,
+        /// Lock groups; empty means every group of the row.
+        #[serde(default)]
+        groups: Vec<String>,
+        /// Text YSON maps of the key columns.
+        keys: Vec<String>,
     },
 }
 

@@ -12,7 +12,7 @@
 //! resolve versions at a timestamp ([`mvcc`](crate::mvcc)), which gives time travel.
 //! Checkpoints, flush to Parquet chunks and compaction come next (issue 3).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{compare_rows, TableSchema, Value, Yson};
 
+use crate::conflict::{all_groups, check_key, write_groups, Claim, LockDelta, LockMode};
 use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
 use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
@@ -57,15 +58,17 @@ pub struct TableEntry {
 #[derive(Debug, Clone, Default)]
 struct TableData {
     sorted: BTreeMap<KeyOrd, Vec<RowDelta>>,
+    locks: BTreeMap<KeyOrd, Vec<LockDelta>>,
     ordered: Vec<(Timestamp, Vec<Value>)>,
 }
 
 /// The replayed log.
 #[derive(Debug, Clone, Default)]
-struct State {
-    seq: u64,
-    last_timestamp: Timestamp,
+pub(crate) struct State {
+    pub(crate) seq: u64,
+    pub(crate) last_timestamp: Timestamp,
     tables: BTreeMap<String, (TableEntry, TableData)>,
+    pub(crate) committed_transactions: HashSet<String>,
 }
 
 /// A row write: values in schema order (`None` = not written; computed columns filled).
@@ -74,14 +77,14 @@ pub type RowValues = Vec<Option<Value>>;
 /// A dynql store on an object store.
 #[derive(Clone)]
 pub struct Store {
-    objects: Arc<dyn ObjectStore>,
+    pub(crate) objects: Arc<dyn ObjectStore>,
     url: String,
     state: Arc<Mutex<Arc<State>>>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-fn fresh_id() -> String {
+pub(crate) fn fresh_id() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -159,7 +162,7 @@ impl Store {
     }
 
     /// Reads commits made since the last refresh (by this or any other process).
-    async fn refresh(&self) -> Result<Arc<State>> {
+    pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
         let current = self.current();
         let records = log::read_after(self.objects.as_ref(), current.seq).await?;
         if records.is_empty() {
@@ -181,6 +184,14 @@ impl Store {
     /// Validates and appends one commit built from the current state, retrying when another
     /// writer wins the sequence number. Returns the commit timestamp.
     async fn commit(&self, build: impl Fn(&State) -> Result<Vec<Action>>) -> Result<Timestamp> {
+        self.commit_as(None, build).await
+    }
+
+    pub(crate) async fn commit_as(
+        &self,
+        transaction_id: Option<&str>,
+        build: impl Fn(&State) -> Result<Vec<Action>>,
+    ) -> Result<Timestamp> {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let state = self.refresh().await?;
             let actions = build(&state)?;
@@ -191,6 +202,7 @@ impl Store {
             let record = CommitRecord {
                 seq: state.seq + 1,
                 timestamp: timestamp.0,
+                transaction_id: transaction_id.map(str::to_string),
                 actions,
             };
             match log::append(self.objects.as_ref(), &record).await? {
@@ -309,6 +321,94 @@ impl Store {
         if rows.is_empty() {
             return self.last_committed_timestamp().await;
         }
+        let action = self.prepare_write(path, kind, aggregate, &rows).await?;
+        let Action::WriteRows { table_id, .. } = &action else {
+            return Err(Error::Invalid(
+                "internal: prepare_write made no write".into(),
+            ));
+        };
+        let id = table_id.clone();
+        self.commit(|state| match state.tables.get(path) {
+            Some((e, _)) if e.id == id => Ok(vec![action.clone()]),
+            _ => Err(Error::NoSuchTable { path: path.into() }),
+        })
+        .await
+    }
+
+    /// Stages a write in transaction `tx` (see [`Store::write_rows`]); it becomes visible when
+    /// the transaction commits.
+    pub async fn write_rows_in(
+        &self,
+        tx: &str,
+        path: &str,
+        kind: WriteKind,
+        aggregate: bool,
+        rows: Vec<RowValues>,
+    ) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let action = self.prepare_write(path, kind, aggregate, &rows).await?;
+        self.stage(tx, vec![action]).await
+    }
+
+    /// Stages row locks in transaction `tx`; `keys` hold the values of every key column.
+    /// Empty `groups` lock every lock group of the rows.
+    pub async fn lock_rows_in(
+        &self,
+        tx: &str,
+        path: &str,
+        mode: LockMode,
+        groups: Vec<String>,
+        keys: Vec<Vec<Value>>,
+    ) -> Result<()> {
+        let entry = self.table(path).await?;
+        let schema = &entry.schema;
+        let key_count = schema.key_column_count();
+        if key_count == 0 {
+            return Err(Error::Invalid(format!(
+                "lock_rows needs a sorted table; {path} is ordered"
+            )));
+        }
+        let known: BTreeSet<String> = all_groups(schema);
+        for g in &groups {
+            if !known.contains(g) {
+                return Err(Error::Invalid(format!(
+                    "Table {path} has no lock group {g:?}"
+                )));
+            }
+        }
+        let mut encoded = Vec::with_capacity(keys.len());
+        for (n, k) in keys.into_iter().enumerate() {
+            if k.len() != key_count {
+                return Err(Error::Invalid(format!(
+                    "key #{n} for {path} must have {key_count} values"
+                )));
+            }
+            let mut values: RowValues = k.into_iter().map(Some).collect();
+            values.resize(schema.columns().len(), None);
+            encoded.push(log::encode_row(schema, &values));
+        }
+        self.stage(
+            tx,
+            vec![Action::LockRows {
+                path: path.into(),
+                table_id: entry.id,
+                mode,
+                groups,
+                keys: encoded,
+            }],
+        )
+        .await
+    }
+
+    async fn prepare_write(
+        &self,
+        path: &str,
+        kind: WriteKind,
+        aggregate: bool,
+        rows: &[RowValues],
+    ) -> Result<Action> {
         let entry = self.table(path).await?;
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
@@ -335,22 +435,13 @@ impl Store {
                 )));
             }
         }
-        let encoded: Vec<String> = rows.iter().map(|r| log::encode_row(schema, r)).collect();
-        let id = entry.id.clone();
-        self.commit(|state| {
-            match state.tables.get(path) {
-                Some((e, _)) if e.id == id => {}
-                _ => return Err(Error::NoSuchTable { path: path.into() }),
-            }
-            Ok(vec![Action::WriteRows {
-                path: path.into(),
-                table_id: id.clone(),
-                kind,
-                aggregate,
-                rows: encoded.clone(),
-            }])
+        Ok(Action::WriteRows {
+            path: path.into(),
+            table_id: entry.id.clone(),
+            kind,
+            aggregate,
+            rows: rows.iter().map(|r| log::encode_row(schema, r)).collect(),
         })
-        .await
     }
 
     /// The rows of a table as of `timestamp`: key order for sorted tables, append order for
@@ -415,6 +506,92 @@ impl Store {
     }
 }
 
+fn decode_key(schema: &TableSchema, text: &str) -> Result<Vec<Value>> {
+    let values = log::decode_row(schema, text)?;
+    Ok(values[..schema.key_column_count()]
+        .iter()
+        .map(|v| v.clone().unwrap_or(Value::Null))
+        .collect())
+}
+
+/// Checks a transaction's actions against commits made after `start` (see [`crate::conflict`]).
+pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action]) -> Result<()> {
+    let conflict = |path: &str, key: &[Value]| Error::Conflict {
+        path: path.to_string(),
+        key: dynql_core::yson::to_text(&Yson::List(key.iter().map(Value::to_yson).collect())),
+    };
+    for action in actions {
+        match action {
+            Action::WriteRows {
+                path,
+                table_id,
+                kind,
+                aggregate,
+                rows,
+            } => {
+                let Some((entry, data)) = state.tables.get(path).filter(|(e, _)| e.id == *table_id)
+                else {
+                    return Err(Error::NoSuchTable { path: path.clone() });
+                };
+                if !entry.schema.is_sorted() {
+                    continue; // appends to ordered tables never conflict
+                }
+                for text in rows {
+                    let values = log::decode_row(&entry.schema, text)?;
+                    let key = decode_key(&entry.schema, text)?;
+                    let probe = RowDelta {
+                        timestamp: start,
+                        kind: *kind,
+                        values,
+                        aggregate: *aggregate,
+                    };
+                    let groups = write_groups(&entry.schema, &probe);
+                    let k = KeyOrd(key);
+                    let writes = data.sorted.get(&k).map(Vec::as_slice).unwrap_or(&[]);
+                    let locks = data.locks.get(&k).map(Vec::as_slice).unwrap_or(&[]);
+                    if !check_key(&entry.schema, start, Claim::Write, &groups, writes, locks) {
+                        return Err(conflict(path, &k.0));
+                    }
+                }
+            }
+            Action::LockRows {
+                path,
+                table_id,
+                mode,
+                groups,
+                keys,
+            } => {
+                let Some((entry, data)) = state.tables.get(path).filter(|(e, _)| e.id == *table_id)
+                else {
+                    return Err(Error::NoSuchTable { path: path.clone() });
+                };
+                let groups: BTreeSet<String> = if groups.is_empty() {
+                    all_groups(&entry.schema)
+                } else {
+                    groups.iter().cloned().collect()
+                };
+                for text in keys {
+                    let k = KeyOrd(decode_key(&entry.schema, text)?);
+                    let writes = data.sorted.get(&k).map(Vec::as_slice).unwrap_or(&[]);
+                    let locks = data.locks.get(&k).map(Vec::as_slice).unwrap_or(&[]);
+                    if !check_key(
+                        &entry.schema,
+                        start,
+                        Claim::Lock(*mode),
+                        &groups,
+                        writes,
+                        locks,
+                    ) {
+                        return Err(conflict(path, &k.0));
+                    }
+                }
+            }
+            Action::CreateTable { .. } | Action::RemoveTable { .. } => {}
+        }
+    }
+    Ok(())
+}
+
 /// Applies a record to the replayed state.
 fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
     let ts = Timestamp(record.timestamp);
@@ -473,7 +650,38 @@ fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
                     });
                 }
             }
+            Action::LockRows {
+                path,
+                table_id,
+                mode,
+                groups,
+                keys,
+            } => {
+                let Some((entry, data)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                else {
+                    continue;
+                };
+                let groups: BTreeSet<String> = if groups.is_empty() {
+                    all_groups(&entry.schema)
+                } else {
+                    groups.iter().cloned().collect()
+                };
+                for text in keys {
+                    let key = decode_key(&entry.schema, text)?;
+                    data.locks.entry(KeyOrd(key)).or_default().push(LockDelta {
+                        timestamp: ts,
+                        mode: *mode,
+                        groups: groups.clone(),
+                    });
+                }
+            }
         }
+    }
+    if let Some(id) = &record.transaction_id {
+        state.committed_transactions.insert(id.clone());
     }
     state.seq = record.seq;
     state.last_timestamp = state.last_timestamp.max(ts);

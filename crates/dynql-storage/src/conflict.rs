@@ -1,0 +1,241 @@
+//! Row-lock conflict checking, pure: (what a transaction wrote and locked, its start
+//! timestamp, the versions committed since) -> ok or a conflict.
+//!
+//! Rules (per key and lock group; a column's group is its `lock` attribute, else the default
+//! group; an overwrite or a delete touches every group, an update the groups it names):
+//! * a write, an `exclusive` lock or a `shared_strong` lock conflicts with a write or an
+//!   exclusive lock committed after the transaction started;
+//! * a `shared_weak` lock conflicts only with an exclusive lock committed after it started.
+//!
+//! Writes of different lock groups of one row do not conflict, as in YT.
+
+use std::collections::BTreeSet;
+
+use dynql_core::TableSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::mvcc::{RowDelta, WriteKind};
+use crate::timestamp::Timestamp;
+
+/// Lock modes of `lock_rows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockMode {
+    Exclusive,
+    SharedWeak,
+    SharedStrong,
+}
+
+impl LockMode {
+    /// Parses `exclusive`, `shared_weak`, `shared_strong`.
+    pub fn parse(s: &str) -> Option<LockMode> {
+        match s {
+            "exclusive" => Some(LockMode::Exclusive),
+            "shared_weak" => Some(LockMode::SharedWeak),
+            "shared_strong" | "shared" => Some(LockMode::SharedStrong),
+            _ => None,
+        }
+    }
+}
+
+/// A committed lock on one key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockDelta {
+    pub timestamp: Timestamp,
+    pub mode: LockMode,
+    pub groups: BTreeSet<String>,
+}
+
+/// The lock group of every non-key column.
+pub fn all_groups(schema: &TableSchema) -> BTreeSet<String> {
+    schema
+        .columns()
+        .iter()
+        .filter(|c| !c.is_key())
+        .map(group_of)
+        .collect()
+}
+
+fn group_of(c: &dynql_core::ColumnSchema) -> String {
+    c.lock.clone().unwrap_or_else(|| "<default>".to_string())
+}
+
+/// The lock groups a write touches.
+pub fn write_groups(schema: &TableSchema, delta: &RowDelta) -> BTreeSet<String> {
+    match delta.kind {
+        WriteKind::Overwrite | WriteKind::Delete => all_groups(schema),
+        WriteKind::Update => schema
+            .columns()
+            .iter()
+            .zip(&delta.values)
+            .filter(|(c, v)| !c.is_key() && v.is_some())
+            .map(|(c, _)| group_of(c))
+            .collect(),
+    }
+}
+
+/// What a transaction holds on one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    Write,
+    Lock(LockMode),
+}
+
+/// Checks one key: `committed_writes` and `committed_locks` are every version of the key.
+pub fn check_key(
+    schema: &TableSchema,
+    start: Timestamp,
+    claim: Claim,
+    groups: &BTreeSet<String>,
+    committed_writes: &[RowDelta],
+    committed_locks: &[LockDelta],
+) -> bool {
+    let later_writes = committed_writes.iter().filter(|d| d.timestamp > start);
+    let later_exclusive = committed_locks
+        .iter()
+        .filter(|l| l.timestamp > start && l.mode == LockMode::Exclusive);
+    let overlaps = |g: &BTreeSet<String>| !g.is_disjoint(groups);
+    match claim {
+        Claim::Lock(LockMode::SharedWeak) => !later_exclusive.clone().any(|l| overlaps(&l.groups)),
+        Claim::Write | Claim::Lock(_) => {
+            !later_writes
+                .clone()
+                .any(|d| overlaps(&write_groups(schema, d)))
+                && !later_exclusive.clone().any(|l| overlaps(&l.groups))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynql_core::Value;
+
+    fn schema() -> TableSchema {
+        TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=a;type=int64};{name=b;type=int64;lock=lb}]").unwrap()
+    }
+
+    fn write(ts: u64, kind: WriteKind, a: bool, b: bool) -> RowDelta {
+        let v = |w: bool| if w { Some(Value::Int64(1)) } else { None };
+        RowDelta {
+            timestamp: Timestamp(ts),
+            kind,
+            values: vec![Some(Value::Int64(1)), v(a), v(b)],
+            aggregate: false,
+        }
+    }
+
+    fn lock(ts: u64, mode: LockMode, groups: &[&str]) -> LockDelta {
+        LockDelta {
+            timestamp: Timestamp(ts),
+            mode,
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn groups(g: &[&str]) -> BTreeSet<String> {
+        g.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn scenario_table() {
+        let s = schema();
+        let start = Timestamp(10);
+        let cases: Vec<(
+            &str,
+            Claim,
+            BTreeSet<String>,
+            Vec<RowDelta>,
+            Vec<LockDelta>,
+            bool,
+        )> = vec![
+            (
+                "write after a write committed before start",
+                Claim::Write,
+                all_groups(&s),
+                vec![write(5, WriteKind::Overwrite, true, true)],
+                vec![],
+                true,
+            ),
+            (
+                "write after a later overwrite",
+                Claim::Write,
+                all_groups(&s),
+                vec![write(11, WriteKind::Overwrite, true, true)],
+                vec![],
+                false,
+            ),
+            (
+                "write after a later delete",
+                Claim::Write,
+                groups(&["<default>"]),
+                vec![write(11, WriteKind::Delete, false, false)],
+                vec![],
+                false,
+            ),
+            (
+                "different lock groups do not conflict",
+                Claim::Write,
+                groups(&["lb"]),
+                vec![write(11, WriteKind::Update, true, false)],
+                vec![],
+                true,
+            ),
+            (
+                "same lock group conflicts",
+                Claim::Write,
+                groups(&["lb"]),
+                vec![write(11, WriteKind::Update, false, true)],
+                vec![],
+                false,
+            ),
+            (
+                "shared_strong lock vs later write",
+                Claim::Lock(LockMode::SharedStrong),
+                all_groups(&s),
+                vec![write(12, WriteKind::Update, true, false)],
+                vec![],
+                false,
+            ),
+            (
+                "shared_weak lock ignores later writes",
+                Claim::Lock(LockMode::SharedWeak),
+                all_groups(&s),
+                vec![write(12, WriteKind::Overwrite, true, true)],
+                vec![],
+                true,
+            ),
+            (
+                "shared_weak lock vs later exclusive lock",
+                Claim::Lock(LockMode::SharedWeak),
+                all_groups(&s),
+                vec![],
+                vec![lock(12, LockMode::Exclusive, &["<default>"])],
+                false,
+            ),
+            (
+                "write vs later shared lock",
+                Claim::Write,
+                all_groups(&s),
+                vec![],
+                vec![lock(12, LockMode::SharedStrong, &["<default>"])],
+                true,
+            ),
+            (
+                "exclusive vs later exclusive",
+                Claim::Lock(LockMode::Exclusive),
+                groups(&["lb"]),
+                vec![],
+                vec![lock(12, LockMode::Exclusive, &["lb"])],
+                false,
+            ),
+        ];
+        for (name, claim, g, writes, locks, ok) in cases {
+            assert_eq!(
+                check_key(&s, start, claim, &g, &writes, &locks),
+                ok,
+                "{name}"
+            );
+        }
+    }
+}

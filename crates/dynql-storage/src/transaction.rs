@@ -1,0 +1,185 @@
+//! Tablet transactions across processes: a transaction is a folder of the store,
+//!
+//! ```text
+//! <root>/_tx/<id>/meta.json              start timestamp, timeout, deadline
+//! <root>/_tx/<id>/staged-<unique>.json   one file per staged write or lock call
+//! ```
+//!
+//! so any process can stage writes into it. Reads inside see the start timestamp (not the
+//! transaction's own writes, as in YT). `commit` gathers the staged actions, checks them for
+//! row-lock conflicts against commits made after the start ([`crate::conflict`]) and appends
+//! them as one log record naming the transaction, which makes a second commit of the same
+//! transaction impossible. A transaction whose deadline passed without a ping is aborted.
+
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStoreExt, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::log::Action;
+use crate::store::{check_conflicts, fresh_id, Store};
+use crate::timestamp::Timestamp;
+
+const TX_DIR: &str = "_tx";
+
+/// What a transaction records about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TransactionInfo {
+    pub id: String,
+    /// Reads see the state as of this timestamp; conflicts are checked after it.
+    pub start_timestamp: Timestamp,
+    pub timeout_ms: u64,
+    /// Unix milliseconds after which the transaction is expired unless pinged.
+    pub deadline_unix_ms: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Staged {
+    actions: Vec<Action>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn meta_path(id: &str) -> ObjectPath {
+    ObjectPath::from(format!("{TX_DIR}/{id}/meta.json"))
+}
+
+fn valid_id(id: &str) -> Result<()> {
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(Error::NoSuchTransaction { id: id.to_string() });
+    }
+    Ok(())
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Timestamp, D::Error> {
+        u64::deserialize(d).map(Timestamp)
+    }
+}
+
+impl Store {
+    /// Starts a transaction that expires `timeout_ms` after its last ping.
+    pub async fn start_transaction(&self, timeout_ms: u64) -> Result<TransactionInfo> {
+        let start_timestamp = self.generate_timestamp().await?;
+        let info = TransactionInfo {
+            id: fresh_id(),
+            start_timestamp,
+            timeout_ms,
+            deadline_unix_ms: now_ms().saturating_add(timeout_ms),
+        };
+        self.put_meta(&info).await?;
+        Ok(info)
+    }
+
+    async fn put_meta(&self, info: &TransactionInfo) -> Result<()> {
+        let bytes = serde_json::to_vec(info).map_err(|e| Error::Invalid(e.to_string()))?;
+        self.objects
+            .put(&meta_path(&info.id), PutPayload::from(bytes))
+            .await?;
+        Ok(())
+    }
+
+    /// The live transaction `id`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTransaction`] when it is unknown, finished, or expired (an expired
+    /// transaction is aborted on the way).
+    pub async fn transaction(&self, id: &str) -> Result<TransactionInfo> {
+        valid_id(id)?;
+        let bytes = match self.objects.get(&meta_path(id)).await {
+            Ok(r) => r.bytes().await?,
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(Error::NoSuchTransaction { id: id.into() })
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let info: TransactionInfo = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            path: meta_path(id).to_string(),
+            message: e.to_string(),
+        })?;
+        if now_ms() > info.deadline_unix_ms {
+            self.abort_transaction(id).await?;
+            return Err(Error::NoSuchTransaction { id: id.into() });
+        }
+        Ok(info)
+    }
+
+    /// Extends the transaction's deadline by its timeout.
+    pub async fn ping_transaction(&self, id: &str) -> Result<()> {
+        let mut info = self.transaction(id).await?;
+        info.deadline_unix_ms = now_ms().saturating_add(info.timeout_ms);
+        self.put_meta(&info).await
+    }
+
+    /// Stages actions (row writes, locks) in the transaction; nothing is visible until commit.
+    pub(crate) async fn stage(&self, id: &str, actions: Vec<Action>) -> Result<()> {
+        self.transaction(id).await?;
+        let bytes =
+            serde_json::to_vec(&Staged { actions }).map_err(|e| Error::Invalid(e.to_string()))?;
+        let path = ObjectPath::from(format!("{TX_DIR}/{id}/staged-{}.json", fresh_id()));
+        self.objects.put(&path, PutPayload::from(bytes)).await?;
+        Ok(())
+    }
+
+    /// Commits the transaction: all staged actions in one log record, or a conflict error
+    /// (after which the transaction is aborted).
+    pub async fn commit_transaction(&self, id: &str) -> Result<Timestamp> {
+        let info = self.transaction(id).await?;
+        let prefix = ObjectPath::from(format!("{TX_DIR}/{id}"));
+        let mut metas: Vec<_> = self.objects.list(Some(&prefix)).try_collect().await?;
+        metas.sort_by(|a, b| a.location.cmp(&b.location));
+        let mut actions = Vec::new();
+        for meta in &metas {
+            if !meta
+                .location
+                .filename()
+                .is_some_and(|f| f.starts_with("staged-"))
+            {
+                continue;
+            }
+            let bytes = self.objects.get(&meta.location).await?.bytes().await?;
+            let staged: Staged = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+                path: meta.location.to_string(),
+                message: e.to_string(),
+            })?;
+            actions.extend(staged.actions);
+        }
+        let result = self
+            .commit_as(Some(id), |state| {
+                if state.committed_transactions.contains(id) {
+                    return Err(Error::NoSuchTransaction { id: id.into() });
+                }
+                check_conflicts(state, info.start_timestamp, &actions)?;
+                Ok(actions.clone())
+            })
+            .await;
+        self.abort_transaction(id).await?;
+        result
+    }
+
+    /// Aborts the transaction: its staged actions are dropped.
+    pub async fn abort_transaction(&self, id: &str) -> Result<()> {
+        valid_id(id)?;
+        let prefix = ObjectPath::from(format!("{TX_DIR}/{id}"));
+        let metas: Vec<_> = self.objects.list(Some(&prefix)).try_collect().await?;
+        for meta in metas {
+            match self.objects.delete(&meta.location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
