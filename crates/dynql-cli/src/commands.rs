@@ -4,7 +4,7 @@ use std::io::{BufRead, Read, Write};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use dynql::{Database, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
+use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
 
 use crate::format::{write_result, OutputFormat};
 
@@ -58,6 +58,9 @@ pub enum Command {
         /// Fold aggregating columns into the stored values instead of replacing them.
         #[arg(long)]
         aggregate: bool,
+        /// Stage the write in this transaction.
+        #[arg(long)]
+        tx: Option<String>,
     },
     /// Look rows up by key (keys on stdin), without the query planner.
     LookupRows {
@@ -73,6 +76,9 @@ pub enum Command {
         /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
         #[arg(long, value_parser = parse_timestamp)]
         timestamp: Option<Timestamp>,
+        /// Read at this transaction's start timestamp.
+        #[arg(long)]
+        tx: Option<String>,
     },
     /// Print a fresh timestamp.
     GenerateTimestamp,
@@ -81,7 +87,37 @@ pub enum Command {
         path: String,
         #[arg(long, value_enum, default_value = "yson")]
         format: InputFormat,
+        /// Stage the delete in this transaction.
+        #[arg(long)]
+        tx: Option<String>,
     },
+    /// Lock rows (keys on stdin) in a transaction until it commits.
+    LockRows {
+        path: String,
+        #[arg(long, value_enum, default_value = "yson")]
+        format: InputFormat,
+        /// exclusive, shared_weak or shared_strong.
+        #[arg(long, default_value = "exclusive")]
+        lock_type: String,
+        /// Lock groups to lock (default: all); repeatable.
+        #[arg(long = "lock")]
+        locks: Vec<String>,
+        /// The transaction (required).
+        #[arg(long)]
+        tx: String,
+    },
+    /// Start a tablet transaction; prints its id.
+    StartTx {
+        /// Milliseconds without a ping after which the transaction aborts.
+        #[arg(long, default_value_t = dynql::DEFAULT_TRANSACTION_TIMEOUT_MS)]
+        timeout: u64,
+    },
+    /// Extend a transaction's deadline.
+    PingTx { id: String },
+    /// Commit a transaction; prints the commit timestamp.
+    CommitTx { id: String },
+    /// Abort a transaction.
+    AbortTx { id: String },
     /// Run a YT QL query.
     SelectRows {
         #[arg(allow_hyphen_values = true)]
@@ -115,6 +151,9 @@ pub enum Command {
         /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
         #[arg(long, value_parser = parse_timestamp)]
         timestamp: Option<Timestamp>,
+        /// Read at this transaction's start timestamp.
+        #[arg(long)]
+        tx: Option<String>,
     },
     /// Remove a table.
     Remove {
@@ -179,17 +218,55 @@ pub async fn run(cli: Cli) -> Result<()> {
             format,
             update,
             aggregate,
+            tx,
         } => {
             let rows = read_rows(format)?;
-            db.insert_rows_with(&path, &rows, WriteOptions { update, aggregate })
+            let options = WriteOptions { update, aggregate };
+            match tx {
+                Some(id) => {
+                    db.transaction(&id)
+                        .await?
+                        .insert_rows(&path, &rows, options)
+                        .await?
+                }
+                None => {
+                    db.insert_rows_with(&path, &rows, options).await?;
+                }
+            }
+        }
+        Command::LockRows {
+            path,
+            format,
+            lock_type,
+            locks,
+            tx,
+        } => {
+            let mode = LockMode::parse(&lock_type).with_context(|| {
+                format!("--lock-type must be exclusive, shared_weak or shared_strong, not {lock_type:?}")
+            })?;
+            let keys = read_rows(format)?;
+            db.transaction(&tx)
+                .await?
+                .lock_rows(&path, &keys, mode, locks)
                 .await?;
         }
+        Command::StartTx { timeout } => {
+            let tx = db.start_transaction_with_timeout(timeout).await?;
+            writeln!(stdout, "{}", tx.id())?;
+        }
+        Command::PingTx { id } => db.transaction(&id).await?.ping().await?,
+        Command::CommitTx { id } => {
+            let ts = db.transaction(&id).await?.commit().await?;
+            writeln!(stdout, "{ts}")?;
+        }
+        Command::AbortTx { id } => db.transaction(&id).await?.abort().await?,
         Command::LookupRows {
             path,
             format,
             column_names,
             keep_missing_rows,
             timestamp,
+            tx,
         } => {
             let keys = read_rows(format)?;
             let column_names = match column_names {
@@ -217,7 +294,15 @@ pub async fn run(cli: Cli) -> Result<()> {
                 column_names,
                 keep_missing_rows,
             };
-            let result = db.lookup_rows(&path, &keys, &options).await?;
+            let result = match tx {
+                Some(id) => {
+                    db.transaction(&id)
+                        .await?
+                        .lookup_rows(&path, &keys, &options)
+                        .await?
+                }
+                None => db.lookup_rows(&path, &keys, &options).await?,
+            };
             let mut buf = Vec::new();
             crate::format::write_lookup(&mut buf, &result, format)?;
             stdout.write_all(&buf)?;
@@ -225,9 +310,12 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::GenerateTimestamp => {
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;
         }
-        Command::DeleteRows { path, format } => {
+        Command::DeleteRows { path, format, tx } => {
             let rows = read_rows(format)?;
-            db.delete_rows(&path, &rows).await?;
+            match tx {
+                Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
+                None => db.delete_rows(&path, &rows).await?,
+            }
         }
         Command::SelectRows {
             query,
@@ -241,6 +329,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             max_subqueries,
             print_statistics,
             timestamp,
+            tx,
         } => {
             let mut options = SelectOptions::default();
             if let Some(t) = timestamp {
@@ -268,7 +357,14 @@ pub async fn run(cli: Cli) -> Result<()> {
                         .context("--placeholder-values must be a YSON or JSON map")?,
                 );
             }
-            let result = match db.select_rows(&query, &options).await {
+            let result = match tx {
+                Some(id) => match db.transaction(&id).await {
+                    Ok(t) => t.select_rows(&query, &options).await,
+                    Err(e) => Err(e),
+                },
+                None => db.select_rows(&query, &options).await,
+            };
+            let result = match result {
                 Ok(r) => r,
                 Err(e) => return Err(query_error(&query, e)),
             };

@@ -9,7 +9,7 @@ use dynql_core::row::row_from_yson;
 use dynql_core::{TableSchema, Value, ValueType, Yson};
 use dynql_exec::{QueryResult, SelectOptions};
 use dynql_ql::ComputedColumns;
-use dynql_storage::{Store, TableOptions, Timestamp, WriteKind};
+use dynql_storage::{LockMode, RowValues, Store, TableOptions, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
 
@@ -151,6 +151,20 @@ impl Database {
         rows: &[Yson],
         options: WriteOptions,
     ) -> Result<Timestamp> {
+        let (kind, full) = self.prepare_insert(path, rows, options).await?;
+        Ok(self
+            .store
+            .write_rows(path, kind, options.aggregate, full)
+            .await?)
+    }
+
+    /// Checks rows and converts them to schema order with computed columns filled.
+    async fn prepare_insert(
+        &self,
+        path: &str,
+        rows: &[Yson],
+        options: WriteOptions,
+    ) -> Result<(WriteKind, Vec<RowValues>)> {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
         let computed = ComputedColumns::compile(schema)?;
@@ -208,10 +222,7 @@ impl Database {
         } else {
             WriteKind::Overwrite
         };
-        Ok(self
-            .store
-            .write_rows(path, kind, options.aggregate, full)
-            .await?)
+        Ok((kind, full))
     }
 
     /// Inserts rows given as JSON objects (see [`Database::insert_rows`]).
@@ -241,6 +252,14 @@ impl Database {
 
     /// Deletes rows by key (maps holding the non-computed key columns).
     pub async fn delete_rows(&self, path: &str, keys: &[Yson]) -> Result<()> {
+        let keys = self.prepare_delete(path, keys).await?;
+        self.store
+            .write_rows(path, WriteKind::Delete, false, keys)
+            .await?;
+        Ok(())
+    }
+
+    async fn prepare_delete(&self, path: &str, keys: &[Yson]) -> Result<Vec<RowValues>> {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
@@ -288,10 +307,7 @@ impl Database {
             }
             out.push(key);
         }
-        self.store
-            .write_rows(path, WriteKind::Delete, false, out)
-            .await?;
-        Ok(())
+        Ok(out)
     }
 
     /// Looks rows up by key without the query planner; results follow the request order.
@@ -306,41 +322,12 @@ impl Database {
     ) -> Result<LookupResult> {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
-        let key_count = schema.key_column_count();
-        if key_count == 0 {
+        if !schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "lookup_rows needs a sorted table; {path} has no key columns"
             )));
         }
-        let computed = ComputedColumns::compile(schema)?;
-        let mut lookup = Vec::with_capacity(keys.len());
-        for (n, node) in keys.iter().enumerate() {
-            let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
-            let mut row = Vec::with_capacity(schema.columns().len());
-            for (i, (value, column)) in input.values.into_iter().zip(schema.columns()).enumerate() {
-                match value {
-                    Some(_) if i >= key_count => {
-                        return Err(row_error(
-                            n,
-                            Error::Invalid(format!("Column {:?} is not a key column", column.name)),
-                        ))
-                    }
-                    Some(v) => row.push(v),
-                    None if i >= key_count || column.is_computed() => row.push(Value::Null),
-                    None => {
-                        return Err(row_error(
-                            n,
-                            Error::Invalid(format!("Missing key column {:?}", column.name)),
-                        ))
-                    }
-                }
-            }
-            computed
-                .fill(schema, &mut row)
-                .map_err(|e| row_error(n, e.into()))?;
-            row.truncate(key_count);
-            lookup.push(row);
-        }
+        let lookup = self.prepare_keys(path, keys).await?;
         let positions: Vec<usize> = match &options.column_names {
             None => (0..schema.columns().len()).collect(),
             Some(names) => names
@@ -371,6 +358,46 @@ impl Database {
             })
             .collect();
         Ok(LookupResult { columns, rows })
+    }
+
+    /// Full keys (computed key columns filled) from maps of the non-computed key columns.
+    async fn prepare_keys(&self, path: &str, keys: &[Yson]) -> Result<Vec<Vec<Value>>> {
+        let entry = self.store.table(path).await?;
+        let schema = &entry.schema;
+        let key_count = schema.key_column_count();
+        if key_count == 0 {
+            return Err(Error::Invalid(format!("{path} has no key columns")));
+        }
+        let computed = ComputedColumns::compile(schema)?;
+        let mut lookup = Vec::with_capacity(keys.len());
+        for (n, node) in keys.iter().enumerate() {
+            let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
+            let mut row = Vec::with_capacity(schema.columns().len());
+            for (i, (value, column)) in input.values.into_iter().zip(schema.columns()).enumerate() {
+                match value {
+                    Some(_) if i >= key_count => {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Column {:?} is not a key column", column.name)),
+                        ))
+                    }
+                    Some(v) => row.push(v),
+                    None if i >= key_count || column.is_computed() => row.push(Value::Null),
+                    None => {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!("Missing key column {:?}", column.name)),
+                        ))
+                    }
+                }
+            }
+            computed
+                .fill(schema, &mut row)
+                .map_err(|e| row_error(n, e.into()))?;
+            row.truncate(key_count);
+            lookup.push(row);
+        }
+        Ok(lookup)
     }
 
     /// A fresh timestamp, later than every commit so far (`yt generate-timestamp`).
@@ -425,6 +452,144 @@ impl Database {
             }));
         }
         Ok(children.into_iter().collect())
+    }
+}
+
+/// YT's default transaction timeout.
+pub const DEFAULT_TRANSACTION_TIMEOUT_MS: u64 = 15_000;
+
+impl Database {
+    /// Starts a tablet transaction with YT's default timeout (15 s without a ping).
+    pub async fn start_transaction(&self) -> Result<Transaction> {
+        self.start_transaction_with_timeout(DEFAULT_TRANSACTION_TIMEOUT_MS)
+            .await
+    }
+
+    /// Starts a tablet transaction that expires `timeout_ms` after its last ping.
+    pub async fn start_transaction_with_timeout(&self, timeout_ms: u64) -> Result<Transaction> {
+        let info = self.store.start_transaction(timeout_ms).await?;
+        Ok(Transaction {
+            db: self.clone(),
+            id: info.id,
+            start: info.start_timestamp,
+        })
+    }
+
+    /// Attaches to a live transaction started elsewhere (another process).
+    pub async fn transaction(&self, id: &str) -> Result<Transaction> {
+        let info = self.store.transaction(id).await?;
+        Ok(Transaction {
+            db: self.clone(),
+            id: info.id,
+            start: info.start_timestamp,
+        })
+    }
+}
+
+/// A tablet transaction: snapshot isolation at its start timestamp, writes staged until
+/// [`Transaction::commit`], row-lock conflicts detected at commit.
+///
+/// Reads inside see the start timestamp, not the transaction's own writes (as in YT).
+#[derive(Clone)]
+pub struct Transaction {
+    db: Database,
+    id: String,
+    start: Timestamp,
+}
+
+impl Transaction {
+    /// The transaction id (pass it to `--tx`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The snapshot the transaction reads.
+    pub fn start_timestamp(&self) -> Timestamp {
+        self.start
+    }
+
+    /// Stages rows (see [`Database::insert_rows_with`]).
+    pub async fn insert_rows(
+        &self,
+        path: &str,
+        rows: &[Yson],
+        options: WriteOptions,
+    ) -> Result<()> {
+        let (kind, rows) = self.db.prepare_insert(path, rows, options).await?;
+        Ok(self
+            .db
+            .store
+            .write_rows_in(&self.id, path, kind, options.aggregate, rows)
+            .await?)
+    }
+
+    /// Stages deletes.
+    pub async fn delete_rows(&self, path: &str, keys: &[Yson]) -> Result<()> {
+        let keys = self.db.prepare_delete(path, keys).await?;
+        Ok(self
+            .db
+            .store
+            .write_rows_in(&self.id, path, WriteKind::Delete, false, keys)
+            .await?)
+    }
+
+    /// Locks rows until commit; `groups` empty locks every lock group.
+    pub async fn lock_rows(
+        &self,
+        path: &str,
+        keys: &[Yson],
+        mode: LockMode,
+        groups: Vec<String>,
+    ) -> Result<()> {
+        let keys = self.db.prepare_keys(path, keys).await?;
+        Ok(self
+            .db
+            .store
+            .lock_rows_in(&self.id, path, mode, groups, keys)
+            .await?)
+    }
+
+    /// Runs a query at the start timestamp.
+    pub async fn select_rows(&self, query: &str, options: &SelectOptions) -> Result<SelectResult> {
+        self.db.store.transaction(&self.id).await?;
+        let options = SelectOptions {
+            timestamp: self.start,
+            ..options.clone()
+        };
+        self.db.select_rows(query, &options).await
+    }
+
+    /// Looks rows up at the start timestamp.
+    pub async fn lookup_rows(
+        &self,
+        path: &str,
+        keys: &[Yson],
+        options: &LookupOptions,
+    ) -> Result<LookupResult> {
+        self.db.store.transaction(&self.id).await?;
+        let options = LookupOptions {
+            timestamp: self.start,
+            ..options.clone()
+        };
+        self.db.lookup_rows(path, keys, &options).await
+    }
+
+    /// Extends the deadline.
+    pub async fn ping(&self) -> Result<()> {
+        Ok(self.db.store.ping_transaction(&self.id).await?)
+    }
+
+    /// Commits atomically; returns the commit timestamp.
+    ///
+    /// # Errors
+    /// A row-lock conflict (the transaction is aborted), or an expired transaction.
+    pub async fn commit(&self) -> Result<Timestamp> {
+        Ok(self.db.store.commit_transaction(&self.id).await?)
+    }
+
+    /// Drops the staged writes.
+    pub async fn abort(&self) -> Result<()> {
+        Ok(self.db.store.abort_transaction(&self.id).await?)
     }
 }
 

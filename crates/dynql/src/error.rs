@@ -14,6 +14,8 @@ pub enum ErrorKind {
     Corrupt,
     /// A row limit of the query was hit.
     LimitExceeded,
+    /// The transaction conflicts with a concurrent commit or has expired: retry it.
+    Conflict,
     /// A bug in dynql.
     Internal,
 }
@@ -67,6 +69,7 @@ impl Error {
 fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
     use dynql_storage::Error as S;
     match e {
+        S::Conflict { .. } | S::NoSuchTransaction { .. } => ErrorKind::Conflict,
         S::InvalidUrl { .. }
         | S::NoSuchTable { .. }
         | S::AlreadyExists { .. }

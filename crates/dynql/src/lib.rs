@@ -10,10 +10,11 @@ mod error;
 pub use database::{
     parse_document, Database, LookupOptions, LookupResult, SelectResult, WriteOptions,
 };
+pub use database::{Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{SelectOptions, Statistics};
-pub use dynql_storage::Timestamp;
+pub use dynql_storage::{LockMode, Timestamp};
 pub use error::{Error, ErrorKind, Result};
 
 /// The YT QL layer, for callers that parse or bind queries themselves.

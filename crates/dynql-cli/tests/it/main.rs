@@ -3,6 +3,7 @@
 mod cli;
 mod conformance;
 mod mvcc;
+mod transactions;
 
 use std::process::{Command, Output, Stdio};
 
