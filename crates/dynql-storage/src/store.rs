@@ -149,6 +149,15 @@ impl Store {
         })
     }
 
+    /// A store over an existing object store (tests wrap one to inject faults).
+    pub fn from_object_store(objects: Arc<dyn ObjectStore>, url: &str) -> Store {
+        Store {
+            objects,
+            url: url.to_string(),
+            state: Arc::new(Mutex::new(Arc::new(State::default()))),
+        }
+    }
+
     /// The URL the store was opened with.
     pub fn url(&self) -> &str {
         &self.url

@@ -165,8 +165,12 @@ impl Store {
                 Ok(actions.clone())
             })
             .await;
-        self.abort_transaction(id).await?;
-        result
+        // The staged files are garbage either way; failing to delete them after a commit must
+        // not report the committed transaction as failed (the log forbids a second commit).
+        let cleanup = self.abort_transaction(id).await;
+        let ts = result?;
+        let _ = cleanup;
+        Ok(ts)
     }
 
     /// Aborts the transaction: its staged actions are dropped.

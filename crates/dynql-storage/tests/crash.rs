@@ -1,0 +1,304 @@
+//! Crash tests: a fault-injecting object store fails (or cuts off after doing) every mutating
+//! call in turn during a workload of commits and a transaction; the store is then reopened on
+//! the surviving objects and must hold exactly the acknowledged commits (plus, when the fault
+//! cut the acknowledgement off, possibly the one in flight) — never a partial commit.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dynql_core::{TableSchema, Value};
+use dynql_storage::{Store, TableOptions, Timestamp, WriteKind};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Fault {
+    /// The call fails without effect.
+    Fail,
+    /// The call takes effect, then reports failure (a lost acknowledgement).
+    CutOff,
+}
+
+/// Passes calls through until `budget` mutating calls were made, then injects `fault` once
+/// and fails every later mutation (the process is "dead").
+#[derive(Debug)]
+struct FaultyStore {
+    inner: Arc<dyn ObjectStore>,
+    budget: AtomicI64,
+    fault: Fault,
+}
+
+impl fmt::Display for FaultyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FaultyStore({})", self.inner)
+    }
+}
+
+fn injected() -> object_store::Error {
+    object_store::Error::Generic {
+        store: "faulty",
+        source: "injected fault".into(),
+    }
+}
+
+impl FaultyStore {
+    /// Ok(true): do the call; Ok(false)/Err: per fault mode.
+    fn tick(&self) -> Option<bool> {
+        let left = self.budget.fetch_sub(1, Ordering::SeqCst);
+        if left > 0 {
+            None
+        } else if left == 0 {
+            Some(self.fault == Fault::CutOff)
+        } else {
+            Some(false)
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FaultyStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        match self.tick() {
+            None => self.inner.put_opts(location, payload, opts).await,
+            Some(true) => {
+                self.inner.put_opts(location, payload, opts).await?;
+                Err(injected())
+            }
+            Some(false) => Err(injected()),
+        }
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        match self.tick() {
+            None => self.inner.put_multipart_opts(location, opts).await,
+            _ => Err(injected()),
+        }
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        match self.tick() {
+            None => self.inner.delete_stream(locations),
+            Some(true) => {
+                let inner = self.inner.clone();
+                futures::stream::once(async move {
+                    let _: Vec<_> = inner.delete_stream(locations).collect().await;
+                    Err(injected())
+                })
+                .boxed()
+            }
+            Some(false) => futures::stream::once(async { Err(injected()) }).boxed(),
+        }
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        match self.tick() {
+            None => self.inner.copy_opts(from, to, options).await,
+            _ => Err(injected()),
+        }
+    }
+}
+
+fn schema() -> TableSchema {
+    TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]").unwrap()
+}
+
+fn row(k: i64, v: i64) -> Vec<Option<Value>> {
+    vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
+}
+
+fn key(k: i64) -> Vec<Option<Value>> {
+    vec![Some(Value::Int64(k)), None]
+}
+
+type Model = Option<BTreeMap<i64, i64>>;
+
+/// One step: what it does to the store, and to the model.
+enum Step {
+    Create,
+    Write(Vec<(i64, i64)>),
+    Delete(Vec<i64>),
+    Transaction(Vec<(i64, i64)>),
+}
+
+fn apply_model(model: &mut Model, step: &Step) {
+    match step {
+        Step::Create => *model = Some(BTreeMap::new()),
+        Step::Write(rows) | Step::Transaction(rows) => {
+            let m = model.get_or_insert_with(BTreeMap::new);
+            for (k, v) in rows {
+                m.insert(*k, *v);
+            }
+        }
+        Step::Delete(keys) => {
+            if let Some(m) = model {
+                for k in keys {
+                    m.remove(k);
+                }
+            }
+        }
+    }
+}
+
+async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
+    match step {
+        Step::Create => {
+            store
+                .create_table("//t", schema(), TableOptions::default())
+                .await
+        }
+        Step::Write(rows) => {
+            store
+                .write_rows(
+                    "//t",
+                    WriteKind::Overwrite,
+                    false,
+                    rows.iter().map(|(k, v)| row(*k, *v)).collect(),
+                )
+                .await?;
+            Ok(())
+        }
+        Step::Delete(keys) => {
+            store
+                .write_rows(
+                    "//t",
+                    WriteKind::Delete,
+                    false,
+                    keys.iter().map(|k| key(*k)).collect(),
+                )
+                .await?;
+            Ok(())
+        }
+        Step::Transaction(rows) => {
+            let tx = store.start_transaction(60_000).await?;
+            for (k, v) in rows {
+                store
+                    .write_rows_in(
+                        &tx.id,
+                        "//t",
+                        WriteKind::Overwrite,
+                        false,
+                        vec![row(*k, *v)],
+                    )
+                    .await?;
+            }
+            store.commit_transaction(&tx.id).await?;
+            Ok(())
+        }
+    }
+}
+
+fn workload() -> Vec<Step> {
+    vec![
+        Step::Create,
+        Step::Write(vec![(1, 10), (2, 20), (3, 30)]),
+        Step::Write(vec![(2, 21)]),
+        Step::Delete(vec![1]),
+        Step::Transaction(vec![(4, 40), (3, 31)]),
+        Step::Write(vec![(5, 50)]),
+    ]
+}
+
+async fn observed(objects: Arc<dyn ObjectStore>) -> Model {
+    let store = Store::from_object_store(objects, "memory://reopened");
+    match store.read_rows("//t", Timestamp::MAX).await {
+        Ok(rows) => Some(
+            rows.into_iter()
+                .map(|r| match (&r[0], &r[1]) {
+                    (Value::Int64(k), Value::Int64(v)) => (*k, *v),
+                    other => panic!("unexpected row {other:?}"),
+                })
+                .collect(),
+        ),
+        Err(dynql_storage::Error::NoSuchTable { .. }) => None,
+        Err(e) => panic!("reopen failed: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn every_fault_point_keeps_exactly_the_acknowledged_commits() {
+    let steps = workload();
+    let mut points = 0;
+    for fault in [Fault::Fail, Fault::CutOff] {
+        for budget in 0.. {
+            let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let faulty = Arc::new(FaultyStore {
+                inner: inner.clone(),
+                budget: AtomicI64::new(budget),
+                fault,
+            });
+            let store = Store::from_object_store(faulty.clone(), "memory://faulty");
+            let mut acked: Model = None;
+            let mut in_flight = None;
+            for (i, step) in steps.iter().enumerate() {
+                match run_step(&store, step).await {
+                    Ok(()) => apply_model(&mut acked, step),
+                    Err(_) => {
+                        in_flight = Some(i);
+                        break;
+                    }
+                }
+            }
+            let got = observed(inner).await;
+            let Some(i) = in_flight else {
+                // The whole workload ran: no fault point left at this budget.
+                assert_eq!(got, acked);
+                break;
+            };
+            points += 1;
+            let mut with_in_flight = acked.clone();
+            apply_model(&mut with_in_flight, &steps[i]);
+            assert!(
+                got == acked || got == with_in_flight,
+                "{fault:?} at mutation {budget} (step {i}): store holds {got:?}, acknowledged {acked:?}"
+            );
+            if fault == Fault::Fail {
+                // A failed put has no effect: nothing unacknowledged may appear.
+                assert_eq!(got, acked, "{fault:?} at mutation {budget}");
+            }
+        }
+    }
+    assert!(points >= 20, "only {points} fault points exercised");
+    println!("crash test: {points} fault points exercised");
+}
