@@ -4,6 +4,7 @@
 //! deltas); the [`Store`] replays the log and resolves versions at a [`Timestamp`]
 //! ([`mvcc`]). [Chunks](chunk) encode rows as Parquet for flush and compaction.
 
+pub mod checkpoint;
 pub mod chunk;
 pub mod conflict;
 pub mod error;

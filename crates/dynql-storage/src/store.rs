@@ -31,6 +31,9 @@ use crate::log::{self, Action, Append, CommitRecord};
 use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
 use crate::timestamp::Timestamp;
 
+/// A checkpoint is written after every this many commits.
+pub const CHECKPOINT_INTERVAL: u64 = 64;
+
 /// How many times a commit retries after losing the race for a sequence number.
 const MAX_COMMIT_ATTEMPTS: usize = 64;
 
@@ -56,10 +59,10 @@ pub struct TableEntry {
 
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
 #[derive(Debug, Clone, Default)]
-struct TableData {
-    sorted: BTreeMap<KeyOrd, Vec<RowDelta>>,
-    locks: BTreeMap<KeyOrd, Vec<LockDelta>>,
-    ordered: Vec<(Timestamp, Vec<Value>)>,
+pub(crate) struct TableData {
+    pub(crate) sorted: BTreeMap<KeyOrd, Vec<RowDelta>>,
+    pub(crate) locks: BTreeMap<KeyOrd, Vec<LockDelta>>,
+    pub(crate) ordered: Vec<(Timestamp, Vec<Value>)>,
 }
 
 /// The replayed log.
@@ -67,7 +70,7 @@ struct TableData {
 pub(crate) struct State {
     pub(crate) seq: u64,
     pub(crate) last_timestamp: Timestamp,
-    tables: BTreeMap<String, (TableEntry, TableData)>,
+    pub(crate) tables: BTreeMap<String, (TableEntry, TableData)>,
     pub(crate) committed_transactions: HashSet<String>,
 }
 
@@ -172,7 +175,19 @@ impl Store {
 
     /// Reads commits made since the last refresh (by this or any other process).
     pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
-        let current = self.current();
+        let mut current = self.current();
+        if current.seq == 0 {
+            if let Some(state) = crate::checkpoint::load_latest(self.objects.as_ref()).await? {
+                let mut guard = match self.state.lock() {
+                    Ok(g) => g,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                if guard.seq < state.seq {
+                    *guard = Arc::new(state);
+                }
+                current = guard.clone();
+            }
+        }
         let records = log::read_after(self.objects.as_ref(), current.seq).await?;
         if records.is_empty() {
             return Ok(current);
@@ -217,6 +232,11 @@ impl Store {
             match log::append(self.objects.as_ref(), &record).await? {
                 Append::Committed => {
                     self.refresh().await?;
+                    if record.seq % CHECKPOINT_INTERVAL == 0 {
+                        // A checkpoint only speeds up opening; the log stays the truth, so a
+                        // failed one is retried at the next interval.
+                        let _ = self.checkpoint().await;
+                    }
                     return Ok(timestamp);
                 }
                 Append::LostRace => continue,
@@ -699,7 +719,7 @@ fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
 
 /// A key in YT order, for the in-memory merge of a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct KeyOrd(Vec<Value>);
+pub(crate) struct KeyOrd(pub(crate) Vec<Value>);
 
 impl PartialOrd for KeyOrd {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {

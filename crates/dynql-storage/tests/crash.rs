@@ -160,6 +160,7 @@ enum Step {
     Write(Vec<(i64, i64)>),
     Delete(Vec<i64>),
     Transaction(Vec<(i64, i64)>),
+    Checkpoint,
 }
 
 fn apply_model(model: &mut Model, step: &Step) {
@@ -171,6 +172,7 @@ fn apply_model(model: &mut Model, step: &Step) {
                 m.insert(*k, *v);
             }
         }
+        Step::Checkpoint => {}
         Step::Delete(keys) => {
             if let Some(m) = model {
                 for k in keys {
@@ -226,6 +228,7 @@ async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
             store.commit_transaction(&tx.id).await?;
             Ok(())
         }
+        Step::Checkpoint => store.checkpoint().await.map(|_| ()),
     }
 }
 
@@ -234,9 +237,12 @@ fn workload() -> Vec<Step> {
         Step::Create,
         Step::Write(vec![(1, 10), (2, 20), (3, 30)]),
         Step::Write(vec![(2, 21)]),
+        Step::Checkpoint,
         Step::Delete(vec![1]),
         Step::Transaction(vec![(4, 40), (3, 31)]),
+        Step::Checkpoint,
         Step::Write(vec![(5, 50)]),
+        Step::Checkpoint,
     ]
 }
 
