@@ -80,6 +80,8 @@ pub enum Command {
         #[arg(long)]
         tx: Option<String>,
     },
+    /// Compact a table now: drop the row versions its retention settings allow.
+    Compact { path: String },
     /// Print a fresh timestamp.
     GenerateTimestamp,
     /// Delete rows by key; keys read from stdin.
@@ -306,6 +308,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             let mut buf = Vec::new();
             crate::format::write_lookup(&mut buf, &result, format)?;
             stdout.write_all(&buf)?;
+        }
+        Command::Compact { path } => {
+            let (before, after) = db.compact(&path).await?;
+            eprintln!("compacted {path}: {before} row versions -> {after}");
         }
         Command::GenerateTimestamp => {
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;

@@ -6,6 +6,7 @@
 
 pub mod checkpoint;
 pub mod chunk;
+pub mod compaction;
 pub mod conflict;
 pub mod error;
 pub mod log;
@@ -14,6 +15,7 @@ pub mod store;
 pub mod timestamp;
 pub mod transaction;
 
+pub use compaction::Retention;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
 pub use mvcc::WriteKind;

@@ -55,6 +55,12 @@ pub enum Action {
         /// Text YSON maps of the written columns.
         rows: Vec<String>,
     },
+    /// Compaction of a table at `now` (deterministic on replay).
+    Compact {
+        path: String,
+        table_id: String,
+        now: u64,
+    },
     /// Row locks taken by `lock_rows`; they change no data but take part in conflict checks.
     LockRows {
         path: String,

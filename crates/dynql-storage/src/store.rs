@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{compare_rows, TableSchema, Value, Yson};
 
+use crate::compaction::compact_versions;
 use crate::conflict::{all_groups, check_key, write_groups, Claim, LockDelta, LockMode};
 use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
@@ -44,6 +45,9 @@ pub struct TableOptions {
     pub tablet_count: Option<usize>,
     /// Pivot keys (`pivot_keys`), first one empty.
     pub pivot_keys: Option<Vec<Vec<Value>>>,
+    /// Version retention (`min_data_versions`, `max_data_versions`, `min_data_ttl`,
+    /// `max_data_ttl`).
+    pub retention: crate::compaction::Retention,
 }
 
 /// What the catalog records of a table.
@@ -55,6 +59,9 @@ pub struct TableEntry {
     /// Pivot keys as text YSON lists, one per tablet (sorted tables).
     #[serde(default)]
     pub pivot_keys: Vec<String>,
+    /// Version retention applied by compaction.
+    #[serde(default)]
+    pub retention: crate::compaction::Retention,
 }
 
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
@@ -291,11 +298,20 @@ impl Store {
     ) -> Result<()> {
         validate_path(path)?;
         let (tablet_count, pivot_keys) = validate_tablets(&schema, &options)?;
+        let retention = options.retention;
+        if retention.min_data_versions > retention.max_data_versions
+            || retention.min_data_ttl > retention.max_data_ttl
+        {
+            return Err(Error::Invalid(
+                "min_data_versions must not exceed max_data_versions, nor min_data_ttl max_data_ttl".into(),
+            ));
+        }
         let entry = TableEntry {
             id: fresh_id(),
             schema,
             tablet_count,
             pivot_keys,
+            retention,
         };
         self.commit(|state| {
             if state.tables.contains_key(path) {
@@ -473,6 +489,36 @@ impl Store {
         })
     }
 
+    /// Compacts a table now: drops the versions its retention allows (see
+    /// [`crate::compaction`]). Returns the number of versions before and after.
+    pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
+        let before = self.version_count(path).await?;
+        let now = Timestamp::now();
+        self.commit(|state| {
+            let (entry, _) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            Ok(vec![Action::Compact {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                now: now.0,
+            }])
+        })
+        .await?;
+        Ok((before, self.version_count(path).await?))
+    }
+
+    /// The number of stored row versions of a table.
+    pub async fn version_count(&self, path: &str) -> Result<usize> {
+        let state = self.refresh().await?;
+        let (_, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        Ok(data.sorted.values().map(Vec::len).sum::<usize>() + data.ordered.len())
+    }
+
     /// The rows of a table as of `timestamp`: key order for sorted tables, append order for
     /// ordered ones. Sentinel timestamps read the latest state.
     pub async fn read_rows(&self, path: &str, timestamp: Timestamp) -> Result<Vec<Vec<Value>>> {
@@ -615,7 +661,7 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                     }
                 }
             }
-            Action::CreateTable { .. } | Action::RemoveTable { .. } => {}
+            Action::CreateTable { .. } | Action::RemoveTable { .. } | Action::Compact { .. } => {}
         }
     }
     Ok(())
@@ -678,6 +724,43 @@ fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
                         aggregate: *aggregate,
                     });
                 }
+            }
+            Action::Compact {
+                path,
+                table_id,
+                now,
+            } => {
+                let Some((entry, data)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                else {
+                    continue;
+                };
+                let now = Timestamp(*now);
+                let keys: Vec<KeyOrd> = data.sorted.keys().cloned().collect();
+                for k in keys {
+                    let compacted = data
+                        .sorted
+                        .get(&k)
+                        .map(|d| compact_versions(&entry.schema, &entry.retention, d, now));
+                    match compacted {
+                        Some(v) if !v.is_empty() => {
+                            data.sorted.insert(k, v);
+                        }
+                        _ => {
+                            data.sorted.remove(&k);
+                        }
+                    }
+                }
+                // Locks older than the retention window can no longer conflict with a live
+                // transaction.
+                let horizon = crate::compaction::timestamp_ms(now)
+                    .saturating_sub(entry.retention.min_data_ttl);
+                data.locks.retain(|_, ls| {
+                    ls.retain(|l| crate::compaction::timestamp_ms(l.timestamp) >= horizon);
+                    !ls.is_empty()
+                });
             }
             Action::LockRows {
                 path,
@@ -970,7 +1053,7 @@ mod tests {
                 &s,
                 &TableOptions {
                     pivot_keys: Some(p),
-                    tablet_count: None,
+                    ..TableOptions::default()
                 },
             )
             .is_err()
@@ -993,6 +1076,7 @@ mod tests {
                 &TableOptions {
                     pivot_keys: Some(vec![vec![], vec![Value::Int64(5)]]),
                     tablet_count: Some(n),
+                    ..TableOptions::default()
                 },
             )
         };

@@ -95,10 +95,14 @@ impl Database {
                     })
                 }
                 "pivot_keys" => options.pivot_keys = Some(parse_pivot_keys(v)?),
+                "min_data_versions" => options.retention.min_data_versions = non_negative(&key, v)?,
+                "max_data_versions" => options.retention.max_data_versions = non_negative(&key, v)?,
+                "min_data_ttl" => options.retention.min_data_ttl = non_negative(&key, v)?,
+                "max_data_ttl" => options.retention.max_data_ttl = non_negative(&key, v)?,
                 other if IGNORED_ATTRIBUTES.contains(&other) => {}
                 other => {
                     return Err(Error::Invalid(format!(
-                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys)"
+                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
                     )))
                 }
             }
@@ -411,6 +415,12 @@ impl Database {
         Ok(SelectResult::from(result))
     }
 
+    /// Compacts a table now, dropping the versions its retention settings allow; returns the
+    /// number of stored versions before and after.
+    pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
+        Ok(self.store.compact(path).await?)
+    }
+
     /// Removes a table.
     pub async fn remove(&self, path: &str) -> Result<()> {
         Ok(self.store.remove_table(path).await?)
@@ -695,6 +705,16 @@ pub fn parse_document(text: &str) -> Result<Yson> {
         return Ok(Yson::from_json(&json));
     }
     Ok(dynql_core::yson::parse(text.as_bytes()).map_err(dynql_core::Error::from)?)
+}
+
+fn non_negative(name: &str, v: &Yson) -> Result<u64> {
+    match unwrap_attributes(v) {
+        Yson::Int64(n) if *n >= 0 => Ok(*n as u64),
+        Yson::Uint64(n) => Ok(*n),
+        _ => Err(Error::Invalid(format!(
+            "Attribute {name:?} must be a non-negative integer"
+        ))),
+    }
 }
 
 fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {

@@ -145,3 +145,58 @@ fn writers_in_separate_processes_lose_nothing() {
     );
     assert_eq!(out, "{\"n\":20}\n");
 }
+
+#[test]
+fn compaction_applies_retention_and_keeps_current_reads() {
+    let s = TestStore::new();
+    let attrs = r#"{dynamic=%true; min_data_versions=0; max_data_versions=1; min_data_ttl=0; max_data_ttl=0;
+        schema=[{name=k;type=int64;sort_order=ascending};{name=n;type=int64;aggregate=sum}]}"#;
+    s.ok(&["create", "table", "//t", "--attributes", attrs], None);
+    s.ok(&["insert-rows", "//t"], Some("{k=1;n=1};{k=2;n=2}"));
+    let old = s.ok(&["generate-timestamp"], None).trim().to_string();
+    s.ok(&["insert-rows", "//t", "--aggregate"], Some("{k=1;n=10}"));
+    s.ok(&["delete-rows", "//t"], Some("{k=2}"));
+    let current = "{\"k\":1,\"n\":11}\n";
+    let read = |extra: &[&str]| {
+        let mut args = vec!["select-rows", "k, n from [//t]", "--format", "json"];
+        args.extend_from_slice(extra);
+        s.ok(&args, None)
+    };
+    assert_eq!(
+        read(&["--timestamp", &old]),
+        "{\"k\":1,\"n\":1}\n{\"k\":2,\"n\":2}\n"
+    );
+    let out = s.run(&["compact", "//t"], None);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("4 row versions -> 0"),
+        "{out:?}"
+    );
+    // max_data_ttl=0 and min_data_versions=0: every version may go, and the rows with them.
+    assert_eq!(read(&[]), "");
+
+    let s2 = TestStore::new();
+    let keep_last = r#"{dynamic=%true; min_data_ttl=0; max_data_ttl=0;
+        schema=[{name=k;type=int64;sort_order=ascending};{name=n;type=int64;aggregate=sum}]}"#;
+    s2.ok(&["create", "table", "//t", "--attributes", keep_last], None);
+    s2.ok(&["insert-rows", "//t"], Some("{k=1;n=1};{k=2;n=2}"));
+    s2.ok(&["insert-rows", "//t", "--aggregate"], Some("{k=1;n=10}"));
+    s2.ok(&["delete-rows", "//t"], Some("{k=2}"));
+    let out = s2.run(&["compact", "//t"], None);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("4 row versions -> 1"),
+        "{out:?}"
+    );
+    assert_eq!(
+        s2.ok(
+            &["select-rows", "k, n from [//t]", "--format", "json"],
+            None
+        ),
+        current
+    );
+    let err = s2.fails(&["create", "table", "//u", "--attributes", "{dynamic=%true; min_data_versions=3; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]}"], None);
+    assert!(
+        err.contains("min_data_versions must not exceed max_data_versions"),
+        "{err}"
+    );
+}

@@ -1,0 +1,236 @@
+//! Compaction with version retention (seed 003, "Deleting old data").
+//!
+//! A version may be dropped when nothing prohibits it and something permits it. Versions of
+//! a row are ordered newest first: the first `min_data_versions` and those younger than
+//! `min_data_ttl` are protected; those after the first `max_data_versions` or older than
+//! `max_data_ttl` may go. Dropped versions are folded into the oldest kept one (it becomes an
+//! overwrite of the row as resolved there, aggregates folded), so reads at any kept timestamp
+//! are unchanged; a row whose versions all go, or that ends in a tombstone with nothing left
+//! to hide, disappears.
+//!
+//! dynql applies the rules to whole-row versions; YT applies them per column value, which
+//! differs only for time-travel reads of rows written in update mode.
+//!
+//! Compaction is a logged action carrying its "now", so every replica of the log prunes the
+//! same versions.
+
+use serde::{Deserialize, Serialize};
+
+use dynql_core::TableSchema;
+
+use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
+use crate::timestamp::Timestamp;
+
+/// Retention settings of a table (YT attributes; times in milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    pub min_data_versions: u64,
+    pub max_data_versions: u64,
+    pub min_data_ttl: u64,
+    pub max_data_ttl: u64,
+}
+
+impl Default for Retention {
+    /// YT's defaults: one version, plus everything of the last 30 minutes.
+    fn default() -> Retention {
+        Retention {
+            min_data_versions: 1,
+            max_data_versions: 1,
+            min_data_ttl: 1_800_000,
+            max_data_ttl: 1_800_000,
+        }
+    }
+}
+
+/// Milliseconds since the epoch of a timestamp.
+pub fn timestamp_ms(t: Timestamp) -> u64 {
+    t.unix_seconds() * 1000 + (t.0 & ((1 << crate::timestamp::COUNTER_BITS) - 1)) / 1_000_000
+}
+
+/// The versions of one row (commit order) after compaction at `now`.
+pub fn compact_versions(
+    schema: &TableSchema,
+    retention: &Retention,
+    deltas: &[RowDelta],
+    now: Timestamp,
+) -> Vec<RowDelta> {
+    let now_ms = timestamp_ms(now);
+    let n = deltas.len();
+    // Newest first: position i from the end.
+    let keep: Vec<bool> = deltas
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let rank = (n - 1 - i) as u64; // 0 = newest
+            let age = now_ms.saturating_sub(timestamp_ms(d.timestamp));
+            let protected = rank < retention.min_data_versions || age < retention.min_data_ttl;
+            let permitted = rank >= retention.max_data_versions || age > retention.max_data_ttl;
+            protected || !permitted
+        })
+        .collect();
+    let Some(oldest_kept) = keep.iter().position(|k| *k) else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(n - oldest_kept);
+    let base = &deltas[oldest_kept];
+    if oldest_kept == 0 {
+        out.push(base.clone());
+    } else {
+        // Fold everything up to the oldest kept version into it.
+        match resolve_versions(schema, &deltas[..=oldest_kept], base.timestamp) {
+            Some(row) => out.push(RowDelta {
+                timestamp: base.timestamp,
+                kind: WriteKind::Overwrite,
+                values: row.into_iter().map(Some).collect(),
+                aggregate: false,
+            }),
+            None => out.push(RowDelta {
+                kind: WriteKind::Delete,
+                aggregate: false,
+                ..base.clone()
+            }),
+        }
+    }
+    // Later versions are kept whole, even ones the rules would allow to drop in the middle:
+    // dropping a middle version would change reads between it and the next one only, and YT
+    // keeps them too until they fall out of the window.
+    out.extend(deltas[oldest_kept + 1..].iter().cloned());
+    // A leading tombstone hides nothing.
+    while out.first().is_some_and(|d| d.kind == WriteKind::Delete) {
+        out.remove(0);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynql_core::Value;
+
+    fn schema() -> TableSchema {
+        TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64};{name=s;type=int64;aggregate=sum}]").unwrap()
+    }
+
+    const MIN: u64 = 60_000;
+
+    fn at_minute(m: u64) -> Timestamp {
+        Timestamp::from_unix_seconds(1_700_000_000 + m * 60)
+    }
+
+    fn d(m: u64, kind: WriteKind, v: Option<i64>, s: Option<i64>, aggregate: bool) -> RowDelta {
+        RowDelta {
+            timestamp: at_minute(m),
+            kind,
+            values: vec![
+                Some(Value::Int64(1)),
+                v.map(Value::Int64),
+                s.map(Value::Int64),
+            ],
+            aggregate,
+        }
+    }
+
+    #[test]
+    fn defaults_keep_the_last_version_and_the_last_30_minutes() {
+        let s = schema();
+        let versions = vec![
+            d(0, WriteKind::Overwrite, Some(1), Some(1), false),
+            d(10, WriteKind::Update, Some(2), None, false),
+            d(100, WriteKind::Update, None, Some(5), true),
+            d(110, WriteKind::Update, Some(3), None, false),
+        ];
+        let now = at_minute(120);
+        let out = compact_versions(&s, &Retention::default(), &versions, now);
+        // Minute 100 and 110 are within 30 minutes; the older two fold into minute 100.
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].kind, WriteKind::Overwrite);
+        for t in [at_minute(100), at_minute(110), now] {
+            assert_eq!(
+                resolve_versions(&s, &out, t),
+                resolve_versions(&s, &versions, t),
+                "at {t}"
+            );
+        }
+        assert_eq!(resolve_versions(&s, &out, now).unwrap()[2], Value::Int64(6));
+    }
+
+    #[test]
+    fn old_rows_can_go_entirely_and_tombstones_are_dropped() {
+        let s = schema();
+        let one_day = Retention {
+            min_data_versions: 0,
+            max_data_versions: 1,
+            min_data_ttl: 0,
+            max_data_ttl: 1440 * MIN,
+        };
+        let versions = vec![d(0, WriteKind::Overwrite, Some(1), None, false)];
+        assert!(compact_versions(&s, &one_day, &versions, at_minute(2000)).is_empty());
+        assert_eq!(
+            compact_versions(&s, &one_day, &versions, at_minute(10)).len(),
+            1
+        );
+        let deleted = vec![
+            d(0, WriteKind::Overwrite, Some(1), None, false),
+            d(5, WriteKind::Delete, None, None, false),
+        ];
+        assert!(compact_versions(
+            &s,
+            &Retention {
+                min_data_ttl: 0,
+                max_data_ttl: 0,
+                ..Retention::default()
+            },
+            &deleted,
+            at_minute(6)
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn max_versions_bounds_history() {
+        let s = schema();
+        let r = Retention {
+            min_data_versions: 1,
+            max_data_versions: 2,
+            min_data_ttl: 0,
+            max_data_ttl: u64::MAX,
+        };
+        let versions: Vec<_> = (0..5)
+            .map(|m| d(m, WriteKind::Update, Some(m as i64), None, false))
+            .collect();
+        let out = compact_versions(&s, &r, &versions, at_minute(10));
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            resolve_versions(&s, &out, at_minute(10)),
+            resolve_versions(&s, &versions, at_minute(10))
+        );
+    }
+
+    proptest::proptest! {
+        /// With at least one version kept, compaction never changes a read at "now" or at any
+        /// kept version's timestamp.
+        #[test]
+        fn compaction_keeps_reads_of_kept_versions(
+            ops in proptest::collection::vec((0u8..3, proptest::option::of(0i64..4), proptest::option::of(0i64..4), proptest::bool::ANY), 1..10),
+            gaps in proptest::collection::vec(0u64..40, 10),
+            max_versions in 1u64..4,
+            ttl_minutes in 0u64..60,
+        ) {
+            let s = schema();
+            let mut minute = 0;
+            let versions: Vec<RowDelta> = ops.iter().enumerate().map(|(i, (kind, v, agg, aggregate))| {
+                minute += gaps[i];
+                let kind = match kind { 0 => WriteKind::Overwrite, 1 => WriteKind::Update, _ => WriteKind::Delete };
+                d(minute, kind, *v, *agg, *aggregate)
+            }).collect();
+            let now = at_minute(minute + 5);
+            let r = Retention { min_data_versions: 1, max_data_versions: max_versions, min_data_ttl: ttl_minutes * MIN / 2, max_data_ttl: ttl_minutes * MIN };
+            let out = compact_versions(&s, &r, &versions, now);
+            proptest::prop_assert_eq!(resolve_versions(&s, &out, now), resolve_versions(&s, &versions, now));
+            for kept in &out {
+                proptest::prop_assert_eq!(resolve_versions(&s, &out, kept.timestamp), resolve_versions(&s, &versions, kept.timestamp));
+            }
+            proptest::prop_assert!(out.len() <= versions.len());
+        }
+    }
+}
