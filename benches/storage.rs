@@ -1,0 +1,140 @@
+//! Storage benchmarks, each side by side with its baseline in one run:
+//!
+//! 1. bulk `insert_rows` of N rows vs writing the same rows to one Parquet file;
+//! 2. `lookup_rows` of 10k random keys on an N-row table vs SQLite primary-key lookups;
+//! 3. a full-scan aggregate over a table with 8 uncompacted delta layers vs the same table
+//!    compacted.
+//!
+//! Run: `cargo bench -p dynql-benches` (N = DYNQL_BENCH_ROWS, default 1,000,000;
+//! runs per measurement = DYNQL_BENCH_RUNS, default 3).
+
+use std::sync::Arc;
+
+use arrow::array::{Float64Array, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use dynql::{Database, LookupOptions, SelectOptions, Yson};
+use dynql_benches::{median, report, Lcg};
+
+const SCHEMA: &str = "{dynamic=%true; min_data_ttl=0; max_data_ttl=0; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=x;type=double}]}";
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn rows(n: usize, layer: i64) -> Vec<Yson> {
+    (0..n as i64)
+        .map(|k| {
+            Yson::Map(vec![
+                (b"k".to_vec(), Yson::Int64(k)),
+                (b"v".to_vec(), Yson::String(format!("value-{k}-{layer}").into_bytes())),
+                (b"x".to_vec(), Yson::Double(k as f64 * 0.5 + layer as f64)),
+            ])
+        })
+        .collect()
+}
+
+fn batch(n: usize) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Utf8, true),
+        Field::new("x", DataType::Float64, true),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+            Arc::new(StringArray::from_iter_values((0..n).map(|k| format!("value-{k}-0")))),
+            Arc::new(Float64Array::from_iter_values((0..n).map(|k| k as f64 * 0.5))),
+        ],
+    )
+    .unwrap()
+}
+
+fn main() {
+    let n = env("DYNQL_BENCH_ROWS", 1_000_000);
+    let runs = env("DYNQL_BENCH_RUNS", 3);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    println!("dynql storage benchmarks: {n} rows, median of {runs} runs");
+
+    // 1. Bulk insert vs a plain Parquet write of the same rows.
+    let input = rows(n, 0);
+    let insert = median(runs, || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("file://{}", dir.path().display())).unwrap();
+        rt.block_on(async {
+            db.create_table_from_text("//t", SCHEMA).await.unwrap();
+            db.insert_rows("//t", &input).await.unwrap();
+        });
+    });
+    let arrow_batch = batch(n);
+    let parquet = median(runs, || {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("t.parquet")).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, arrow_batch.schema(), None).unwrap();
+        w.write(&arrow_batch).unwrap();
+        w.close().unwrap();
+    });
+    report("bulk insert_rows", insert, "parquet write", parquet);
+
+    // 2. 10k random lookups vs SQLite primary-key lookups.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&format!("file://{}", dir.path().display())).unwrap();
+    rt.block_on(async {
+        db.create_table_from_text("//t", SCHEMA).await.unwrap();
+        db.insert_rows("//t", &input).await.unwrap();
+    });
+    drop(input);
+    let mut rng = Lcg(42);
+    let keys: Vec<i64> = (0..10_000).map(|_| (rng.next() % n as u64) as i64).collect();
+    let key_maps: Vec<Yson> = keys.iter().map(|k| Yson::Map(vec![(b"k".to_vec(), Yson::Int64(*k))])).collect();
+    let lookup = median(runs, || {
+        let r = rt.block_on(db.lookup_rows("//t", &key_maps, &LookupOptions::default())).unwrap();
+        assert_eq!(r.rows.len(), keys.len());
+    });
+    let sqlite = rusqlite::Connection::open(dir.path().join("t.sqlite")).unwrap();
+    sqlite.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT, x REAL);").unwrap();
+    {
+        let tx = sqlite.unchecked_transaction().unwrap();
+        let mut ins = tx.prepare("INSERT INTO t VALUES (?1, ?2, ?3)").unwrap();
+        for k in 0..n as i64 {
+            ins.execute(rusqlite::params![k, format!("value-{k}-0"), k as f64 * 0.5]).unwrap();
+        }
+        drop(ins);
+        tx.commit().unwrap();
+    }
+    let sqlite_lookup = median(runs, || {
+        let mut q = sqlite.prepare_cached("SELECT k, v, x FROM t WHERE k = ?1").unwrap();
+        let mut found = 0;
+        for k in &keys {
+            let mut rows = q.query([k]).unwrap();
+            if rows.next().unwrap().is_some() {
+                found += 1;
+            }
+        }
+        assert_eq!(found, keys.len());
+    });
+    report("lookup_rows 10k random keys", lookup, "sqlite pk lookups", sqlite_lookup);
+
+    // 3. Full-scan aggregate over 8 delta layers vs compacted.
+    let layer_rows = (n / 8).max(1);
+    let layered_dir = tempfile::tempdir().unwrap();
+    let layered = Database::open(&format!("file://{}", layered_dir.path().display())).unwrap();
+    rt.block_on(async {
+        layered.create_table_from_text("//t", SCHEMA).await.unwrap();
+        for layer in 0..8 {
+            layered.insert_rows("//t", &rows(layer_rows, layer)).await.unwrap();
+        }
+    });
+    let query = "sum(x) as s, sum(1) as c from [//t] group by 1";
+    let options = SelectOptions { input_row_limit: u64::MAX, output_row_limit: u64::MAX, ..SelectOptions::default() };
+    let scan = |db: &Database| {
+        let r = rt.block_on(db.select_rows(query, &options)).unwrap();
+        assert_eq!(r.rows.len(), 1);
+    };
+    let uncompacted = median(runs, || scan(&layered));
+    let (before, after) = rt.block_on(layered.compact("//t")).unwrap();
+    assert_eq!((before, after), (layer_rows * 8, layer_rows));
+    let compacted = median(runs, || scan(&layered));
+    report("select, 8 delta layers vs compacted", uncompacted, "same table compacted", compacted);
+}
