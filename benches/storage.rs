@@ -19,7 +19,10 @@ use dynql_benches::{median, report, Lcg};
 const SCHEMA: &str = "{dynamic=%true; min_data_ttl=0; max_data_ttl=0; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=x;type=double}]}";
 
 fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn rows(n: usize, layer: i64) -> Vec<Yson> {
@@ -27,7 +30,10 @@ fn rows(n: usize, layer: i64) -> Vec<Yson> {
         .map(|k| {
             Yson::Map(vec![
                 (b"k".to_vec(), Yson::Int64(k)),
-                (b"v".to_vec(), Yson::String(format!("value-{k}-{layer}").into_bytes())),
+                (
+                    b"v".to_vec(),
+                    Yson::String(format!("value-{k}-{layer}").into_bytes()),
+                ),
                 (b"x".to_vec(), Yson::Double(k as f64 * 0.5 + layer as f64)),
             ])
         })
@@ -44,8 +50,12 @@ fn batch(n: usize) -> RecordBatch {
         schema,
         vec![
             Arc::new(Int64Array::from_iter_values(0..n as i64)),
-            Arc::new(StringArray::from_iter_values((0..n).map(|k| format!("value-{k}-0")))),
-            Arc::new(Float64Array::from_iter_values((0..n).map(|k| k as f64 * 0.5))),
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|k| format!("value-{k}-0")),
+            )),
+            Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|k| k as f64 * 0.5),
+            )),
         ],
     )
     .unwrap()
@@ -86,10 +96,17 @@ fn main() {
     });
     drop(input);
     let mut rng = Lcg(42);
-    let keys: Vec<i64> = (0..10_000).map(|_| (rng.next() % n as u64) as i64).collect();
-    let key_maps: Vec<Yson> = keys.iter().map(|k| Yson::Map(vec![(b"k".to_vec(), Yson::Int64(*k))])).collect();
+    let keys: Vec<i64> = (0..10_000)
+        .map(|_| (rng.next() % n as u64) as i64)
+        .collect();
+    let key_maps: Vec<Yson> = keys
+        .iter()
+        .map(|k| Yson::Map(vec![(b"k".to_vec(), Yson::Int64(*k))]))
+        .collect();
     let lookup = median(runs, || {
-        let r = rt.block_on(db.lookup_rows("//t", &key_maps, &LookupOptions::default())).unwrap();
+        let r = rt
+            .block_on(db.lookup_rows("//t", &key_maps, &LookupOptions::default()))
+            .unwrap();
         assert_eq!(r.rows.len(), keys.len());
     });
     let sqlite = rusqlite::Connection::open(dir.path().join("t.sqlite")).unwrap();
@@ -98,13 +115,16 @@ fn main() {
         let tx = sqlite.unchecked_transaction().unwrap();
         let mut ins = tx.prepare("INSERT INTO t VALUES (?1, ?2, ?3)").unwrap();
         for k in 0..n as i64 {
-            ins.execute(rusqlite::params![k, format!("value-{k}-0"), k as f64 * 0.5]).unwrap();
+            ins.execute(rusqlite::params![k, format!("value-{k}-0"), k as f64 * 0.5])
+                .unwrap();
         }
         drop(ins);
         tx.commit().unwrap();
     }
     let sqlite_lookup = median(runs, || {
-        let mut q = sqlite.prepare_cached("SELECT k, v, x FROM t WHERE k = ?1").unwrap();
+        let mut q = sqlite
+            .prepare_cached("SELECT k, v, x FROM t WHERE k = ?1")
+            .unwrap();
         let mut found = 0;
         for k in &keys {
             let mut rows = q.query([k]).unwrap();
@@ -114,7 +134,12 @@ fn main() {
         }
         assert_eq!(found, keys.len());
     });
-    report("lookup_rows 10k random keys", lookup, "sqlite pk lookups", sqlite_lookup);
+    report(
+        "lookup_rows 10k random keys",
+        lookup,
+        "sqlite pk lookups",
+        sqlite_lookup,
+    );
 
     // 3. Full-scan aggregate over 8 delta layers vs compacted.
     let layer_rows = (n / 8).max(1);
@@ -123,11 +148,18 @@ fn main() {
     rt.block_on(async {
         layered.create_table_from_text("//t", SCHEMA).await.unwrap();
         for layer in 0..8 {
-            layered.insert_rows("//t", &rows(layer_rows, layer)).await.unwrap();
+            layered
+                .insert_rows("//t", &rows(layer_rows, layer))
+                .await
+                .unwrap();
         }
     });
     let query = "sum(x) as s, sum(1) as c from [//t] group by 1";
-    let options = SelectOptions { input_row_limit: u64::MAX, output_row_limit: u64::MAX, ..SelectOptions::default() };
+    let options = SelectOptions {
+        input_row_limit: u64::MAX,
+        output_row_limit: u64::MAX,
+        ..SelectOptions::default()
+    };
     let scan = |db: &Database| {
         let r = rt.block_on(db.select_rows(query, &options)).unwrap();
         assert_eq!(r.rows.len(), 1);
@@ -136,5 +168,10 @@ fn main() {
     let (before, after) = rt.block_on(layered.compact("//t")).unwrap();
     assert_eq!((before, after), (layer_rows * 8, layer_rows));
     let compacted = median(runs, || scan(&layered));
-    report("select, 8 delta layers vs compacted", uncompacted, "same table compacted", compacted);
+    report(
+        "select, 8 delta layers vs compacted",
+        uncompacted,
+        "same table compacted",
+        compacted,
+    );
 }

@@ -400,6 +400,25 @@ impl Store {
         for (_, location) in seqs.iter().skip(2) {
             self.objects.delete(location).await?;
         }
+        // Log records covered by the older kept checkpoint are no longer needed to open the
+        // store; a reader still behind them reloads a checkpoint.
+        if let Some((oldest_kept, _)) = seqs.get(1) {
+            let records: Vec<_> = self
+                .objects
+                .list(Some(&ObjectPath::from(crate::log::LOG_DIR)))
+                .try_collect()
+                .await?;
+            for r in records {
+                let seq = r
+                    .location
+                    .filename()
+                    .and_then(|f| f.strip_suffix(".json"))
+                    .and_then(|s| s.parse::<u64>().ok());
+                if seq.is_some_and(|s| s <= *oldest_kept) {
+                    self.objects.delete(&r.location).await?;
+                }
+            }
+        }
         let chunks: Vec<_> = self
             .objects
             .list(Some(&ObjectPath::from("tables")))
@@ -567,6 +586,38 @@ mod tests {
                     .sum()
             })
             .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn a_reader_behind_a_collected_log_reloads_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let writer = Store::open(&url).unwrap();
+        writer
+            .create_table("//t", schema(), TableOptions::default())
+            .await
+            .unwrap();
+        let reader = Store::open(&url).unwrap();
+        assert_eq!(
+            reader.read_rows("//t", Timestamp::MAX).await.unwrap().len(),
+            0
+        );
+        for i in 0..5 {
+            writer
+                .write_rows(
+                    "//t",
+                    WriteKind::Overwrite,
+                    false,
+                    vec![vec![Some(Value::Int64(i)), None, None]],
+                )
+                .await
+                .unwrap();
+            writer.checkpoint().await.unwrap();
+        }
+        assert_eq!(
+            reader.read_rows("//t", Timestamp::MAX).await.unwrap().len(),
+            5
+        );
     }
 
     #[tokio::test]

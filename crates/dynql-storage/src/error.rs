@@ -27,6 +27,9 @@ pub enum Error {
     /// A stored file does not decode.
     #[error("Corrupt data in {path}: {message}")]
     Corrupt { path: String, message: String },
+    /// The log records a reader needs were collected after a newer checkpoint; reload it.
+    #[error("The commit log starts at record {first}, after record {expected} this reader needs")]
+    LogTruncated { expected: u64, first: u64 },
     /// The object store failed.
     #[error("Object store error: {0}")]
     ObjectStore(#[from] object_store::Error),

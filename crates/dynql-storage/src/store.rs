@@ -195,7 +195,31 @@ impl Store {
                 current = guard.clone();
             }
         }
-        let records = log::read_after(self.objects.as_ref(), current.seq).await?;
+        let records = match log::read_after(self.objects.as_ref(), current.seq).await {
+            Err(Error::LogTruncated { expected, first }) => {
+                // This reader fell behind a collected part of the log: start again from the
+                // newest checkpoint, which must cover the collected records.
+                let state = crate::checkpoint::load_latest(self.objects.as_ref()).await?;
+                match state {
+                    Some(state) if state.seq + 1 >= first => {
+                        let mut guard = match self.state.lock() {
+                            Ok(g) => g,
+                            Err(poisoned) => poisoned.into_inner(),
+                        };
+                        *guard = Arc::new(state);
+                        current = guard.clone();
+                    }
+                    _ => {
+                        return Err(Error::Corrupt {
+                            path: log::LOG_DIR.into(),
+                            message: format!("commit log starts at record {first} but record {expected} is needed and no checkpoint covers it"),
+                        })
+                    }
+                }
+                log::read_after(self.objects.as_ref(), current.seq).await?
+            }
+            other => other?,
+        };
         if records.is_empty() {
             return Ok(current);
         }

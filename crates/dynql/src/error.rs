@@ -76,7 +76,7 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         | S::Invalid(_)
         | S::Core(_) => ErrorKind::InvalidInput,
         S::Corrupt { .. } | S::Parquet(_) => ErrorKind::Corrupt,
-        S::ObjectStore(_) => ErrorKind::Unavailable,
+        S::ObjectStore(_) | S::LogTruncated { .. } => ErrorKind::Unavailable,
         S::Arrow(_) => ErrorKind::Internal,
     }
 }
