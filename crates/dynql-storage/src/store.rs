@@ -72,6 +72,22 @@ pub(crate) struct TableData {
     pub(crate) ordered: Vec<(Timestamp, Vec<Value>)>,
 }
 
+impl TableData {
+    /// Whether nothing committed after `start` conflicts with `claim` on key `k`.
+    fn key_is_free(
+        &self,
+        schema: &TableSchema,
+        start: Timestamp,
+        claim: Claim,
+        groups: &BTreeSet<String>,
+        k: &KeyOrd,
+    ) -> bool {
+        let writes = self.sorted.get(k).map(Vec::as_slice).unwrap_or(&[]);
+        let locks = self.locks.get(k).map(Vec::as_slice).unwrap_or(&[]);
+        check_key(schema, start, claim, groups, writes, locks)
+    }
+}
+
 /// The replayed log.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct State {
@@ -646,9 +662,7 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                     };
                     let groups = write_groups(&entry.schema, &probe);
                     let k = KeyOrd(key);
-                    let writes = data.sorted.get(&k).map(Vec::as_slice).unwrap_or(&[]);
-                    let locks = data.locks.get(&k).map(Vec::as_slice).unwrap_or(&[]);
-                    if !check_key(&entry.schema, start, Claim::Write, &groups, writes, locks) {
+                    if !data.key_is_free(&entry.schema, start, Claim::Write, &groups, &k) {
                         return Err(conflict(path, &k.0));
                     }
                 }
@@ -671,16 +685,7 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                 };
                 for text in keys {
                     let k = KeyOrd(decode_key(&entry.schema, text)?);
-                    let writes = data.sorted.get(&k).map(Vec::as_slice).unwrap_or(&[]);
-                    let locks = data.locks.get(&k).map(Vec::as_slice).unwrap_or(&[]);
-                    if !check_key(
-                        &entry.schema,
-                        start,
-                        Claim::Lock(*mode),
-                        &groups,
-                        writes,
-                        locks,
-                    ) {
+                    if !data.key_is_free(&entry.schema, start, Claim::Lock(*mode), &groups, &k) {
                         return Err(conflict(path, &k.0));
                     }
                 }

@@ -265,53 +265,22 @@ impl Database {
 
     async fn prepare_delete(&self, path: &str, keys: &[Yson]) -> Result<Vec<RowValues>> {
         let entry = self.store.table(path).await?;
-        let schema = &entry.schema;
-        let key_count = schema.key_column_count();
-        if key_count == 0 {
+        if !entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "delete_rows is not supported for ordered table {path}: ordered tables are queues (use trim_rows)"
             )));
         }
-        let computed = ComputedColumns::compile(schema)?;
-        let mut out = Vec::with_capacity(keys.len());
-        for (n, node) in keys.iter().enumerate() {
-            let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
-            let mut row = Vec::with_capacity(schema.columns().len());
-            for (i, (value, column)) in input.values.into_iter().zip(schema.columns()).enumerate() {
-                if i >= key_count {
-                    if value.is_some() {
-                        return Err(row_error(
-                            n,
-                            Error::Invalid(format!(
-                                "Column {:?} is not a key column: delete_rows takes keys only",
-                                column.name
-                            )),
-                        ));
-                    }
-                    row.push(Value::Null);
-                    continue;
-                }
-                match value {
-                    Some(v) => row.push(v),
-                    None if column.is_computed() => row.push(Value::Null),
-                    None => {
-                        return Err(row_error(
-                            n,
-                            Error::Invalid(format!("Missing key column {:?}", column.name)),
-                        ))
-                    }
-                }
-            }
-            computed
-                .fill(schema, &mut row)
-                .map_err(|e| row_error(n, e.into()))?;
-            let mut key: Vec<Option<Value>> = row.into_iter().map(Some).collect();
-            for v in key.iter_mut().skip(key_count) {
-                *v = None;
-            }
-            out.push(key);
-        }
-        Ok(out)
+        let width = entry.schema.columns().len();
+        Ok(self
+            .prepare_keys(path, keys)
+            .await?
+            .into_iter()
+            .map(|key| {
+                let mut row: RowValues = key.into_iter().map(Some).collect();
+                row.resize(width, None);
+                row
+            })
+            .collect())
     }
 
     /// Looks rows up by key without the query planner; results follow the request order.
