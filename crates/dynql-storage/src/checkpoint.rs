@@ -86,7 +86,7 @@ fn versioned_schema(schema: &TableSchema) -> SchemaRef {
 }
 
 /// Encodes versioned rows (key order, then commit order) as one record batch.
-fn encode_versions(schema: &TableSchema, deltas: &[&RowDelta]) -> Result<RecordBatch> {
+pub(crate) fn encode_versions(schema: &TableSchema, deltas: &[&RowDelta]) -> Result<RecordBatch> {
     let width = schema.columns().len();
     let mut columns = Vec::with_capacity(width + 4);
     for (i, c) in schema.columns().iter().enumerate() {
@@ -122,7 +122,11 @@ fn encode_versions(schema: &TableSchema, deltas: &[&RowDelta]) -> Result<RecordB
     Ok(RecordBatch::try_new(versioned_schema(schema), columns)?)
 }
 
-fn decode_versions(path: &str, schema: &TableSchema, batch: &RecordBatch) -> Result<Vec<RowDelta>> {
+pub(crate) fn decode_versions(
+    path: &str,
+    schema: &TableSchema,
+    batch: &RecordBatch,
+) -> Result<Vec<RowDelta>> {
     let corrupt = |m: &str| Error::Corrupt {
         path: path.to_string(),
         message: m.to_string(),
@@ -419,12 +423,50 @@ impl Store {
                 }
             }
         }
+        // Write chunks (large writes) are needed while a remaining log record names them; an
+        // unnamed one is an abandoned or in-flight write, deleted after a grace period.
+        let mut named_by_log = HashSet::new();
+        let records: Vec<_> = self
+            .objects
+            .list(Some(&ObjectPath::from(crate::log::LOG_DIR)))
+            .try_collect()
+            .await?;
+        for r in records {
+            let bytes = match self.objects.get(&r.location).await {
+                Ok(g) => g.bytes().await?,
+                Err(object_store::Error::NotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if let Ok(record) = serde_json::from_slice::<crate::log::CommitRecord>(&bytes) {
+                for a in record.actions {
+                    if let crate::log::Action::WriteRows { chunk: Some(c), .. } = a {
+                        named_by_log.insert(c);
+                    }
+                }
+            }
+        }
         let chunks: Vec<_> = self
             .objects
             .list(Some(&ObjectPath::from("tables")))
             .try_collect()
             .await?;
+        let grace_ms = 3_600_000;
+        let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
         for c in chunks {
+            let name = c.location.filename().unwrap_or_default();
+            if let Some(rest) = name.strip_prefix("write-") {
+                let written_ms = rest
+                    .split('-')
+                    .next()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .unwrap_or(u64::MAX);
+                if !named_by_log.contains(c.location.as_ref())
+                    && written_ms.saturating_add(grace_ms) < now_ms
+                {
+                    self.objects.delete(&c.location).await?;
+                }
+                continue;
+            }
             if !referenced.contains(c.location.as_ref()) {
                 // Only chunks older than the kept checkpoints: a chunk being written for a new
                 // checkpoint is named after a seq above them.

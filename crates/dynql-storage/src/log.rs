@@ -54,6 +54,9 @@ pub enum Action {
         aggregate: bool,
         /// Text YSON maps of the written columns.
         rows: Vec<String>,
+        /// A large write: its rows are in this versioned chunk instead of `rows`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chunk: Option<String>,
     },
     /// Compaction of a table at `now` (deterministic on replay).
     Compact {

@@ -12,14 +12,15 @@
 //! resolve versions at a timestamp ([`mvcc`](crate::mvcc)), which gives time travel.
 //! Checkpoints, flush to Parquet chunks and compaction come next (issue 3).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use arrow::record_batch::RecordBatch;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::ObjectStore;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
@@ -31,6 +32,9 @@ use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
 use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
 use crate::timestamp::Timestamp;
+
+/// Writes of at least this many rows (outside transactions) go straight to a chunk.
+pub const LARGE_WRITE_ROWS: usize = 10_000;
 
 /// A checkpoint is written after every this many commits.
 pub const CHECKPOINT_INTERVAL: u64 = 64;
@@ -239,6 +243,21 @@ impl Store {
         if records.is_empty() {
             return Ok(current);
         }
+        // Fetch the chunks of large writes before taking the lock (no I/O under it).
+        let mut chunks = HashMap::new();
+        for r in &records {
+            for a in &r.actions {
+                if let Action::WriteRows { chunk: Some(c), .. } = a {
+                    let bytes = self
+                        .objects
+                        .get(&ObjectPath::from(c.as_str()))
+                        .await?
+                        .bytes()
+                        .await?;
+                    chunks.insert(c.clone(), bytes);
+                }
+            }
+        }
         let mut guard = match self.state.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -246,7 +265,7 @@ impl Store {
         let state = Arc::make_mut(&mut guard);
         for r in records {
             if r.seq == state.seq + 1 {
-                apply(state, &r)?;
+                apply(state, &r, &chunks)?;
             }
         }
         Ok(guard.clone())
@@ -406,7 +425,9 @@ impl Store {
         if rows.is_empty() {
             return self.last_committed_timestamp().await;
         }
-        let action = self.prepare_write(path, kind, aggregate, &rows).await?;
+        let action = self
+            .prepare_write(path, kind, aggregate, &rows, true)
+            .await?;
         let Action::WriteRows { table_id, .. } = &action else {
             return Err(Error::Invalid(
                 "internal: prepare_write made no write".into(),
@@ -433,7 +454,9 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let action = self.prepare_write(path, kind, aggregate, &rows).await?;
+        let action = self
+            .prepare_write(path, kind, aggregate, &rows, false)
+            .await?;
         self.stage(tx, vec![action]).await
     }
 
@@ -487,12 +510,15 @@ impl Store {
         .await
     }
 
+    /// `large`: the write may go to a chunk (not inside transactions, whose conflict check
+    /// reads the keys from the record).
     async fn prepare_write(
         &self,
         path: &str,
         kind: WriteKind,
         aggregate: bool,
         rows: &[RowValues],
+        large: bool,
     ) -> Result<Action> {
         let entry = self.table(path).await?;
         let schema = &entry.schema;
@@ -520,12 +546,41 @@ impl Store {
                 )));
             }
         }
+        if large && rows.len() >= LARGE_WRITE_ROWS {
+            // Large writes go straight to a versioned chunk; the record only names it.
+            let deltas: Vec<RowDelta> = rows
+                .iter()
+                .map(|r| RowDelta {
+                    timestamp: Timestamp::MIN,
+                    kind,
+                    values: r.clone(),
+                    aggregate,
+                })
+                .collect();
+            let refs: Vec<&RowDelta> = deltas.iter().collect();
+            let batch = crate::checkpoint::encode_versions(schema, &refs)?;
+            let bytes = crate::chunk::encode_chunk(&batch.schema(), &[batch])?;
+            let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
+            let chunk = format!("tables/{}/write-{now_ms}-{}.parquet", entry.id, fresh_id());
+            self.objects
+                .put(&ObjectPath::from(chunk.as_str()), PutPayload::from(bytes))
+                .await?;
+            return Ok(Action::WriteRows {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                kind,
+                aggregate,
+                rows: vec![],
+                chunk: Some(chunk),
+            });
+        }
         Ok(Action::WriteRows {
             path: path.into(),
             table_id: entry.id.clone(),
             kind,
             aggregate,
             rows: rows.iter().map(|r| log::encode_row(schema, r)).collect(),
+            chunk: None,
         })
     }
 
@@ -643,6 +698,7 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                 kind,
                 aggregate,
                 rows,
+                ..
             } => {
                 let Some((entry, data)) = state.tables.get(path).filter(|(e, _)| e.id == *table_id)
                 else {
@@ -697,7 +753,11 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
 }
 
 /// Applies a record to the replayed state.
-fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
+fn apply(
+    state: &mut State,
+    record: &CommitRecord,
+    chunks: &HashMap<String, bytes::Bytes>,
+) -> Result<()> {
     let ts = Timestamp(record.timestamp);
     for action in &record.actions {
         match action {
@@ -721,6 +781,7 @@ fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
                 kind,
                 aggregate,
                 rows,
+                chunk,
             } => {
                 let Some((entry, data)) = state
                     .tables
@@ -730,6 +791,37 @@ fn apply(state: &mut State, record: &CommitRecord) -> Result<()> {
                     continue;
                 };
                 let key_count = entry.schema.key_column_count();
+                if let Some(c) = chunk {
+                    let bytes = chunks.get(c).cloned().ok_or_else(|| Error::Corrupt {
+                        path: c.clone(),
+                        message: "a logged write names a chunk that was not fetched".into(),
+                    })?;
+                    for batch in crate::chunk::decode_chunk(c, bytes)? {
+                        for d in crate::checkpoint::decode_versions(c, &entry.schema, &batch)? {
+                            let values = d.values;
+                            if key_count == 0 {
+                                data.ordered.push((
+                                    ts,
+                                    values
+                                        .into_iter()
+                                        .map(|v| v.unwrap_or(Value::Null))
+                                        .collect(),
+                                ));
+                                continue;
+                            }
+                            let key: Vec<Value> = values[..key_count]
+                                .iter()
+                                .map(|v| v.clone().unwrap_or(Value::Null))
+                                .collect();
+                            data.sorted.entry(KeyOrd(key)).or_default().push(RowDelta {
+                                timestamp: ts,
+                                kind: *kind,
+                                values,
+                                aggregate: *aggregate,
+                            });
+                        }
+                    }
+                }
                 for text in rows {
                     let values = log::decode_row(&entry.schema, text)?;
                     if key_count == 0 {
@@ -1054,6 +1146,64 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(rows.len(), 40);
+    }
+
+    #[tokio::test]
+    async fn large_writes_go_to_a_chunk_and_replay_like_inline_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = Store::open(&url).unwrap();
+        store
+            .create_table("//t", schema(), TableOptions::default())
+            .await
+            .unwrap();
+        let n = LARGE_WRITE_ROWS as i64 + 5;
+        let rows: Vec<RowValues> = (0..n)
+            .map(|k| write(row(n - 1 - k, &format!("v{k}"))))
+            .collect();
+        let t1 = store
+            .write_rows("//t", WriteKind::Overwrite, false, rows)
+            .await
+            .unwrap();
+        store
+            .write_rows(
+                "//t",
+                WriteKind::Update,
+                false,
+                vec![write(row(3, "inline"))],
+            )
+            .await
+            .unwrap();
+        let record =
+            std::fs::read_to_string(dir.path().join("_log").join(format!("{:020}.json", 2)))
+                .unwrap();
+        assert!(
+            record.contains("\"chunk\":\"tables/"),
+            "the large write is not in a chunk: {}",
+            &record[..200.min(record.len())]
+        );
+        assert!(record.len() < 1000, "rows were inlined anyway");
+        for s in [Store::open(&url).unwrap(), store.clone()] {
+            let all = s.read_rows("//t", Timestamp::MAX).await.unwrap();
+            assert_eq!(all.len(), n as usize);
+            assert_eq!(all[3], row(3, "inline"));
+            assert_eq!(
+                s.read_rows("//t", t1).await.unwrap()[3],
+                row(3, &format!("v{}", n - 4))
+            );
+        }
+        // A checkpoint keeps the data; its GC keeps the write chunk a remaining record names.
+        store.checkpoint().await.unwrap();
+        store.checkpoint().await.unwrap();
+        assert_eq!(
+            Store::open(&url)
+                .unwrap()
+                .read_rows("//t", Timestamp::MAX)
+                .await
+                .unwrap()
+                .len(),
+            n as usize
+        );
     }
 
     #[tokio::test]

@@ -237,6 +237,12 @@ fn workload() -> Vec<Step> {
         Step::Create,
         Step::Write(vec![(1, 10), (2, 20), (3, 30)]),
         Step::Write(vec![(2, 21)]),
+        // A large write goes to a chunk first, then the record names it.
+        Step::Write(
+            (100..100 + dynql_storage::store::LARGE_WRITE_ROWS as i64)
+                .map(|k| (k, k))
+                .collect(),
+        ),
         Step::Checkpoint,
         Step::Delete(vec![1]),
         Step::Transaction(vec![(4, 40), (3, 31)]),
