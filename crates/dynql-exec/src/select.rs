@@ -196,6 +196,10 @@ pub fn execute(
     let mut totals_row = None;
     if let Some(group) = &plan.group {
         let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
+        let group_cap = match (plan.limit, plan.order_by.is_empty()) {
+            (Some(limit), true) => Some(plan.offset.saturating_add(limit)),
+            _ => None,
+        };
         let mut groups: Vec<(Vec<Value>, Vec<AggregateState>)> = Vec::new();
         for r in &rows {
             let key = group
@@ -210,6 +214,9 @@ pub fn execute(
             }
             let slot = match index.get(&key) {
                 Some(&i) => i,
+                // LIMIT without ORDER BY takes the first groups in scan order: rows of later
+                // groups are not read, and so not in the totals either (YT).
+                None if group_cap.is_some_and(|cap| groups.len() as u64 >= cap) => continue,
                 None => {
                     if groups.len() as u64 >= options.output_row_limit {
                         if options.fail_on_incomplete_result {
@@ -290,6 +297,14 @@ pub fn execute(
                 .map(|(e, _)| evaluate(e, &r, opts))
                 .collect::<dynql_ql::Result<Vec<_>>>()?;
             keyed.push((k, r));
+        }
+        if keyed.iter().any(|(k, _)| {
+            k.iter()
+                .any(|v| matches!(v, Value::Double(d) if d.is_nan()))
+        }) {
+            return Err(Error::Query(dynql_ql::Error::Runtime(
+                "Comparison with NaN in ORDER BY".into(),
+            )));
         }
         keyed.sort_by(|(a, _), (b, _)| {
             for ((x, y), (_, desc)) in a.iter().zip(b).zip(&plan.order_by) {

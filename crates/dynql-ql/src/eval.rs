@@ -344,6 +344,7 @@ fn compare(op: BinaryOp, a: &Value, b: &Value, opts: EvalOptions) -> Result<Valu
     if opts.canonical_null_relations && (a.is_null() || b.is_null()) {
         return Ok(Value::Null);
     }
+    let (a, b) = (&scalar_of_any(a), &scalar_of_any(b));
     if matches!(a, Value::Double(x) if x.is_nan()) || matches!(b, Value::Double(x) if x.is_nan()) {
         return Err(runtime("Cannot compare NaN values"));
     }
@@ -357,6 +358,23 @@ fn compare(op: BinaryOp, a: &Value, b: &Value, opts: EvalOptions) -> Result<Valu
         BinaryOp::GreaterOrEq => o != Ordering::Less,
         _ => return Err(runtime("not a comparison")),
     }))
+}
+
+/// An `any` holding a scalar YSON value as that scalar (so `any` compares with typed values);
+/// other values unchanged.
+fn scalar_of_any(v: &Value) -> Value {
+    let Value::Any(bytes) = v else {
+        return v.clone();
+    };
+    match dynql_core::yson::parse(bytes) {
+        Ok(dynql_core::Yson::Entity) => Value::Null,
+        Ok(dynql_core::Yson::Int64(x)) => Value::Int64(x),
+        Ok(dynql_core::Yson::Uint64(x)) => Value::Uint64(x),
+        Ok(dynql_core::Yson::Double(x)) => Value::Double(x),
+        Ok(dynql_core::Yson::Boolean(x)) => Value::Boolean(x),
+        Ok(dynql_core::Yson::String(x)) => Value::String(x),
+        _ => v.clone(),
+    }
 }
 
 /// Converts a literal-typed constant to `target` (literals adapt to their context's type).

@@ -154,6 +154,7 @@ pub enum ScalarFunction {
     Sleep,
     IsValidUtf8,
     ToValidUtf8,
+    ToAny,
 }
 
 /// Aggregate builtins (only with GROUP BY).
@@ -196,7 +197,6 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "yson_length",
     "any_to_yson_string",
     "yson_string_to_any",
-    "to_any",
     "make_map",
     "make_list",
     "make_entity",
@@ -289,6 +289,7 @@ pub fn lookup(name: &str) -> Option<Function> {
         "sleep" => S::Sleep,
         "is_valid_utf8" => S::IsValidUtf8,
         "to_valid_utf8" => S::ToValidUtf8,
+        "to_any" => S::ToAny,
         _ => {
             let a = match lower.as_str() {
                 "sum" => AggregateFunction::Sum,
@@ -369,6 +370,7 @@ impl ScalarFunction {
             S::Factorial => Signature::new(vec![Fixed(u)], Fixed(u)),
             S::Gcd | S::Lcm | S::Xor => Signature::new(vec![Fixed(u), Fixed(u)], Fixed(u)),
             S::Sleep => Signature::new(vec![Fixed(i)], Fixed(i)),
+            S::ToAny => Signature::new(vec![Fixed(TypeSet::ALL)], Fixed(TypeSet::ANY)),
         }
     }
 
@@ -383,14 +385,7 @@ impl ScalarFunction {
         use ScalarFunction as S;
         matches!(
             self,
-            S::If
-                | S::IfNull
-                | S::Coalesce
-                | S::FarmHash
-                | S::Greatest
-                | S::IsNan
-                | S::IsFinite
-                | S::IsInf
+            S::If | S::IfNull | S::Coalesce | S::FarmHash | S::Greatest | S::IsNan | S::ToAny
         )
     }
 }
@@ -593,9 +588,29 @@ fn timestamp_floor(t: i64, unit: FloorUnit) -> Result<i64> {
     floored.ok_or_else(|| runtime(format!("Timestamp {t} is out of range")))
 }
 
+/// The longest `format_timestamp` format accepted.
+pub const MAX_TIMESTAMP_FORMAT_LENGTH: usize = 30;
+
 fn format_timestamp(t: i64, fmt: &[u8]) -> Result<Vec<u8>> {
     use chrono::format::{Item, StrftimeItems};
     use chrono::{TimeZone, Utc};
+    // YT's bounds: years 1..=9999, and a short format.
+    if t < -62_135_596_800 {
+        return Err(runtime(format!(
+            "Timestamp is smaller than minimal value: {t}"
+        )));
+    }
+    if t > 253_402_300_799 {
+        return Err(runtime(format!(
+            "Timestamp is greater than maximal value: {t}"
+        )));
+    }
+    if fmt.len() > MAX_TIMESTAMP_FORMAT_LENGTH {
+        return Err(runtime(format!(
+            "Format string is too long: {} bytes, at most {MAX_TIMESTAMP_FORMAT_LENGTH}",
+            fmt.len()
+        )));
+    }
     let fmt =
         std::str::from_utf8(fmt).map_err(|_| runtime("Timestamp format is not valid UTF-8"))?;
     let items: Vec<Item> = StrftimeItems::new(fmt).collect();
@@ -683,7 +698,10 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             let (n, h) = (str_arg(a(0)), str_arg(a(1)));
             Value::Boolean(n.is_empty() || h.windows(n.len()).any(|w| w == n))
         }
-        S::Lower => Value::String(str_arg(a(0)).to_ascii_lowercase()),
+        S::Lower => Value::String(match std::str::from_utf8(str_arg(a(0))) {
+            Ok(text) => text.to_lowercase().into_bytes(),
+            Err(_) => str_arg(a(0)).to_ascii_lowercase(),
+        }),
         S::Length => Value::Int64(str_arg(a(0)).len() as i64),
         S::Concat => Value::String([str_arg(a(0)), str_arg(a(1))].concat()),
         S::FarmHash => {
@@ -706,7 +724,7 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::NumericToString => Value::String(
             match a(0) {
                 Value::Int64(x) => x.to_string(),
-                Value::Uint64(x) => x.to_string(),
+                Value::Uint64(x) => format!("{x}u"),
                 Value::Double(x) => format_double(*x),
                 _ => String::new(),
             }
@@ -783,8 +801,14 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             _ => Value::Null,
         },
         S::IsNan => Value::Boolean(matches!(a(0), Value::Double(x) if x.is_nan())),
-        S::IsFinite => Value::Boolean(matches!(a(0), Value::Double(x) if x.is_finite())),
-        S::IsInf => Value::Boolean(matches!(a(0), Value::Double(x) if x.is_infinite())),
+        S::IsFinite => match a(0) {
+            Value::Double(x) => Value::Boolean(x.is_finite()),
+            _ => Value::Null,
+        },
+        S::IsInf => match a(0) {
+            Value::Double(x) => Value::Boolean(x.is_infinite()),
+            _ => Value::Null,
+        },
         S::Greatest => {
             if args.iter().any(Value::is_null) {
                 return Err(runtime("Function \"greatest\" does not accept null arguments"));
@@ -862,6 +886,10 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         }
         S::IsValidUtf8 => Value::Boolean(std::str::from_utf8(str_arg(a(0))).is_ok()),
         S::ToValidUtf8 => Value::String(String::from_utf8_lossy(str_arg(a(0))).into_owned().into_bytes()),
+        S::ToAny => match a(0) {
+            Value::Any(y) => Value::Any(y.clone()),
+            other => Value::Any(dynql_core::yson::to_text(&other.to_yson()).into_bytes()),
+        },
     })
     .map(|v| coerce_result(v, result_type))
 }

@@ -252,3 +252,8 @@ fn run_file(name: &str) {
 fn ytql_public_cases_pass() {
     run_file("ytql-public.jsonl");
 }
+
+#[test]
+fn ytql_extra_cases_pass() {
+    run_file("ytql-extra.jsonl");
+}

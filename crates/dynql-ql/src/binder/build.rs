@@ -10,6 +10,7 @@ use crate::error::{Error, Result, Span};
 use crate::eval::{compile_like, convert_literal};
 use crate::functions::{lookup, Function};
 use crate::texpr::{TExpr, TypedExpr};
+use crate::types::TypeSet;
 
 use super::*;
 
@@ -155,8 +156,8 @@ impl Binder {
     ) -> Result<TypedExpr> {
         let pairs = self.comparison_pairs(left, right, span)?;
         let mut built = Vec::new();
-        for (l, r, t) in pairs {
-            built.push((self.build(l, t)?, self.build(r, t)?));
+        for (l, r, lt, rt) in pairs {
+            built.push((self.build(l, lt)?, self.build(r, rt)?));
         }
         Ok(expand_tuple_comparison(op, built))
     }
@@ -183,6 +184,27 @@ impl Binder {
         let mut out = Vec::with_capacity(items.len());
         for (item, t) in items.into_iter().zip(types) {
             let set = self.infer(item)?;
+            let numeric = |t: ValueType| {
+                matches!(t, ValueType::Int64 | ValueType::Uint64 | ValueType::Double)
+            };
+            if !set.contains(*t)
+                && numeric(*t)
+                && set.restrict(TypeSet::NUMERIC) == set
+                && !set.is_empty()
+            {
+                // YT converts numeric list literals to the operand's type (`a in (4.0)` for an
+                // int64 `a`), as a C cast would.
+                let own = set.pick("list item")?;
+                let built = fold(self.build(item, own)?, self.eval_options())?;
+                let TExpr::Literal(v) = built.kind else {
+                    return Err(Error::invalid(
+                        format!("{context} must consist of literals"),
+                        item.span,
+                    ));
+                };
+                out.push(cast_numeric(&v, *t));
+                continue;
+            }
             if !set.contains(*t) {
                 return Err(mismatch(
                     format!(
@@ -410,6 +432,19 @@ fn expand_tuple_comparison(op: BinaryOp, pairs: Vec<(TypedExpr, TypedExpr)>) -> 
 fn unreachable_pair() -> (TypedExpr, TypedExpr) {
     let t = TypedExpr::literal(Value::Boolean(true), ValueType::Boolean);
     (t.clone(), t)
+}
+
+/// C-style conversion of a numeric literal (double -> integer truncates).
+fn cast_numeric(v: &Value, t: ValueType) -> Value {
+    match (v, t) {
+        (Value::Double(x), ValueType::Int64) => Value::Int64(*x as i64),
+        (Value::Double(x), ValueType::Uint64) => Value::Uint64(*x as u64),
+        (Value::Int64(x), ValueType::Double) => Value::Double(*x as f64),
+        (Value::Uint64(x), ValueType::Double) => Value::Double(*x as f64),
+        (Value::Int64(x), ValueType::Uint64) => Value::Uint64(*x as u64),
+        (Value::Uint64(x), ValueType::Int64) => Value::Int64(*x as i64),
+        (v, _) => v.clone(),
+    }
 }
 
 fn literal_value(l: &Literal) -> Value {

@@ -292,7 +292,7 @@ impl Binder {
         left: &'e Expr,
         right: &'e Expr,
         span: Span,
-    ) -> Result<Vec<(&'e Expr, &'e Expr, ValueType)>> {
+    ) -> Result<Vec<(&'e Expr, &'e Expr, ValueType, ValueType)>> {
         let ls = tuple_items(left);
         let rs = tuple_items(right);
         if ls.len() != rs.len() {
@@ -310,6 +310,16 @@ impl Binder {
             let ltypes = self.infer(l)?;
             let rtypes = self.infer(r)?;
             let common = ltypes.intersect(rtypes);
+            // `any` compares with any scalar: the YSON value is compared as that scalar.
+            let any_side = |a: TypeSet, b: TypeSet| {
+                a == TypeSet::ANY && !b.is_weak() && !b.restrict(TypeSet::SCALAR).is_empty()
+            };
+            if common.is_empty() && (any_side(ltypes, rtypes) || any_side(rtypes, ltypes)) {
+                let lt = ltypes.pick("comparison").map_err(|e| with_span(e, span))?;
+                let rt = rtypes.pick("comparison").map_err(|e| with_span(e, span))?;
+                out.push((l, r, lt, rt));
+                continue;
+            }
             if common.is_empty() {
                 return Err(mismatch(
                     format!(
@@ -325,7 +335,7 @@ impl Binder {
                 ));
             }
             let t = common.pick("comparison").map_err(|e| with_span(e, span))?;
-            out.push((l, r, t));
+            out.push((l, r, t, t));
         }
         Ok(out)
     }

@@ -128,6 +128,15 @@ pub fn bind_parsed(
                 b.alias_stack.pop();
             }
             let typed = typed?;
+            if typed.ty == ValueType::Any {
+                return Err(Error::invalid(
+                    format!(
+                        "Type mismatch in expression {}: cannot group by a value of type any",
+                        quote_expr(&item.expr)
+                    ),
+                    item.expr.span,
+                ));
+            }
             let canon = b.canonical(&item.expr, item.alias.as_deref());
             ctx.keys.push(GroupKey {
                 canon,
