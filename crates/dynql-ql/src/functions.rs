@@ -155,6 +155,15 @@ pub enum ScalarFunction {
     IsValidUtf8,
     ToValidUtf8,
     ToAny,
+    /// `try_get_<type>` (false) or `get_<type>` (true) with the result type.
+    GetByPath(ValueType, bool),
+    ListContains,
+    YsonLength,
+    AnyToYsonString,
+    YsonStringToAny,
+    MakeList,
+    MakeMap,
+    MakeEntity,
 }
 
 /// Aggregate builtins (only with GROUP BY).
@@ -180,26 +189,7 @@ pub enum Function {
 /// Functions of the YT reference that dynql does not provide yet; they get an explicit error
 /// instead of "unknown function".
 pub const NOT_YET_SUPPORTED: &[&str] = &[
-    "try_get_int64",
-    "try_get_uint64",
-    "try_get_double",
-    "try_get_boolean",
-    "try_get_string",
-    "try_get_any",
-    "get_int64",
-    "get_uint64",
-    "get_double",
-    "get_boolean",
-    "get_string",
-    "get_any",
-    "list_contains",
     "list_has_intersection",
-    "yson_length",
-    "any_to_yson_string",
-    "yson_string_to_any",
-    "make_map",
-    "make_list",
-    "make_entity",
     "split",
     "make_ngrams",
     "array_agg",
@@ -290,6 +280,25 @@ pub fn lookup(name: &str) -> Option<Function> {
         "is_valid_utf8" => S::IsValidUtf8,
         "to_valid_utf8" => S::ToValidUtf8,
         "to_any" => S::ToAny,
+        "try_get_int64" => S::GetByPath(ValueType::Int64, false),
+        "try_get_uint64" => S::GetByPath(ValueType::Uint64, false),
+        "try_get_double" => S::GetByPath(ValueType::Double, false),
+        "try_get_boolean" => S::GetByPath(ValueType::Boolean, false),
+        "try_get_string" => S::GetByPath(ValueType::String, false),
+        "try_get_any" => S::GetByPath(ValueType::Any, false),
+        "get_int64" => S::GetByPath(ValueType::Int64, true),
+        "get_uint64" => S::GetByPath(ValueType::Uint64, true),
+        "get_double" => S::GetByPath(ValueType::Double, true),
+        "get_boolean" => S::GetByPath(ValueType::Boolean, true),
+        "get_string" => S::GetByPath(ValueType::String, true),
+        "get_any" => S::GetByPath(ValueType::Any, true),
+        "list_contains" => S::ListContains,
+        "yson_length" => S::YsonLength,
+        "any_to_yson_string" => S::AnyToYsonString,
+        "yson_string_to_any" => S::YsonStringToAny,
+        "make_list" => S::MakeList,
+        "make_map" => S::MakeMap,
+        "make_entity" => S::MakeEntity,
         _ => {
             let a = match lower.as_str() {
                 "sum" => AggregateFunction::Sum,
@@ -371,6 +380,19 @@ impl ScalarFunction {
             S::Gcd | S::Lcm | S::Xor => Signature::new(vec![Fixed(u), Fixed(u)], Fixed(u)),
             S::Sleep => Signature::new(vec![Fixed(i)], Fixed(i)),
             S::ToAny => Signature::new(vec![Fixed(TypeSet::ALL)], Fixed(TypeSet::ANY)),
+            S::GetByPath(t, _) => {
+                Signature::new(vec![Fixed(TypeSet::ANY), Fixed(s)], Fixed(TypeSet::of(t)))
+            }
+            S::ListContains => {
+                Signature::new(vec![Fixed(TypeSet::ANY), Fixed(TypeSet::ALL)], Fixed(b))
+            }
+            S::YsonLength => Signature::new(vec![Fixed(TypeSet::ANY)], Fixed(i)),
+            S::AnyToYsonString => Signature::new(vec![Fixed(TypeSet::ANY)], Fixed(s)),
+            S::YsonStringToAny => Signature::new(vec![Fixed(s)], Fixed(TypeSet::ANY)),
+            S::MakeList | S::MakeMap => {
+                Signature::variadic(vec![], Fixed(TypeSet::ALL), Fixed(TypeSet::ANY))
+            }
+            S::MakeEntity => Signature::new(vec![], Fixed(TypeSet::ANY)),
         }
     }
 
@@ -385,7 +407,16 @@ impl ScalarFunction {
         use ScalarFunction as S;
         matches!(
             self,
-            S::If | S::IfNull | S::Coalesce | S::FarmHash | S::Greatest | S::IsNan | S::ToAny
+            S::If
+                | S::IfNull
+                | S::Coalesce
+                | S::FarmHash
+                | S::Greatest
+                | S::IsNan
+                | S::ToAny
+                | S::MakeList
+                | S::MakeMap
+                | S::MakeEntity
         )
     }
 }
@@ -890,6 +921,14 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             Value::Any(y) => Value::Any(y.clone()),
             other => Value::Any(dynql_core::yson::to_text(&other.to_yson()).into_bytes()),
         },
+        S::GetByPath(t, strict) => crate::ypath::get_by_path(a(0), a(1), t, strict)?,
+        S::ListContains => crate::ypath::list_contains(a(0), a(1))?,
+        S::YsonLength => crate::ypath::yson_length(a(0))?,
+        S::AnyToYsonString => crate::ypath::any_to_yson_string(a(0))?,
+        S::YsonStringToAny => crate::ypath::yson_string_to_any(a(0))?,
+        S::MakeList => crate::ypath::make_list(args)?,
+        S::MakeMap => crate::ypath::make_map(args)?,
+        S::MakeEntity => Value::Any(b"#".to_vec()),
     })
     .map(|v| coerce_result(v, result_type))
 }

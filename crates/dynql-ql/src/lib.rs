@@ -23,6 +23,7 @@ pub mod placeholders;
 pub mod plan;
 pub mod texpr;
 pub mod types;
+pub mod ypath;
 
 pub use binder::{bind_query, BindOptions, Catalog};
 pub use computed::ComputedColumns;

@@ -92,7 +92,7 @@ fn clause_rules_use_yt_messages() {
         ("count(*) from [//t]", "Error while parsing query"),
         ("nope(i) from [//t]", "Undefined function \"nope\""),
         (
-            "try_get_int64(s, '/a') from [//t]",
+            "split(s, ',') from [//t]",
             "not supported by dynql yet",
         ),
         (
