@@ -15,6 +15,9 @@ use crate::yson::Yson;
 /// Aggregate functions a non-key column may declare (`aggregate=...`).
 pub const COLUMN_AGGREGATES: &[&str] = &["sum", "min", "max", "first", "xdelta"];
 
+/// The optional row-level TTL column of a sorted table (uint64 milliseconds, non-key).
+pub const TTL_COLUMN: &str = "$ttl";
+
 /// System columns an ordered table's schema may declare.
 pub const ORDERED_SYSTEM_COLUMNS: &[&str] = &["$timestamp", "$cumulative_data_weight"];
 
@@ -227,9 +230,12 @@ impl TableSchema {
             if !seen.insert(c.name.as_str()) {
                 return bad(format!("duplicate column name {:?}", c.name));
             }
-            if c.name.starts_with('$')
-                && (sorted || !ORDERED_SYSTEM_COLUMNS.contains(&c.name.as_str()))
-            {
+            let system_ok = if sorted {
+                c.name == TTL_COLUMN && !c.is_key() && c.wire_type() == ValueType::Uint64
+            } else {
+                ORDERED_SYSTEM_COLUMNS.contains(&c.name.as_str())
+            };
+            if c.name.starts_with('$') && !system_ok {
                 return bad(format!(
                     "column name {:?} is reserved: names starting with \"$\" are system columns",
                     c.name
@@ -422,6 +428,14 @@ mod tests {
         )
         .contains("unknown aggregate"));
         assert!(err("[{name=k;type=int64}").contains("YSON"));
+        assert!(TableSchema::parse(
+            "[{name=k;type=int64;sort_order=ascending};{name=\"$ttl\";type=uint64}]"
+        )
+        .is_ok());
+        assert!(
+            err("[{name=k;type=int64;sort_order=ascending};{name=\"$ttl\";type=int64}]")
+                .contains("reserved")
+        );
         assert!(err("{name=k}").contains("list of columns"));
         assert!(err("[{type=int64}]").contains("\"name\" is missing"));
     }

@@ -91,10 +91,7 @@ fn clause_rules_use_yt_messages() {
         ),
         ("count(*) from [//t]", "Error while parsing query"),
         ("nope(i) from [//t]", "Undefined function \"nope\""),
-        (
-            "split(s, ',') from [//t]",
-            "not supported by dynql yet",
-        ),
+        ("split(s, ',') from [//t]", "not supported by dynql yet"),
         (
             "i from [//t] join [//o] on i = a",
             "Foreign table key is not used in the join clause",

@@ -35,6 +35,9 @@ use crate::timestamp::Timestamp;
 
 const CHECKPOINT_DIR: &str = "_checkpoints";
 
+/// Tables with fewer stored versions are not compacted automatically.
+pub const AUTO_COMPACTION_MIN_VERSIONS: usize = 1024;
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Manifest {
     seq: u64,
@@ -293,6 +296,21 @@ impl Store {
     /// Writes a checkpoint of the current state and deletes checkpoints older than the
     /// previous one. Returns its log position.
     pub async fn checkpoint(&self) -> Result<u64> {
+        // Automatic compaction: a table holding more than twice as many versions as keys
+        // (and enough of them to matter) is compacted before it is checkpointed.
+        let state = self.refresh().await?;
+        let crowded: Vec<String> = state
+            .tables
+            .iter()
+            .filter(|(_, (_, d))| {
+                let versions: usize = d.sorted.values().map(Vec::len).sum();
+                versions >= AUTO_COMPACTION_MIN_VERSIONS && versions > 2 * d.sorted.len()
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in crowded {
+            self.compact(&path).await?;
+        }
         let state = self.refresh().await?;
         if state.seq == 0 {
             return Ok(0);
@@ -660,6 +678,40 @@ mod tests {
             reader.read_rows("//t", Timestamp::MAX).await.unwrap().len(),
             5
         );
+    }
+
+    #[tokio::test]
+    async fn checkpoints_compact_crowded_tables() {
+        let s = Store::open("memory://").unwrap();
+        let schema =
+            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
+                .unwrap();
+        let options = TableOptions {
+            retention: crate::compaction::Retention {
+                min_data_ttl: 0,
+                max_data_ttl: 0,
+                ..Default::default()
+            },
+            ..TableOptions::default()
+        };
+        s.create_table("//t", schema, options).await.unwrap();
+        for layer in 0..3 {
+            let rows = (0..400)
+                .map(|k| vec![Some(Value::Int64(k)), Some(Value::Int64(layer))])
+                .collect();
+            s.write_rows("//t", WriteKind::Overwrite, false, rows)
+                .await
+                .unwrap();
+        }
+        assert_eq!(s.version_count("//t").await.unwrap(), 1200);
+        s.checkpoint().await.unwrap();
+        assert_eq!(s.version_count("//t").await.unwrap(), 400);
+        assert!(s
+            .read_rows("//t", Timestamp::MAX)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r[1] == Value::Int64(2)));
     }
 
     #[tokio::test]

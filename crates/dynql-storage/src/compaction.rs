@@ -55,6 +55,24 @@ pub fn compact_versions(
     now: Timestamp,
 ) -> Vec<RowDelta> {
     let now_ms = timestamp_ms(now);
+    // Row-level TTL (`$ttl`, the newest value written): it replaces both time limits for
+    // this row, so the row's versions live exactly `$ttl` milliseconds (seed 003).
+    let row_ttl = schema
+        .column_index(dynql_core::schema::TTL_COLUMN)
+        .and_then(|i| {
+            deltas.iter().rev().find_map(|d| match d.values.get(i) {
+                Some(Some(dynql_core::Value::Uint64(t))) => Some(*t),
+                _ => None,
+            })
+        });
+    let retention = &match row_ttl {
+        Some(t) => Retention {
+            min_data_ttl: t,
+            max_data_ttl: t,
+            ..*retention
+        },
+        None => *retention,
+    };
     let n = deltas.len();
     // Newest first: position i from the end.
     let keep: Vec<bool> = deltas
@@ -184,6 +202,41 @@ mod tests {
             at_minute(6)
         )
         .is_empty());
+    }
+
+    #[test]
+    fn row_ttl_replaces_the_time_limits() {
+        let s = TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64};{name=\"$ttl\";type=uint64}]").unwrap();
+        let row = |m: u64, ttl_minutes: u64| RowDelta {
+            timestamp: at_minute(m),
+            kind: WriteKind::Overwrite,
+            values: vec![
+                Some(Value::Int64(1)),
+                Some(Value::Int64(m as i64)),
+                Some(Value::Uint64(ttl_minutes * MIN)),
+            ],
+            aggregate: false,
+        };
+        let expiring = Retention {
+            min_data_versions: 0,
+            ..Retention::default()
+        };
+        // A 10-minute row is gone after 10 minutes even though max_data_ttl is 30 minutes...
+        assert!(compact_versions(&s, &expiring, &[row(0, 10)], at_minute(11)).is_empty());
+        assert_eq!(
+            compact_versions(&s, &expiring, &[row(0, 10)], at_minute(9)).len(),
+            1
+        );
+        // ...and a 2-hour row outlives max_data_ttl.
+        assert_eq!(
+            compact_versions(&s, &expiring, &[row(0, 120)], at_minute(60)).len(),
+            1
+        );
+        // min_data_versions > 0 keeps the last version whatever $ttl says.
+        assert_eq!(
+            compact_versions(&s, &Retention::default(), &[row(0, 10)], at_minute(500)).len(),
+            1
+        );
     }
 
     #[test]

@@ -282,11 +282,27 @@ impl Store {
         transaction_id: Option<&str>,
         build: impl Fn(&State) -> Result<Vec<Action>>,
     ) -> Result<Timestamp> {
+        let (timestamp, seq) = self.append_commit(transaction_id, build).await?;
+        if seq.is_some_and(|seq| seq % CHECKPOINT_INTERVAL == 0) {
+            // A checkpoint only speeds up opening; the log stays the truth, so a failed one
+            // is retried at the next interval.
+            let _ = self.checkpoint().await;
+        }
+        Ok(timestamp)
+    }
+
+    /// The commit loop without the checkpoint trigger: returns the commit timestamp and the
+    /// record's position (`None` when there was nothing to commit).
+    pub(crate) async fn append_commit(
+        &self,
+        transaction_id: Option<&str>,
+        build: impl Fn(&State) -> Result<Vec<Action>>,
+    ) -> Result<(Timestamp, Option<u64>)> {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let state = self.refresh().await?;
             let actions = build(&state)?;
             if actions.is_empty() {
-                return Ok(state.last_timestamp);
+                return Ok((state.last_timestamp, None));
             }
             let timestamp = Timestamp::next_after(state.last_timestamp);
             let record = CommitRecord {
@@ -298,12 +314,7 @@ impl Store {
             match log::append(self.objects.as_ref(), &record).await? {
                 Append::Committed => {
                     self.refresh().await?;
-                    if record.seq % CHECKPOINT_INTERVAL == 0 {
-                        // A checkpoint only speeds up opening; the log stays the truth, so a
-                        // failed one is retried at the next interval.
-                        let _ = self.checkpoint().await;
-                    }
-                    return Ok(timestamp);
+                    return Ok((timestamp, Some(record.seq)));
                 }
                 Append::LostRace => continue,
             }
@@ -589,7 +600,8 @@ impl Store {
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
         let before = self.version_count(path).await?;
         let now = Timestamp::now();
-        self.commit(|state| {
+        // Not `commit`: compaction also runs from inside `checkpoint`.
+        self.append_commit(None, |state| {
             let (entry, _) = state
                 .tables
                 .get(path)

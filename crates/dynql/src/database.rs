@@ -172,6 +172,7 @@ impl Database {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
         let computed = ComputedColumns::compile(schema)?;
+        let ttl_column = schema.column_index(dynql_core::schema::TTL_COLUMN);
         let mut full = Vec::with_capacity(rows.len());
         for (n, node) in rows.iter().enumerate() {
             let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
@@ -217,6 +218,19 @@ impl Database {
             for (i, c) in schema.columns().iter().enumerate() {
                 if c.is_computed() {
                     row[i] = Some(filled[i].clone());
+                }
+            }
+            if let Some(i) = ttl_column {
+                if let Some(Value::Uint64(t)) = &row[i] {
+                    if *t < entry.retention.min_data_ttl {
+                        return Err(row_error(
+                            n,
+                            Error::Invalid(format!(
+                                "$ttl {t} is below the table's min_data_ttl {}",
+                                entry.retention.min_data_ttl
+                            )),
+                        ));
+                    }
                 }
             }
             full.push(row);
