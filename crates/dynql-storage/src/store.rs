@@ -165,10 +165,25 @@ impl Store {
             local(dir)?
         } else if url.starts_with("memory://") {
             Arc::new(InMemory::new())
+        } else if let Some(rest) = url.strip_prefix("s3://") {
+            // s3://bucket[/prefix], configured from the usual AWS_* environment variables
+            // (AWS_ENDPOINT and AWS_ALLOW_HTTP for S3-compatible servers).
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(bad("s3:// needs a bucket, e.g. s3://bucket/prefix"));
+            }
+            let s3 = object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .build()
+                .map_err(|e| bad(&e.to_string()))?;
+            let prefix = prefix.trim_matches('/');
+            if prefix.is_empty() {
+                Arc::new(s3)
+            } else {
+                Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
+            }
         } else if url.contains("://") {
-            return Err(bad(
-                "supported schemes are file:// and memory:// (s3:// comes with checkpoints and GC)",
-            ));
+            return Err(bad("supported schemes are file://, memory:// and s3://"));
         } else {
             local(url)?
         };
