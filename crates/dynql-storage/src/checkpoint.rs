@@ -715,6 +715,54 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_corrupt_chunk_is_a_clear_error_and_the_log_is_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let s = Store::open(&url).unwrap();
+        s.create_table("//t", schema(), TableOptions::default())
+            .await
+            .unwrap();
+        s.write_rows(
+            "//t",
+            WriteKind::Overwrite,
+            false,
+            vec![vec![Some(Value::Int64(1)), None, None]],
+        )
+        .await
+        .unwrap();
+        s.checkpoint().await.unwrap();
+        let tables = dir.path().join("tables");
+        let table_dir = std::fs::read_dir(&tables)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let chunk = std::fs::read_dir(&table_dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        std::fs::write(&chunk, b"PAR1 not really parquet").unwrap();
+        let err = Store::open(&url)
+            .unwrap()
+            .read_rows("//t", Timestamp::MAX)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+        assert!(
+            err.to_string().contains(".parquet"),
+            "the error names the chunk: {err}"
+        );
+        // The log still holds every commit.
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("_log")).unwrap().count(),
+            2
+        );
+    }
+
+    #[tokio::test]
     async fn a_corrupt_checkpoint_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
