@@ -261,21 +261,7 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
                 .await?;
             for batch in decode_chunk(chunk, bytes)? {
                 for d in decode_versions(chunk, &schema, &batch)? {
-                    if key_count == 0 {
-                        data.ordered.push((
-                            d.timestamp,
-                            d.values
-                                .into_iter()
-                                .map(|v| v.unwrap_or(Value::Null))
-                                .collect(),
-                        ));
-                    } else {
-                        let key = d.values[..key_count]
-                            .iter()
-                            .map(|v| v.clone().unwrap_or(Value::Null))
-                            .collect();
-                        data.sorted.entry(KeyOrd(key)).or_default().push(d);
-                    }
+                    data.push_version(key_count, d);
                 }
             }
         }

@@ -77,6 +77,25 @@ pub(crate) struct TableData {
 }
 
 impl TableData {
+    /// Adds one version: to its key's history (sorted tables, `key_count > 0`) or to the end
+    /// of the queue (ordered tables).
+    pub(crate) fn push_version(&mut self, key_count: usize, delta: RowDelta) {
+        if key_count == 0 {
+            let row = delta
+                .values
+                .into_iter()
+                .map(|v| v.unwrap_or(Value::Null))
+                .collect();
+            self.ordered.push((delta.timestamp, row));
+            return;
+        }
+        let key = delta.values[..key_count]
+            .iter()
+            .map(|v| v.clone().unwrap_or(Value::Null))
+            .collect();
+        self.sorted.entry(KeyOrd(key)).or_default().push(delta);
+    }
+
     /// Whether nothing committed after `start` conflicts with `claim` on key `k`.
     fn key_is_free(
         &self,
@@ -825,52 +844,29 @@ fn apply(
                     })?;
                     for batch in crate::chunk::decode_chunk(c, bytes)? {
                         for d in crate::checkpoint::decode_versions(c, &entry.schema, &batch)? {
-                            let values = d.values;
-                            if key_count == 0 {
-                                data.ordered.push((
-                                    ts,
-                                    values
-                                        .into_iter()
-                                        .map(|v| v.unwrap_or(Value::Null))
-                                        .collect(),
-                                ));
-                                continue;
-                            }
-                            let key: Vec<Value> = values[..key_count]
-                                .iter()
-                                .map(|v| v.clone().unwrap_or(Value::Null))
-                                .collect();
-                            data.sorted.entry(KeyOrd(key)).or_default().push(RowDelta {
-                                timestamp: ts,
-                                kind: *kind,
-                                values,
-                                aggregate: *aggregate,
-                            });
+                            data.push_version(
+                                key_count,
+                                RowDelta {
+                                    timestamp: ts,
+                                    kind: *kind,
+                                    aggregate: *aggregate,
+                                    ..d
+                                },
+                            );
                         }
                     }
                 }
                 for text in rows {
                     let values = log::decode_row(&entry.schema, text)?;
-                    if key_count == 0 {
-                        data.ordered.push((
-                            ts,
-                            values
-                                .into_iter()
-                                .map(|v| v.unwrap_or(Value::Null))
-                                .collect(),
-                        ));
-                        continue;
-                    }
-                    let key: Vec<Value> = values[..key_count]
-                        .iter()
-                        .map(|v| v.clone().unwrap_or(Value::Null))
-                        .collect();
-                    data.sorted.entry(KeyOrd(key)).or_default().push(RowDelta {
-                        timestamp: ts,
-                        kind: *kind,
-                        values,
-                        aggregate: *aggregate,
-                    });
+                    data.push_version(
+                        key_count,
+                        RowDelta {
+                            timestamp: ts,
+                            kind: *kind,
+                            values,
+                            aggregate: *aggregate,
+                        },
+                    );
                 }
             }
             Action::Compact {
