@@ -1,14 +1,138 @@
-//! Chunks: immutable Parquet files holding a table's rows (key-sorted for sorted tables).
+//! Chunks: immutable Parquet files holding a table's row versions.
+//!
+//! A *versioned chunk* holds the schema columns plus `$timestamp` (commit timestamp), `$kind`
+//! (0 overwrite, 1 update, 2 delete), `$aggregate` and `$written` (one bit per column: YT tells
+//! "not written" from null). Chunks of sorted tables are sorted by key, then by commit order, and
+//! are written with page statistics; a [`ChunkRef`] records what the chunk covers (key and
+//! timestamp bounds) so that reads can skip it without opening it.
 
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow::array::{Array, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use serde::{Deserialize, Serialize};
 
-use arrow::datatypes::SchemaRef;
-use arrow::record_batch::RecordBatch;
+use dynql_core::arrow_convert::{array_value, table_arrow_schema, values_to_array};
+use dynql_core::{compare_values, TableSchema, Value, Yson};
 
 use crate::error::{Error, Result};
+use crate::mvcc::{RowDelta, WriteKind};
+use crate::timestamp::Timestamp;
+
+/// What the catalog knows of one key-sorted versioned chunk of a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRef {
+    /// Object path of the Parquet file.
+    pub path: String,
+    /// Number of versions (rows of the file).
+    pub rows: u64,
+    /// Smallest and largest key in the chunk.
+    #[serde(with = "key_serde")]
+    pub min_key: Vec<Value>,
+    #[serde(with = "key_serde")]
+    pub max_key: Vec<Value>,
+    /// Oldest and newest commit timestamp of a version in the chunk.
+    pub min_timestamp: u64,
+    pub max_timestamp: u64,
+}
+
+impl ChunkRef {
+    /// Whether the chunk may hold versions of `key` visible at `timestamp`.
+    pub fn may_contain(&self, key: &[Value], timestamp: u64) -> bool {
+        self.min_timestamp <= timestamp
+            && dynql_core::compare_rows(&self.min_key, key) != Ordering::Greater
+            && dynql_core::compare_rows(key, &self.max_key) != Ordering::Greater
+    }
+}
+
+/// Keys are stored as text YSON lists, which keeps uint64 and byte strings exact.
+mod key_serde {
+    use dynql_core::Value;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(key: &[Value], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::key_text(key))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+        let text = String::deserialize(d)?;
+        super::key_from_text("chunk key", &text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A key as a text YSON list.
+pub(crate) fn key_text(key: &[Value]) -> String {
+    dynql_core::yson::to_text(&Yson::List(key.iter().map(Value::to_yson).collect()))
+}
+
+/// Parses [`key_text`]'s output; `path` names the file in errors.
+pub(crate) fn key_from_text(path: &str, text: &str) -> Result<Vec<Value>> {
+    let corrupt = |m: String| Error::Corrupt {
+        path: path.to_string(),
+        message: m,
+    };
+    match dynql_core::yson::parse(text.as_bytes()).map_err(|e| corrupt(e.to_string()))? {
+        Yson::List(items) => Ok(items
+            .iter()
+            .map(|y| match y {
+                Yson::Entity => Value::Null,
+                Yson::Int64(v) => Value::Int64(*v),
+                Yson::Uint64(v) => Value::Uint64(*v),
+                Yson::Double(v) => Value::Double(*v),
+                Yson::Boolean(v) => Value::Boolean(*v),
+                Yson::String(v) => Value::String(v.clone()),
+                other => Value::Any(dynql_core::yson::to_text(other).into_bytes()),
+            })
+            .collect()),
+        _ => Err(corrupt("a key is not a list".into())),
+    }
+}
+
+/// Compares the keys (first `key_count` values) of two versions in YT order.
+pub(crate) fn compare_version_keys(a: &RowDelta, b: &RowDelta, key_count: usize) -> Ordering {
+    for (x, y) in a.values[..key_count].iter().zip(&b.values[..key_count]) {
+        let o = match (x, y) {
+            (Some(x), Some(y)) => compare_values(x, y),
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Compares a version's key with a key.
+pub(crate) fn compare_version_key(d: &RowDelta, key: &[Value], key_count: usize) -> Ordering {
+    for (x, y) in d.values[..key_count].iter().zip(key) {
+        let o = match x {
+            Some(x) => compare_values(x, y),
+            None => Ordering::Less,
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    key_count.cmp(&key.len())
+}
+
+/// The key of a version (nulls for missing key values, which validated writes never have).
+pub(crate) fn version_key(d: &RowDelta, key_count: usize) -> Vec<Value> {
+    d.values[..key_count]
+        .iter()
+        .map(|v| v.clone().unwrap_or(Value::Null))
+        .collect()
+}
 
 /// Encodes record batches as one Parquet file with page statistics.
 pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes> {
@@ -44,4 +168,193 @@ pub fn decode_chunk(path: &str, data: Bytes) -> Result<Vec<RecordBatch>> {
             })
         })
         .collect()
+}
+
+fn kind_code(k: WriteKind) -> u8 {
+    match k {
+        WriteKind::Overwrite => 0,
+        WriteKind::Update => 1,
+        WriteKind::Delete => 2,
+    }
+}
+
+fn versioned_schema(schema: &TableSchema) -> SchemaRef {
+    let mut fields: Vec<Field> = table_arrow_schema(schema)
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("$timestamp", DataType::UInt64, false));
+    fields.push(Field::new("$kind", DataType::UInt8, false));
+    fields.push(Field::new("$aggregate", DataType::Boolean, false));
+    fields.push(Field::new("$written", DataType::Binary, false));
+    Arc::new(Schema::new(fields))
+}
+
+/// Encodes versioned rows (key order, then commit order) as one record batch.
+pub(crate) fn encode_versions(schema: &TableSchema, deltas: &[&RowDelta]) -> Result<RecordBatch> {
+    let width = schema.columns().len();
+    let mut columns = Vec::with_capacity(width + 4);
+    for (i, c) in schema.columns().iter().enumerate() {
+        let values: Vec<Value> = deltas
+            .iter()
+            .map(|d| d.values[i].clone().unwrap_or(Value::Null))
+            .collect();
+        let refs: Vec<&Value> = values.iter().collect();
+        columns.push(values_to_array(c.wire_type(), &refs)?);
+    }
+    columns.push(Arc::new(UInt64Array::from_iter_values(
+        deltas.iter().map(|d| d.timestamp.0),
+    )) as _);
+    columns.push(Arc::new(UInt8Array::from_iter_values(
+        deltas.iter().map(|d| kind_code(d.kind)),
+    )) as _);
+    columns.push(Arc::new(BooleanArray::from(
+        deltas.iter().map(|d| d.aggregate).collect::<Vec<_>>(),
+    )) as _);
+    let bitmaps: Vec<Vec<u8>> = deltas
+        .iter()
+        .map(|d| {
+            let mut bits = vec![0u8; width.div_ceil(8)];
+            for (i, v) in d.values.iter().enumerate() {
+                if v.is_some() {
+                    bits[i / 8] |= 1 << (i % 8);
+                }
+            }
+            bits
+        })
+        .collect();
+    columns.push(Arc::new(BinaryArray::from_iter_values(bitmaps.iter())) as _);
+    Ok(RecordBatch::try_new(versioned_schema(schema), columns)?)
+}
+
+pub(crate) fn decode_versions(
+    path: &str,
+    schema: &TableSchema,
+    batch: &RecordBatch,
+) -> Result<Vec<RowDelta>> {
+    let corrupt = |m: &str| Error::Corrupt {
+        path: path.to_string(),
+        message: m.to_string(),
+    };
+    let width = schema.columns().len();
+    if batch.num_columns() != width + 4 {
+        return Err(corrupt(
+            "versioned chunk has an unexpected number of columns",
+        ));
+    }
+    let ts = batch
+        .column(width)
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .ok_or_else(|| corrupt("bad $timestamp"))?;
+    let kinds = batch
+        .column(width + 1)
+        .as_any()
+        .downcast_ref::<UInt8Array>()
+        .ok_or_else(|| corrupt("bad $kind"))?;
+    let aggs = batch
+        .column(width + 2)
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .ok_or_else(|| corrupt("bad $aggregate"))?;
+    let written = batch
+        .column(width + 3)
+        .as_any()
+        .downcast_ref::<BinaryArray>()
+        .ok_or_else(|| corrupt("bad $written"))?;
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for r in 0..batch.num_rows() {
+        let bits = written.value(r);
+        let kind = match kinds.value(r) {
+            0 => WriteKind::Overwrite,
+            1 => WriteKind::Update,
+            2 => WriteKind::Delete,
+            _ => return Err(corrupt("bad $kind value")),
+        };
+        let values = schema
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let set = bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
+                set.then(|| array_value(batch.column(i).as_ref(), c.wire_type(), r))
+            })
+            .collect();
+        out.push(RowDelta {
+            timestamp: Timestamp(ts.value(r)),
+            kind,
+            values,
+            aggregate: aggs.value(r) && !aggs.is_null(r),
+        });
+    }
+    Ok(out)
+}
+
+/// Decodes every version of a versioned chunk, checking that keys are sorted when the table
+/// is sorted (`key_count > 0`).
+pub(crate) fn decode_versioned_chunk(
+    path: &str,
+    schema: &TableSchema,
+    data: Bytes,
+) -> Result<Vec<RowDelta>> {
+    let mut out = Vec::new();
+    for batch in decode_chunk(path, data)? {
+        out.extend(decode_versions(path, schema, &batch)?);
+    }
+    let key_count = schema.key_column_count();
+    if key_count > 0
+        && out
+            .windows(2)
+            .any(|w| compare_version_keys(&w[0], &w[1], key_count) == Ordering::Greater)
+    {
+        return Err(Error::Corrupt {
+            path: path.to_string(),
+            message: "versions of a sorted chunk are out of key order".into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Writes versions (key order, then commit order) as a new chunk at `path` and returns its
+/// reference; `None` when there is nothing to write.
+pub(crate) async fn write_versioned_chunk(
+    objects: &dyn ObjectStore,
+    path: String,
+    schema: &TableSchema,
+    versions: &[&RowDelta],
+) -> Result<Option<ChunkRef>> {
+    let (Some(first), Some(last)) = (versions.first(), versions.last()) else {
+        return Ok(None);
+    };
+    let key_count = schema.key_column_count();
+    let batch = encode_versions(schema, versions)?;
+    let bytes = encode_chunk(&batch.schema(), &[batch])?;
+    objects
+        .put(&ObjectPath::from(path.as_str()), PutPayload::from(bytes))
+        .await?;
+    Ok(Some(ChunkRef {
+        path,
+        rows: versions.len() as u64,
+        min_key: version_key(first, key_count),
+        max_key: version_key(last, key_count),
+        min_timestamp: versions.iter().map(|d| d.timestamp.0).min().unwrap_or(0),
+        max_timestamp: versions.iter().map(|d| d.timestamp.0).max().unwrap_or(0),
+    }))
+}
+
+/// The object path for a new chunk of table `table_id`; `kind` says what wrote it (`flush`,
+/// `compact`, `write`, `tail`) and the creation time lets garbage collection spare chunks that
+/// are still being committed.
+pub(crate) fn new_chunk_path(table_id: &str, kind: &str) -> String {
+    let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
+    format!(
+        "tables/{table_id}/{kind}-{now_ms}-{}.parquet",
+        crate::store::fresh_id()
+    )
+}
+
+/// The creation time (Unix ms) encoded in a chunk name by [`new_chunk_path`].
+pub(crate) fn chunk_created_ms(name: &str) -> Option<u64> {
+    name.split('-').nth(1)?.parse().ok()
 }

@@ -2,23 +2,29 @@
 //!
 //! Every change is a record of the [commit log](log) (catalog changes and versioned row
 //! deltas); the [`Store`] replays the log and resolves versions at a [`Timestamp`]
-//! ([`mvcc`]). [Chunks](chunk) encode rows as Parquet for flush and compaction.
+//! ([`mvcc`]). Flush and compaction move versions into key-sorted Parquet [chunks](chunk);
+//! reads merge the chunks with the in-memory dynamic store in key order.
 
 pub mod checkpoint;
 pub mod chunk;
+mod chunk_cache;
 pub mod compaction;
 pub mod conflict;
 pub mod error;
+mod flush;
 pub mod log;
+mod merge;
 pub mod mvcc;
+mod read;
 pub mod store;
 pub mod timestamp;
 pub mod transaction;
 
+pub use chunk::ChunkRef;
 pub use compaction::Retention;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
 pub use mvcc::WriteKind;
-pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions};
+pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS};
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

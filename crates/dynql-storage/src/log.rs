@@ -13,6 +13,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use crate::chunk::ChunkRef;
 use crate::conflict::LockMode;
 use crate::error::{Error, Result};
 use crate::mvcc::WriteKind;
@@ -58,11 +59,26 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chunk: Option<String>,
     },
-    /// Compaction of a table at `now` (deterministic on replay).
+    /// The dynamic store of a table up to timestamp `up_to` now lives in `chunk`.
+    Flush {
+        path: String,
+        table_id: String,
+        chunk: ChunkRef,
+        up_to: u64,
+    },
+    /// Compaction of a table at `now`: `chunk` (absent when nothing is left) replaces the
+    /// chunks named in `replaces` and the dynamic store up to `up_to`. Records without `up_to`
+    /// (older stores) apply retention to the dynamic store on replay.
     Compact {
         path: String,
         table_id: String,
         now: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        up_to: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chunk: Option<ChunkRef>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        replaces: Vec<String>,
     },
     /// Row locks taken by `lock_rows`; they change no data but take part in conflict checks.
     LockRows {

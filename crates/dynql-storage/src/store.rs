@@ -1,36 +1,39 @@
-//! The store: tables on an object store (`file://DIR`, `memory://`), changed only by
+//! The store: tables on an object store (`file://DIR`, `memory://`, `s3://`), changed only by
 //! appending commit records to the [log](crate::log).
 //!
 //! ```text
 //! <root>/_log/<seq:020>.json     one record per commit: catalog changes and row deltas
+//! <root>/_checkpoints/…          the replayed state as of a log position (crate::checkpoint)
+//! <root>/tables/<id>/…parquet    key-sorted chunks of versions (crate::chunk)
 //! ```
 //!
-//! Opening the store replays the log into memory: the catalog and, per table, the versioned
-//! deltas of every key (the dynamic store). A commit reads the log tail, validates its actions
-//! against that state, and creates the next record with `PutMode::Create`; losing the race to
-//! another writer means refresh and retry, so concurrent writers never lose a commit. Reads
-//! resolve versions at a timestamp ([`mvcc`](crate::mvcc)), which gives time travel.
-//! Checkpoints, flush to Parquet chunks and compaction come next (issue 3).
+//! Opening the store loads the newest checkpoint and replays the log after it: the catalog
+//! and, per table, the list of its chunks plus the *dynamic store* — versions not yet flushed,
+//! by key. A commit reads the log tail, validates its actions against that state, and creates
+//! the next record with `PutMode::Create`; losing the race to another writer means refresh and
+//! retry, so concurrent writers never lose a commit. Reads merge chunks and the dynamic store
+//! and resolve versions at a timestamp ([`mvcc`](crate::mvcc)), which gives time travel;
+//! flush and compaction (`flush.rs`) move versions into chunks.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
-use arrow::record_batch::RecordBatch;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
-use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{compare_rows, TableSchema, Value, Yson};
 
+use crate::chunk::ChunkRef;
+use crate::chunk_cache::ChunkCache;
 use crate::compaction::compact_versions;
 use crate::conflict::{all_groups, check_key, write_groups, Claim, LockDelta, LockMode};
 use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
-use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
+use crate::mvcc::{RowDelta, WriteKind};
 use crate::timestamp::Timestamp;
 
 /// Writes of at least this many rows (outside transactions) go straight to a chunk.
@@ -71,7 +74,11 @@ pub struct TableEntry {
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TableData {
+    /// The dynamic store: versions not yet flushed to a chunk, by key, in commit order.
     pub(crate) sorted: BTreeMap<KeyOrd, Vec<RowDelta>>,
+    /// Key-sorted chunks holding older versions, oldest first: every version in a chunk is
+    /// older than every version in a later chunk and in the dynamic store.
+    pub(crate) chunks: Vec<ChunkRef>,
     pub(crate) locks: BTreeMap<KeyOrd, Vec<LockDelta>>,
     pub(crate) ordered: Vec<(Timestamp, Vec<Value>)>,
 }
@@ -96,7 +103,9 @@ impl TableData {
         self.sorted.entry(KeyOrd(key)).or_default().push(delta);
     }
 
-    /// Whether nothing committed after `start` conflicts with `claim` on key `k`.
+    /// Whether nothing committed after `start` conflicts with `claim` on key `k`; `flushed`
+    /// are the key's versions from chunks newer than `start`.
+    #[allow(clippy::too_many_arguments)]
     fn key_is_free(
         &self,
         schema: &TableSchema,
@@ -104,10 +113,27 @@ impl TableData {
         claim: Claim,
         groups: &BTreeSet<String>,
         k: &KeyOrd,
+        flushed: &[RowDelta],
     ) -> bool {
-        let writes = self.sorted.get(k).map(Vec::as_slice).unwrap_or(&[]);
+        let memory = self.sorted.get(k).map(Vec::as_slice).unwrap_or(&[]);
         let locks = self.locks.get(k).map(Vec::as_slice).unwrap_or(&[]);
-        check_key(schema, start, claim, groups, writes, locks)
+        check_key(schema, start, claim, groups, memory, locks)
+            && check_key(schema, start, claim, groups, flushed, &[])
+    }
+
+    /// Number of stored versions (chunks and dynamic store).
+    pub(crate) fn version_count(&self) -> usize {
+        self.chunks.iter().map(|c| c.rows as usize).sum::<usize>()
+            + self.sorted.values().map(Vec::len).sum::<usize>()
+            + self.ordered.len()
+    }
+
+    /// Drops the dynamic store's versions up to `up_to` (they are now in a chunk).
+    fn forget_flushed(&mut self, up_to: Timestamp) {
+        self.sorted.retain(|_, versions| {
+            versions.retain(|d| d.timestamp > up_to);
+            !versions.is_empty()
+        });
     }
 }
 
@@ -129,7 +155,13 @@ pub struct Store {
     pub(crate) objects: Arc<dyn ObjectStore>,
     url: String,
     state: Arc<Mutex<Arc<State>>>,
+    pub(crate) cache: Arc<ChunkCache>,
+    /// How long garbage collection spares a chunk nothing references (it may be in flight).
+    pub(crate) gc_grace_ms: u64,
 }
+
+/// Default of [`Store::with_gc_grace_ms`]: one hour.
+pub const GC_GRACE_MS: u64 = 3_600_000;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -206,11 +238,7 @@ impl Store {
         } else {
             local(url)?
         };
-        Ok(Store {
-            objects,
-            url: url.to_string(),
-            state: Arc::new(Mutex::new(Arc::new(State::default()))),
-        })
+        Ok(Store::from_object_store(objects, url))
     }
 
     /// A store over an existing object store (tests wrap one to inject faults).
@@ -219,7 +247,17 @@ impl Store {
             objects,
             url: url.to_string(),
             state: Arc::new(Mutex::new(Arc::new(State::default()))),
+            cache: Arc::new(ChunkCache::default()),
+            gc_grace_ms: GC_GRACE_MS,
         }
+    }
+
+    /// Sets how long garbage collection spares an unreferenced chunk (default
+    /// [`GC_GRACE_MS`]): a chunk is written before the commit that names it, so a younger one
+    /// may belong to a commit in flight. Tests use 0.
+    pub fn with_gc_grace_ms(mut self, ms: u64) -> Store {
+        self.gc_grace_ms = ms;
+        self
     }
 
     /// The URL the store was opened with.
@@ -603,10 +641,9 @@ impl Store {
                 })
                 .collect();
             let refs: Vec<&RowDelta> = deltas.iter().collect();
-            let batch = crate::checkpoint::encode_versions(schema, &refs)?;
+            let batch = crate::chunk::encode_versions(schema, &refs)?;
             let bytes = crate::chunk::encode_chunk(&batch.schema(), &[batch])?;
-            let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
-            let chunk = format!("tables/{}/write-{now_ms}-{}.parquet", entry.id, fresh_id());
+            let chunk = crate::chunk::new_chunk_path(&entry.id, "write");
             self.objects
                 .put(&ObjectPath::from(chunk.as_str()), PutPayload::from(bytes))
                 .await?;
@@ -628,98 +665,6 @@ impl Store {
             chunk: None,
         })
     }
-
-    /// Compacts a table now: drops the versions its retention allows (see
-    /// [`crate::compaction`]). Returns the number of versions before and after.
-    pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
-        let before = self.version_count(path).await?;
-        let now = Timestamp::now();
-        // Not `commit`: compaction also runs from inside `checkpoint`.
-        self.append_commit(None, |state| {
-            let (entry, _) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-            Ok(vec![Action::Compact {
-                path: path.into(),
-                table_id: entry.id.clone(),
-                now: now.0,
-            }])
-        })
-        .await?;
-        Ok((before, self.version_count(path).await?))
-    }
-
-    /// The number of stored row versions of a table.
-    pub async fn version_count(&self, path: &str) -> Result<usize> {
-        let state = self.refresh().await?;
-        let (_, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-        Ok(data.sorted.values().map(Vec::len).sum::<usize>() + data.ordered.len())
-    }
-
-    /// The rows of a table as of `timestamp`: key order for sorted tables, append order for
-    /// ordered ones. Sentinel timestamps read the latest state.
-    pub async fn read_rows(&self, path: &str, timestamp: Timestamp) -> Result<Vec<Vec<Value>>> {
-        let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-        if entry.schema.is_sorted() {
-            Ok(data
-                .sorted
-                .values()
-                .filter_map(|d| resolve_versions(&entry.schema, d, timestamp))
-                .collect())
-        } else {
-            Ok(data
-                .ordered
-                .iter()
-                .filter(|(t, _)| *t <= timestamp)
-                .map(|(_, r)| r.clone())
-                .collect())
-        }
-    }
-
-    /// [`Store::read_rows`] as record batches in the table's Arrow schema.
-    pub async fn read_table(&self, path: &str, timestamp: Timestamp) -> Result<Vec<RecordBatch>> {
-        let entry = self.table(path).await?;
-        let rows = self.read_rows(path, timestamp).await?;
-        let schema = table_arrow_schema(&entry.schema);
-        rows.chunks(64 * 1024)
-            .map(|part| rows_to_batch(&schema, part).map_err(Error::from))
-            .collect()
-    }
-
-    /// Looks full keys up (values of all key columns in key order); `None` for a missing row.
-    pub async fn lookup_rows(
-        &self,
-        path: &str,
-        keys: &[Vec<Value>],
-        timestamp: Timestamp,
-    ) -> Result<Vec<Option<Vec<Value>>>> {
-        let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-        if !entry.schema.is_sorted() {
-            return Err(Error::Invalid(format!(
-                "lookup_rows needs a sorted table; {path} is ordered"
-            )));
-        }
-        Ok(keys
-            .iter()
-            .map(|k| {
-                data.sorted
-                    .get(&KeyOrd(k.clone()))
-                    .and_then(|d| resolve_versions(&entry.schema, d, timestamp))
-            })
-            .collect())
-    }
 }
 
 fn decode_key(schema: &TableSchema, text: &str) -> Result<Vec<Value>> {
@@ -730,8 +675,48 @@ fn decode_key(schema: &TableSchema, text: &str) -> Result<Vec<Value>> {
         .collect())
 }
 
+/// The chunks of `data` holding versions committed after `start`: a conflict check must see
+/// them ([`check_conflicts`] gets them decoded, by path).
+pub(crate) fn chunks_after(data: &TableData, start: Timestamp) -> impl Iterator<Item = &ChunkRef> {
+    data.chunks
+        .iter()
+        .filter(move |c| c.max_timestamp > start.0)
+}
+
+/// A key's versions in decoded chunks (each key-sorted), oldest chunk first.
+fn flushed_versions(
+    runs: &[&Arc<Vec<RowDelta>>],
+    key: &[Value],
+    key_count: usize,
+) -> Vec<RowDelta> {
+    let mut out = Vec::new();
+    for run in runs {
+        let lo =
+            run.partition_point(|d| crate::chunk::compare_version_key(d, key, key_count).is_lt());
+        let hi =
+            run.partition_point(|d| !crate::chunk::compare_version_key(d, key, key_count).is_gt());
+        out.extend_from_slice(&run[lo..hi]);
+    }
+    out
+}
+
+/// Outcome of [`check_conflicts`] when a chunk it needs was not supplied (a flush happened
+/// since the caller looked): fetch the chunks again and retry.
+pub(crate) struct MissingChunks;
+
 /// Checks a transaction's actions against commits made after `start` (see [`crate::conflict`]).
-pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action]) -> Result<()> {
+/// `recent` holds the decoded chunks named by [`chunks_after`] for the touched tables.
+pub(crate) fn check_conflicts(
+    state: &State,
+    start: Timestamp,
+    actions: &[Action],
+    recent: &HashMap<String, Arc<Vec<RowDelta>>>,
+) -> Result<std::result::Result<(), MissingChunks>> {
+    let runs_of = |data: &TableData| -> Option<Vec<&Arc<Vec<RowDelta>>>> {
+        chunks_after(data, start)
+            .map(|c| recent.get(&c.path))
+            .collect()
+    };
     let conflict = |path: &str, key: &[Value]| Error::Conflict {
         path: path.to_string(),
         key: dynql_core::yson::to_text(&Yson::List(key.iter().map(Value::to_yson).collect())),
@@ -753,6 +738,10 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                 if !entry.schema.is_sorted() {
                     continue; // appends to ordered tables never conflict
                 }
+                let Some(runs) = runs_of(data) else {
+                    return Ok(Err(MissingChunks));
+                };
+                let key_count = entry.schema.key_column_count();
                 for text in rows {
                     let values = log::decode_row(&entry.schema, text)?;
                     let key = decode_key(&entry.schema, text)?;
@@ -763,8 +752,10 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                         aggregate: *aggregate,
                     };
                     let groups = write_groups(&entry.schema, &probe);
+                    let flushed = flushed_versions(&runs, &key, key_count);
                     let k = KeyOrd(key);
-                    if !data.key_is_free(&entry.schema, start, Claim::Write, &groups, &k) {
+                    if !data.key_is_free(&entry.schema, start, Claim::Write, &groups, &k, &flushed)
+                    {
                         return Err(conflict(path, &k.0));
                     }
                 }
@@ -785,17 +776,26 @@ pub(crate) fn check_conflicts(state: &State, start: Timestamp, actions: &[Action
                 } else {
                     groups.iter().cloned().collect()
                 };
+                let Some(runs) = runs_of(data) else {
+                    return Ok(Err(MissingChunks));
+                };
+                let key_count = entry.schema.key_column_count();
                 for text in keys {
                     let k = KeyOrd(decode_key(&entry.schema, text)?);
-                    if !data.key_is_free(&entry.schema, start, Claim::Lock(*mode), &groups, &k) {
+                    let flushed = flushed_versions(&runs, &k.0, key_count);
+                    let claim = Claim::Lock(*mode);
+                    if !data.key_is_free(&entry.schema, start, claim, &groups, &k, &flushed) {
                         return Err(conflict(path, &k.0));
                     }
                 }
             }
-            Action::CreateTable { .. } | Action::RemoveTable { .. } | Action::Compact { .. } => {}
+            Action::CreateTable { .. }
+            | Action::RemoveTable { .. }
+            | Action::Compact { .. }
+            | Action::Flush { .. } => {}
         }
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// Applies a record to the replayed state.
@@ -843,7 +843,7 @@ fn apply(
                         message: "a logged write names a chunk that was not fetched".into(),
                     })?;
                     for batch in crate::chunk::decode_chunk(c, bytes)? {
-                        for d in crate::checkpoint::decode_versions(c, &entry.schema, &batch)? {
+                        for d in crate::chunk::decode_versions(c, &entry.schema, &batch)? {
                             data.push_version(
                                 key_count,
                                 RowDelta {
@@ -869,10 +869,29 @@ fn apply(
                     );
                 }
             }
+            Action::Flush {
+                path,
+                table_id,
+                chunk,
+                up_to,
+            } => {
+                let Some((_, data)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                else {
+                    continue;
+                };
+                data.forget_flushed(Timestamp(*up_to));
+                data.chunks.push(chunk.clone());
+            }
             Action::Compact {
                 path,
                 table_id,
                 now,
+                up_to,
+                chunk,
+                replaces,
             } => {
                 let Some((entry, data)) = state
                     .tables
@@ -882,18 +901,33 @@ fn apply(
                     continue;
                 };
                 let now = Timestamp(*now);
-                let keys: Vec<KeyOrd> = data.sorted.keys().cloned().collect();
-                for k in keys {
-                    let compacted = data
-                        .sorted
-                        .get(&k)
-                        .map(|d| compact_versions(&entry.schema, &entry.retention, d, now));
-                    match compacted {
-                        Some(v) if !v.is_empty() => {
-                            data.sorted.insert(k, v);
+                match up_to {
+                    // The compacted chunk replaces the named chunks and the dynamic store up
+                    // to `up_to`; it is older than everything that remains.
+                    Some(up_to) => {
+                        data.chunks.retain(|c| !replaces.contains(&c.path));
+                        if let Some(c) = chunk {
+                            data.chunks.insert(0, c.clone());
                         }
-                        _ => {
-                            data.sorted.remove(&k);
+                        data.forget_flushed(Timestamp(*up_to));
+                    }
+                    // Records of stores written before chunked compaction: retention applied
+                    // to the dynamic store in place.
+                    None => {
+                        let keys: Vec<KeyOrd> = data.sorted.keys().cloned().collect();
+                        for k in keys {
+                            let compacted = data
+                                .sorted
+                                .get(&k)
+                                .map(|d| compact_versions(&entry.schema, &entry.retention, d, now));
+                            match compacted {
+                                Some(v) if !v.is_empty() => {
+                                    data.sorted.insert(k, v);
+                                }
+                                _ => {
+                                    data.sorted.remove(&k);
+                                }
+                            }
                         }
                     }
                 }

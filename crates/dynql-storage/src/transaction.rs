@@ -11,6 +11,9 @@
 //! them as one log record naming the transaction, which makes a second commit of the same
 //! transaction impossible. A transaction whose deadline passed without a ping is aborted.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutPayload};
@@ -18,10 +21,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::store::{check_conflicts, fresh_id, Store};
+use crate::store::{check_conflicts, chunks_after, fresh_id, MissingChunks, Store};
 use crate::timestamp::Timestamp;
 
 const TX_DIR: &str = "_tx";
+
+/// How many times a commit re-fetches chunks flushed while it was being checked.
+const MAX_CHUNK_REFETCHES: usize = 8;
 
 /// What a transaction records about itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -157,13 +163,7 @@ impl Store {
             actions.extend(staged.actions);
         }
         let result = self
-            .commit_as(Some(id), |state| {
-                if state.committed_transactions.contains(id) {
-                    return Err(Error::NoSuchTransaction { id: id.into() });
-                }
-                check_conflicts(state, info.start_timestamp, &actions)?;
-                Ok(actions.clone())
-            })
+            .commit_checked(id, info.start_timestamp, &actions)
             .await;
         // The staged files are garbage either way; failing to delete them after a commit must
         // not report the committed transaction as failed (the log forbids a second commit).
@@ -171,6 +171,56 @@ impl Store {
         let ts = result?;
         let _ = cleanup;
         Ok(ts)
+    }
+
+    /// Commits `actions` as transaction `id` after checking them for conflicts with commits
+    /// after `start`. Versions flushed since `start` are in chunks, which the check needs
+    /// decoded: they are fetched first, and again if a flush slips in before the commit.
+    async fn commit_checked(
+        &self,
+        id: &str,
+        start: Timestamp,
+        actions: &[Action],
+    ) -> Result<Timestamp> {
+        for _ in 0..MAX_CHUNK_REFETCHES {
+            let state = self.refresh().await?;
+            let mut recent = HashMap::new();
+            for action in actions {
+                let path = match action {
+                    Action::WriteRows { path, .. } | Action::LockRows { path, .. } => path,
+                    _ => continue,
+                };
+                if let Some((entry, data)) = state.tables.get(path) {
+                    let needed: Vec<_> = chunks_after(data, start)
+                        .filter(|c| !recent.contains_key(&c.path))
+                        .collect();
+                    let runs = self.chunk_runs(&entry.schema, &needed).await?;
+                    for (c, run) in needed.iter().zip(runs) {
+                        recent.insert(c.path.clone(), run);
+                    }
+                }
+            }
+            let missing = Mutex::new(false);
+            let result = self
+                .commit_as(Some(id), |state| {
+                    if state.committed_transactions.contains(id) {
+                        return Err(Error::NoSuchTransaction { id: id.into() });
+                    }
+                    let checked = check_conflicts(state, start, actions, &recent)?;
+                    *missing.lock().unwrap_or_else(|p| p.into_inner()) = checked.is_err();
+                    match checked {
+                        Ok(()) => Ok(actions.to_vec()),
+                        Err(MissingChunks) => Ok(vec![]),
+                    }
+                })
+                .await;
+            if !*missing.lock().unwrap_or_else(|p| p.into_inner()) {
+                return result;
+            }
+        }
+        Err(Error::Invalid(format!(
+            "commit of transaction {id} kept racing with flushes; retry"
+        )))
     }
 
     /// Aborts the transaction: its staged actions are dropped.

@@ -161,6 +161,9 @@ enum Step {
     Delete(Vec<i64>),
     Transaction(Vec<(i64, i64)>),
     Checkpoint,
+    /// Flush and compaction move versions between chunks; the rows stay the same.
+    Flush,
+    Compact,
 }
 
 fn apply_model(model: &mut Model, step: &Step) {
@@ -172,7 +175,7 @@ fn apply_model(model: &mut Model, step: &Step) {
                 m.insert(*k, *v);
             }
         }
-        Step::Checkpoint => {}
+        Step::Checkpoint | Step::Flush | Step::Compact => {}
         Step::Delete(keys) => {
             if let Some(m) = model {
                 for k in keys {
@@ -229,6 +232,8 @@ async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
             Ok(())
         }
         Step::Checkpoint => store.checkpoint().await.map(|_| ()),
+        Step::Flush => store.flush_table("//t").await.map(|_| ()),
+        Step::Compact => store.compact("//t").await.map(|_| ()),
     }
 }
 
@@ -248,6 +253,10 @@ fn workload() -> Vec<Step> {
         Step::Transaction(vec![(4, 40), (3, 31)]),
         Step::Checkpoint,
         Step::Write(vec![(5, 50)]),
+        Step::Flush,
+        Step::Write(vec![(2, 22), (6, 60)]),
+        Step::Compact,
+        Step::Delete(vec![6]),
         Step::Checkpoint,
     ]
 }

@@ -313,3 +313,28 @@ async fn bank_transfers_keep_the_total() {
         "money was created or lost ({committed} transfers committed)"
     );
 }
+
+#[tokio::test]
+async fn a_conflicting_write_is_found_after_it_was_flushed_to_a_chunk() {
+    let s = table().await;
+    let tx = s.start_transaction(60_000).await.unwrap();
+    s.write_rows_in(&tx.id, "//t", WriteKind::Update, false, vec![row(1, 11)])
+        .await
+        .unwrap();
+    // Another writer changes key 1 after the start; a flush moves that version to a chunk.
+    s.write_rows("//t", WriteKind::Update, false, vec![row(1, 12)])
+        .await
+        .unwrap();
+    assert!(s.flush_table("//t").await.unwrap().is_some());
+    assert!(matches!(
+        s.commit_transaction(&tx.id).await,
+        Err(Error::Conflict { .. })
+    ));
+    // A transaction that started after the flush commits.
+    let tx = s.start_transaction(60_000).await.unwrap();
+    s.write_rows_in(&tx.id, "//t", WriteKind::Update, false, vec![row(1, 13)])
+        .await
+        .unwrap();
+    s.commit_transaction(&tx.id).await.unwrap();
+    assert_eq!(value(&s, 1, Timestamp::MAX).await, Some(Value::Int64(13)));
+}

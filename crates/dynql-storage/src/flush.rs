@@ -1,0 +1,221 @@
+//! Flush and compaction: the two ways versions move into chunks.
+//!
+//! * **Flush** writes a sorted table's dynamic store as one new key-sorted chunk and commits
+//!   [`Action::Flush`]: on replay, the dynamic store forgets the versions up to the flush's
+//!   timestamp and the chunk joins the table's chunk list.
+//! * **Compaction** runs the [version merge](crate::merge) over every chunk and the dynamic
+//!   store, applies retention ([`compact_versions`]) to each key's history, writes one chunk
+//!   and commits [`Action::Compact`], which swaps it in for what it replaces.
+//!
+//! Both write their chunk before the commit and commit only if the table's chunk list is still
+//! the one they read (otherwise their chunk would duplicate or miss versions): the loser
+//! deletes its chunk and retries (compaction) or leaves the versions for the next flush.
+//! Versions committed meanwhile are newer than the flush timestamp and stay in the dynamic
+//! store, because commit timestamps grow with the log.
+
+use std::sync::Mutex;
+
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+use crate::chunk::{new_chunk_path, write_versioned_chunk, ChunkRef};
+use crate::compaction::compact_versions;
+use crate::error::{Error, Result};
+use crate::log::Action;
+use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
+use crate::mvcc::RowDelta;
+use crate::store::{State, Store};
+use crate::timestamp::Timestamp;
+
+/// How many times compaction retries when a flush or another compaction wins the race.
+const COMPACTION_ATTEMPTS: usize = 8;
+
+/// The chunk paths of a table in `state`, if it still exists with id `table_id`.
+fn chunk_list(state: &State, path: &str, table_id: &str) -> Option<Vec<String>> {
+    let (entry, data) = state.tables.get(path)?;
+    (entry.id == table_id).then(|| data.chunks.iter().map(|c| c.path.clone()).collect())
+}
+
+/// Deletes chunks that no commit names; failures only leave garbage for the collector.
+async fn discard(objects: &dyn ObjectStore, chunks: &[String]) {
+    for c in chunks {
+        let _ = objects.delete(&ObjectPath::from(c.as_str())).await;
+    }
+}
+
+impl Store {
+    /// Flushes the dynamic store of the sorted table at `path` into a new chunk. Returns the
+    /// chunk, or `None` when there was nothing to flush (or a concurrent flush took it).
+    pub async fn flush_table(&self, path: &str) -> Result<Option<ChunkRef>> {
+        self.table(path).await?;
+        Ok(self
+            .flush_tables(Some(path))
+            .await?
+            .into_iter()
+            .next()
+            .map(|(_, c)| c))
+    }
+
+    /// Flushes every sorted table (or only `only`) whose dynamic store holds versions, in one
+    /// commit. Returns the committed chunks by table path.
+    pub(crate) async fn flush_tables(&self, only: Option<&str>) -> Result<Vec<(String, ChunkRef)>> {
+        let state = self.refresh().await?;
+        let up_to = state.last_timestamp;
+        struct Written {
+            path: String,
+            table_id: String,
+            chunks_before: Vec<String>,
+            chunk: ChunkRef,
+        }
+        let mut written = Vec::new();
+        for (path, (entry, data)) in &state.tables {
+            if only.is_some_and(|p| p != path)
+                || !entry.schema.is_sorted()
+                || data.sorted.is_empty()
+            {
+                continue;
+            }
+            let versions: Vec<&RowDelta> = data.sorted.values().flatten().collect();
+            let chunk_path = new_chunk_path(&entry.id, "flush");
+            let chunk =
+                write_versioned_chunk(self.objects.as_ref(), chunk_path, &entry.schema, &versions)
+                    .await?;
+            if let Some(chunk) = chunk {
+                written.push(Written {
+                    path: path.clone(),
+                    table_id: entry.id.clone(),
+                    chunks_before: data.chunks.iter().map(|c| c.path.clone()).collect(),
+                    chunk,
+                });
+            }
+        }
+        if written.is_empty() {
+            return Ok(vec![]);
+        }
+        // The actions of the build that was committed (the closure may run several times).
+        let last_build: Mutex<Vec<usize>> = Mutex::new(vec![]);
+        self.append_commit(None, |state| {
+            let mut chosen = Vec::new();
+            let mut actions = Vec::new();
+            for (i, w) in written.iter().enumerate() {
+                if chunk_list(state, &w.path, &w.table_id).as_ref() == Some(&w.chunks_before) {
+                    chosen.push(i);
+                    actions.push(Action::Flush {
+                        path: w.path.clone(),
+                        table_id: w.table_id.clone(),
+                        chunk: w.chunk.clone(),
+                        up_to: up_to.0,
+                    });
+                }
+            }
+            *last_build.lock().unwrap_or_else(|p| p.into_inner()) = chosen;
+            Ok(actions)
+        })
+        .await?;
+        let chosen = last_build.into_inner().unwrap_or_else(|p| p.into_inner());
+        let lost: Vec<String> = written
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !chosen.contains(i))
+            .map(|(_, w)| w.chunk.path.clone())
+            .collect();
+        discard(self.objects.as_ref(), &lost).await;
+        Ok(written
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| chosen.contains(i))
+            .map(|(_, w)| (w.path, w.chunk))
+            .collect())
+    }
+
+    /// Compacts a table now: merges its chunks and dynamic store into one chunk, dropping the
+    /// versions its retention allows (see [`crate::compaction`]). Returns the number of
+    /// versions before and after.
+    pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
+        for _ in 0..COMPACTION_ATTEMPTS {
+            let state = self.refresh().await?;
+            let (entry, data) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let before = data.version_count();
+            let now = Timestamp::now();
+            let up_to = state.last_timestamp;
+            let schema = &entry.schema;
+            let mut chunk = None;
+            if schema.is_sorted() {
+                let key_count = schema.key_column_count();
+                let all: Vec<&ChunkRef> = data.chunks.iter().collect();
+                let runs = self.chunk_runs(schema, &all).await?;
+                let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
+                    .iter()
+                    .map(|r| Box::new(KeyGroups::new(r, key_count)) as _)
+                    .collect();
+                sources.push(Box::new(data.sorted.values().map(Vec::as_slice)));
+                let kept: Vec<RowDelta> = VersionMerge::new(key_count, sources)
+                    .flat_map(|history| compact_versions(schema, &entry.retention, &history, now))
+                    .collect();
+                let refs: Vec<&RowDelta> = kept.iter().collect();
+                chunk = write_versioned_chunk(
+                    self.objects.as_ref(),
+                    new_chunk_path(&entry.id, "compact"),
+                    schema,
+                    &refs,
+                )
+                .await?;
+            }
+            let replaces: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
+            let table_id = entry.id.clone();
+            let sorted = schema.is_sorted();
+            let stale = Mutex::new(false);
+            // Not `commit`: compaction also runs from inside `checkpoint`.
+            let committed = self
+                .append_commit(None, |state| {
+                    let current = chunk_list(state, path, &table_id)
+                        .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+                    let fresh = current == replaces;
+                    *stale.lock().unwrap_or_else(|p| p.into_inner()) = !fresh;
+                    if !fresh {
+                        return Ok(vec![]);
+                    }
+                    Ok(vec![Action::Compact {
+                        path: path.into(),
+                        table_id: table_id.clone(),
+                        now: now.0,
+                        up_to: sorted.then_some(up_to.0),
+                        chunk: chunk.clone(),
+                        replaces: replaces.clone(),
+                    }])
+                })
+                .await;
+            let stale = *stale.lock().unwrap_or_else(|p| p.into_inner());
+            match committed {
+                Ok(_) if !stale => {
+                    let state = self.refresh().await?;
+                    let after = state
+                        .tables
+                        .get(path)
+                        .map(|(_, d)| d.version_count())
+                        .unwrap_or(0);
+                    return Ok((before, after));
+                }
+                Ok(_) => {
+                    if let Some(c) = &chunk {
+                        discard(self.objects.as_ref(), std::slice::from_ref(&c.path)).await;
+                    }
+                }
+                Err(e) => {
+                    if matches!(e, Error::NoSuchTable { .. }) {
+                        if let Some(c) = &chunk {
+                            discard(self.objects.as_ref(), std::slice::from_ref(&c.path)).await;
+                        }
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Err(Error::Invalid(format!(
+            "compaction of {path} lost the race to concurrent flushes {COMPACTION_ATTEMPTS} times; retry"
+        )))
+    }
+}

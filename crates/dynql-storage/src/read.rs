@@ -1,0 +1,135 @@
+//! Reads of a table at a timestamp: the [version merge](crate::merge) of its chunks and its
+//! dynamic store, resolved key by key.
+
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+
+use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
+use dynql_core::{TableSchema, Value};
+
+use crate::chunk::{compare_version_key, ChunkRef};
+use crate::error::{Error, Result};
+use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
+use crate::mvcc::{resolve_versions, RowDelta};
+use crate::store::{KeyOrd, Store};
+use crate::timestamp::Timestamp;
+
+impl Store {
+    /// The decoded versions of `chunks` (from the cache or the object store), in order.
+    pub(crate) async fn chunk_runs(
+        &self,
+        schema: &TableSchema,
+        chunks: &[&ChunkRef],
+    ) -> Result<Vec<Arc<Vec<RowDelta>>>> {
+        let mut runs = Vec::new();
+        for c in chunks {
+            runs.push(
+                self.cache
+                    .versions(self.objects.as_ref(), schema, c)
+                    .await?,
+            );
+        }
+        Ok(runs)
+    }
+
+    /// The number of stored row versions of a table.
+    pub async fn version_count(&self, path: &str) -> Result<usize> {
+        let state = self.refresh().await?;
+        let (_, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        Ok(data.version_count())
+    }
+
+    /// The rows of a table as of `timestamp`: key order for sorted tables, append order for
+    /// ordered ones. Sentinel timestamps read the latest state.
+    pub async fn read_rows(&self, path: &str, timestamp: Timestamp) -> Result<Vec<Vec<Value>>> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let schema = &entry.schema;
+        if !schema.is_sorted() {
+            return Ok(data
+                .ordered
+                .iter()
+                .filter(|(t, _)| *t <= timestamp)
+                .map(|(_, r)| r.clone())
+                .collect());
+        }
+        let key_count = schema.key_column_count();
+        // Chunks whose oldest version is newer than the read see nothing.
+        let visible: Vec<&ChunkRef> = data
+            .chunks
+            .iter()
+            .filter(|c| c.min_timestamp <= timestamp.0)
+            .collect();
+        let runs = self.chunk_runs(schema, &visible).await?;
+        let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
+            .iter()
+            .map(|r| Box::new(KeyGroups::new(r, key_count)) as _)
+            .collect();
+        sources.push(Box::new(data.sorted.values().map(Vec::as_slice)));
+        Ok(VersionMerge::new(key_count, sources)
+            .filter_map(|history| resolve_versions(schema, &history, timestamp))
+            .collect())
+    }
+
+    /// [`Store::read_rows`] as record batches in the table's Arrow schema.
+    pub async fn read_table(&self, path: &str, timestamp: Timestamp) -> Result<Vec<RecordBatch>> {
+        let entry = self.table(path).await?;
+        let rows = self.read_rows(path, timestamp).await?;
+        let schema = table_arrow_schema(&entry.schema);
+        rows.chunks(64 * 1024)
+            .map(|part| rows_to_batch(&schema, part).map_err(Error::from))
+            .collect()
+    }
+
+    /// Looks full keys up (values of all key columns in key order); `None` for a missing row.
+    /// Only chunks whose key and timestamp bounds admit a key are searched for it.
+    pub async fn lookup_rows(
+        &self,
+        path: &str,
+        keys: &[Vec<Value>],
+        timestamp: Timestamp,
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let schema = &entry.schema;
+        if !schema.is_sorted() {
+            return Err(Error::Invalid(format!(
+                "lookup_rows needs a sorted table; {path} is ordered"
+            )));
+        }
+        let key_count = schema.key_column_count();
+        let needed = data
+            .chunks
+            .iter()
+            .filter(|c| keys.iter().any(|k| c.may_contain(k, timestamp.0)));
+        let needed: Vec<&ChunkRef> = needed.collect();
+        let runs = self.chunk_runs(schema, &needed).await?;
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let mut history: Vec<RowDelta> = Vec::new();
+            for (c, run) in needed.iter().zip(&runs) {
+                if !c.may_contain(key, timestamp.0) {
+                    continue;
+                }
+                let lo = run.partition_point(|d| compare_version_key(d, key, key_count).is_lt());
+                let hi = run.partition_point(|d| !compare_version_key(d, key, key_count).is_gt());
+                history.extend_from_slice(&run[lo..hi]);
+            }
+            if let Some(memory) = data.sorted.get(&KeyOrd(key.clone())) {
+                history.extend_from_slice(memory);
+            }
+            out.push(resolve_versions(schema, &history, timestamp));
+        }
+        Ok(out)
+    }
+}
