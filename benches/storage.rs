@@ -141,7 +141,7 @@ fn main() {
         sqlite_lookup,
     );
 
-    // 3. Full-scan aggregate over 8 delta layers vs compacted.
+    // 3. Full-scan aggregate over 8 delta layers (8 chunks) vs compacted (1 chunk).
     let layer_rows = (n / 8).max(1);
     let layered_dir = tempfile::tempdir().unwrap();
     let layered = Database::open(&format!("file://{}", layered_dir.path().display())).unwrap();
@@ -152,6 +152,8 @@ fn main() {
                 .insert_rows("//t", &rows(layer_rows, layer))
                 .await
                 .unwrap();
+            // Each layer becomes its own chunk, as successive checkpoints would leave it.
+            assert!(layered.flush("//t").await.unwrap());
         }
     });
     let query = "sum(x) as s, sum(1) as c from [//t] group by 1";

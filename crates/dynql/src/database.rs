@@ -404,6 +404,13 @@ impl Database {
         Ok(self.store.compact(path).await?)
     }
 
+    /// Flushes a sorted table's recent writes (its dynamic store) into a new key-sorted chunk,
+    /// as every checkpoint does; returns whether there was anything to flush. Reads are the
+    /// same before and after.
+    pub async fn flush(&self, path: &str) -> Result<bool> {
+        Ok(self.store.flush_table(path).await?.is_some())
+    }
+
     /// Removes a table.
     pub async fn remove(&self, path: &str) -> Result<()> {
         Ok(self.store.remove_table(path).await?)
