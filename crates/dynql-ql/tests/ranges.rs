@@ -1,7 +1,10 @@
-//! Key-range inference: the public conformance cases and the spec's case table (B.7).
+//! Key-range inference: the public conformance cases, the spec's case table (B.7) and a
+//! randomized check that no satisfying row ever falls outside the inferred ranges.
 
 #[path = "ranges/cases.rs"]
 mod cases;
+#[path = "ranges/stress.rs"]
+mod stress;
 
 use dynql_core::TableSchema;
 use dynql_ql::ranges::{infer_key_ranges, KeyRange, RangeOptions};
