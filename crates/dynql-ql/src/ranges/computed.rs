@@ -246,15 +246,16 @@ impl KeyColumns {
                 continue;
             }
             let span = IntegerSpan::of(interval, self.types[*input]);
-            if span.as_ref().is_some_and(|s| s.count() == 0) {
+            if span.as_ref().is_some_and(IntegerSpan::is_empty) {
                 return None;
             }
             cost = match (reading, span, cost) {
                 (Reading::Quotients(ds), Some(span), Some(c)) => {
-                    let count = span.count();
+                    // Null is one more point to evaluate, but YT counts only the integers.
+                    let count = span.integer_count();
                     Some(
                         ds.difference(&accepted[*input])
-                            .fold(c, |c, d| c.saturating_mul(count.div_ceil(*d))),
+                            .fold(c, |c, d| c.saturating_mul(count.div_ceil(*d).max(1))),
                     )
                 }
                 _ => None,
@@ -435,10 +436,14 @@ impl IntegerSpan {
         Some(IntegerSpan { null, lo, hi })
     }
 
-    /// Number of values (saturating).
-    fn count(&self) -> u64 {
-        let ints = (self.hi - self.lo + 1).max(0) + i128::from(self.null);
-        u64::try_from(ints).unwrap_or(u64::MAX)
+    /// Number of integers (saturating; null not counted).
+    fn integer_count(&self) -> u64 {
+        u64::try_from((self.hi - self.lo + 1).max(0)).unwrap_or(u64::MAX)
+    }
+
+    /// True when neither null nor any integer lies inside.
+    fn is_empty(&self) -> bool {
+        !self.null && self.hi < self.lo
     }
 
     /// Null (if inside), the lower bound, then every point inside where `x / d` (truncating)
@@ -457,17 +462,14 @@ impl IntegerSpan {
         }
         let mut x = self.lo;
         out.push(to_value(x));
-        loop {
-            let Some(next) = divisors
+        let next_point = |x: i128| {
+            divisors
                 .iter()
                 .map(|&d| next_quotient_point(x, d as i128))
                 .min()
-            else {
-                break;
-            };
-            if next > self.hi {
-                break;
-            }
+                .filter(|&next| next <= self.hi)
+        };
+        while let Some(next) = next_point(x) {
             out.push(to_value(next));
             x = next;
         }
@@ -549,10 +551,11 @@ mod tests {
             Bound::after(Value::Int64(1)),
             Bound::before(Value::Int64(2)),
         );
-        assert_eq!(IntegerSpan::of(&open, ValueType::Int64).unwrap().count(), 0);
+        assert!(IntegerSpan::of(&open, ValueType::Int64).unwrap().is_empty());
         let below = Interval::new(Bound::min(), Bound::before(Value::Uint64(3)));
         let s = IntegerSpan::of(&below, ValueType::Uint64).unwrap();
-        assert_eq!((s.null, s.lo, s.hi, s.count()), (true, 0, 2, 4));
+        assert_eq!((s.null, s.lo, s.hi, s.integer_count()), (true, 0, 2, 3));
+        assert!(!s.is_empty());
         assert_eq!(
             s.quotient_points(&BTreeSet::from([2]), ValueType::Uint64),
             vec![Value::Null, Value::Uint64(0), Value::Uint64(2)]
@@ -560,7 +563,7 @@ mod tests {
         assert_eq!(
             IntegerSpan::of(&Interval::universal(), ValueType::Int64)
                 .unwrap()
-                .count(),
+                .integer_count(),
             u64::MAX
         );
         assert_eq!(

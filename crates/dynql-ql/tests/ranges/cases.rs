@@ -470,6 +470,20 @@ fn computed_columns_beyond_the_table() {
                 "h = 3",
                 &["[3u]..[3u,MAX]"],
             ),
+            // An input that may only be null is evaluated at null.
+            (
+                "null-input",
+                "k:int64=l/2, l:int64",
+                "l <= null",
+                &["[NULL]..[NULL,NULL,MAX]"],
+            ),
+            // An unbounded lower end enumerates null, then from the type's minimum.
+            (
+                "from-type-minimum",
+                "k:uint64=l/3, l:uint64",
+                "l < 5",
+                &["[NULL]..[NULL,5u]", "[0u]..[0u,5u]", "[1u]..[1u,5u]"],
+            ),
             // Values not satisfying the computed column's own constraint are skipped.
             (
                 "own-constraint",
