@@ -16,6 +16,7 @@
 //! Ordered tables use the same inference over the pseudo key `$tablet_index`, `$row_index`.
 //!
 //! Entry point: [`infer_key_ranges`]; the result is a sorted list of disjoint [`KeyRange`]s.
+//! Design note: `docs/design/0005-range-inference.md` (invariants, departures from YT).
 
 mod bound;
 mod computed;
