@@ -81,6 +81,14 @@ impl ComputedColumns {
         Ok(ComputedColumns { columns })
     }
 
+    /// The compiled expression of the computed column at position `column`, if it is one.
+    pub fn expression(&self, column: usize) -> Option<&TypedExpr> {
+        self.columns
+            .iter()
+            .find(|(i, _)| *i == column)
+            .map(|(_, e)| e)
+    }
+
     /// True when the table has no computed columns.
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()

@@ -6,7 +6,9 @@
 //!    [`texpr::TypedExpr`]s;
 //! 3. [`eval`] and [`aggregate`]: YT semantics for evaluating expressions and aggregates;
 //!    [`functions`] holds the builtins;
-//! 4. [`computed`]: computed key columns, checked at table creation and filled on write.
+//! 4. [`computed`]: computed key columns, checked at table creation and filled on write;
+//! 5. [`ranges`]: key-range inference, the key ranges a WHERE predicate can match
+//!    ([`ranges::infer_key_ranges`]).
 //!
 //! The executor that runs a plan over tables lives in `dynql-exec`.
 
@@ -21,6 +23,7 @@ pub mod lexer;
 pub mod parser;
 pub mod placeholders;
 pub mod plan;
+pub mod ranges;
 pub mod texpr;
 pub mod types;
 pub mod ypath;
@@ -30,3 +33,4 @@ pub use computed::ComputedColumns;
 pub use error::{Error, Result, Span};
 pub use eval::EvalOptions;
 pub use plan::QueryPlan;
+pub use ranges::{infer_key_ranges, KeyBoundValue, KeyRange, RangeOptions};
