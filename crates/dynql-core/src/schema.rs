@@ -264,9 +264,11 @@ impl TableSchema {
                         COLUMN_AGGREGATES.join(", ")
                     ));
                 }
-                if a == "xdelta" && c.wire_type() != ValueType::String {
+                if a == "xdelta" {
+                    // YT folds xdelta3 binary patches; keeping the newest value instead would
+                    // be silently wrong, so the aggregate is refused until a codec exists.
                     return bad(format!(
-                        "aggregate xdelta of column {:?} needs type string",
+                        "aggregate xdelta of column {:?} is not supported by dynql (it needs an xdelta3 patch codec); use sum, min, max or first",
                         c.name
                     ));
                 }
@@ -427,6 +429,10 @@ mod tests {
             "[{name=k;type=int64;sort_order=ascending};{name=v;type=int64;aggregate=avg}]"
         )
         .contains("unknown aggregate"));
+        assert!(err(
+            "[{name=k;type=int64;sort_order=ascending};{name=v;type=string;aggregate=xdelta}]"
+        )
+        .contains("xdelta of column \"v\" is not supported"));
         assert!(err("[{name=k;type=int64}").contains("YSON"));
         assert!(TableSchema::parse(
             "[{name=k;type=int64;sort_order=ascending};{name=\"$ttl\";type=uint64}]"

@@ -293,11 +293,8 @@ impl Store {
                         Action::WriteRows { chunk: Some(c), .. } => {
                             referenced.insert(c);
                         }
-                        Action::Flush { chunk, .. } => {
-                            referenced.insert(chunk.path);
-                        }
-                        Action::Compact { chunk: Some(c), .. } => {
-                            referenced.insert(c.path);
+                        Action::Flush { chunks, .. } | Action::Compact { chunks, .. } => {
+                            referenced.extend(chunks.into_iter().map(|c| c.path));
                         }
                         _ => {}
                     }

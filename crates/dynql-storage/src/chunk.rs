@@ -42,7 +42,27 @@ pub struct ChunkRef {
     /// Oldest and newest commit timestamp of a version in the chunk.
     pub min_timestamp: u64,
     pub max_timestamp: u64,
+    /// Size of the file in bytes (lets readers fetch the footer without a HEAD request).
+    #[serde(default)]
+    pub bytes: u64,
+    /// Key bounds of the Parquet row groups, in file order ([`ROW_GROUP_ROWS`] versions each);
+    /// empty for chunks written without them (then the file is one unit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub row_groups: Vec<RowGroupRef>,
 }
+
+/// Key bounds of one row group of a chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowGroupRef {
+    pub rows: u64,
+    #[serde(with = "key_serde")]
+    pub min_key: Vec<Value>,
+    #[serde(with = "key_serde")]
+    pub max_key: Vec<Value>,
+}
+
+/// Versions per Parquet row group of a chunk: the unit a pruned scan decodes.
+pub const ROW_GROUP_ROWS: usize = 16 * 1024;
 
 impl ChunkRef {
     /// Whether the chunk may hold versions of `key` visible at `timestamp`.
@@ -50,6 +70,19 @@ impl ChunkRef {
         self.min_timestamp <= timestamp
             && dynql_core::compare_rows(&self.min_key, key) != Ordering::Greater
             && dynql_core::compare_rows(key, &self.max_key) != Ordering::Greater
+    }
+
+    /// Key bounds of the units a scan can decode separately: the row groups, or the whole
+    /// chunk when it records none.
+    pub fn row_group_bounds(&self) -> Vec<(&[Value], &[Value])> {
+        if self.row_groups.is_empty() {
+            vec![(&self.min_key, &self.max_key)]
+        } else {
+            self.row_groups
+                .iter()
+                .map(|g| (g.min_key.as_slice(), g.max_key.as_slice()))
+                .collect()
+        }
     }
 }
 
@@ -138,7 +171,7 @@ pub(crate) fn version_key(d: &RowDelta, key_count: usize) -> Vec<Value> {
 pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes> {
     let props = WriterProperties::builder()
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_max_row_group_row_count(Some(64 * 1024))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
     let mut buf = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?;
@@ -302,9 +335,19 @@ pub(crate) fn decode_versioned_chunk(
     for batch in decode_chunk(path, data)? {
         out.extend(decode_versions(path, schema, &batch)?);
     }
+    check_key_order(path, schema, &out)?;
+    Ok(out)
+}
+
+/// Checks that decoded versions of a sorted table are in key order (the merge relies on it).
+pub(crate) fn check_key_order(
+    path: &str,
+    schema: &TableSchema,
+    versions: &[RowDelta],
+) -> Result<()> {
     let key_count = schema.key_column_count();
     if key_count > 0
-        && out
+        && versions
             .windows(2)
             .any(|w| compare_version_keys(&w[0], &w[1], key_count) == Ordering::Greater)
     {
@@ -313,7 +356,7 @@ pub(crate) fn decode_versioned_chunk(
             message: "versions of a sorted chunk are out of key order".into(),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Writes versions (key order, then commit order) as a new chunk at `path` and returns its
@@ -329,7 +372,17 @@ pub(crate) async fn write_versioned_chunk(
     };
     let key_count = schema.key_column_count();
     let batch = encode_versions(schema, versions)?;
+    // The writer cuts a row group every ROW_GROUP_ROWS rows, so these are its row groups.
+    let row_groups = versions
+        .chunks(ROW_GROUP_ROWS)
+        .map(|g| RowGroupRef {
+            rows: g.len() as u64,
+            min_key: version_key(g[0], key_count),
+            max_key: version_key(g[g.len() - 1], key_count),
+        })
+        .collect();
     let bytes = encode_chunk(&batch.schema(), &[batch])?;
+    let size = bytes.len() as u64;
     objects
         .put(&ObjectPath::from(path.as_str()), PutPayload::from(bytes))
         .await?;
@@ -340,6 +393,8 @@ pub(crate) async fn write_versioned_chunk(
         max_key: version_key(last, key_count),
         min_timestamp: versions.iter().map(|d| d.timestamp.0).min().unwrap_or(0),
         max_timestamp: versions.iter().map(|d| d.timestamp.0).max().unwrap_or(0),
+        bytes: size,
+        row_groups,
     }))
 }
 

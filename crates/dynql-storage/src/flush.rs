@@ -18,13 +18,14 @@ use std::sync::Mutex;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use crate::chunk::{new_chunk_path, write_versioned_chunk, ChunkRef};
+use crate::chunk::{new_chunk_path, version_key, write_versioned_chunk, ChunkRef};
 use crate::compaction::compact_versions;
 use crate::error::{Error, Result};
 use crate::log::Action;
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::RowDelta;
-use crate::store::{State, Store};
+use crate::scan::tablet_ranges;
+use crate::store::{State, Store, TableEntry};
 use crate::timestamp::Timestamp;
 
 /// How many times compaction retries when a flush or another compaction wins the race.
@@ -36,6 +37,36 @@ fn chunk_list(state: &State, path: &str, table_id: &str) -> Option<Vec<String>> 
     (entry.id == table_id).then(|| data.chunks.iter().map(|c| c.path.clone()).collect())
 }
 
+/// Writes key-sorted versions as one chunk per tablet that has any (chunks never straddle a
+/// pivot key, so a scan can skip whole tablets).
+async fn write_tablet_chunks(
+    store: &Store,
+    entry: &TableEntry,
+    kind: &str,
+    versions: &[&RowDelta],
+) -> Result<Vec<ChunkRef>> {
+    let key_count = entry.schema.key_column_count();
+    let tablets = tablet_ranges(entry)?;
+    let mut out = Vec::new();
+    let mut rest = versions;
+    for (i, tablet) in tablets.iter().enumerate() {
+        let end = if i + 1 == tablets.len() {
+            rest.len()
+        } else {
+            rest.partition_point(|d| tablet.upper.is_after(&version_key(d, key_count)))
+        };
+        let (part, tail) = rest.split_at(end);
+        rest = tail;
+        let path = new_chunk_path(&entry.id, kind);
+        if let Some(c) =
+            write_versioned_chunk(store.objects.as_ref(), path, &entry.schema, part).await?
+        {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
 /// Deletes chunks that no commit names; failures only leave garbage for the collector.
 async fn discard(objects: &dyn ObjectStore, chunks: &[String]) {
     for c in chunks {
@@ -44,28 +75,32 @@ async fn discard(objects: &dyn ObjectStore, chunks: &[String]) {
 }
 
 impl Store {
-    /// Flushes the dynamic store of the sorted table at `path` into a new chunk. Returns the
-    /// chunk, or `None` when there was nothing to flush (or a concurrent flush took it).
-    pub async fn flush_table(&self, path: &str) -> Result<Option<ChunkRef>> {
+    /// Flushes the dynamic store of the sorted table at `path` into new chunks, one per
+    /// tablet with versions. Returns them: none when there was nothing to flush (or a
+    /// concurrent flush took it).
+    pub async fn flush_table(&self, path: &str) -> Result<Vec<ChunkRef>> {
         self.table(path).await?;
         Ok(self
             .flush_tables(Some(path))
             .await?
             .into_iter()
-            .next()
-            .map(|(_, c)| c))
+            .flat_map(|(_, c)| c)
+            .collect())
     }
 
     /// Flushes every sorted table (or only `only`) whose dynamic store holds versions, in one
     /// commit. Returns the committed chunks by table path.
-    pub(crate) async fn flush_tables(&self, only: Option<&str>) -> Result<Vec<(String, ChunkRef)>> {
+    pub(crate) async fn flush_tables(
+        &self,
+        only: Option<&str>,
+    ) -> Result<Vec<(String, Vec<ChunkRef>)>> {
         let state = self.refresh().await?;
         let up_to = state.last_timestamp;
         struct Written {
             path: String,
             table_id: String,
             chunks_before: Vec<String>,
-            chunk: ChunkRef,
+            chunks: Vec<ChunkRef>,
         }
         let mut written = Vec::new();
         for (path, (entry, data)) in &state.tables {
@@ -76,16 +111,13 @@ impl Store {
                 continue;
             }
             let versions: Vec<&RowDelta> = data.sorted.values().flatten().collect();
-            let chunk_path = new_chunk_path(&entry.id, "flush");
-            let chunk =
-                write_versioned_chunk(self.objects.as_ref(), chunk_path, &entry.schema, &versions)
-                    .await?;
-            if let Some(chunk) = chunk {
+            let chunks = write_tablet_chunks(self, entry, "flush", &versions).await?;
+            if !chunks.is_empty() {
                 written.push(Written {
                     path: path.clone(),
                     table_id: entry.id.clone(),
                     chunks_before: data.chunks.iter().map(|c| c.path.clone()).collect(),
-                    chunk,
+                    chunks,
                 });
             }
         }
@@ -103,7 +135,7 @@ impl Store {
                     actions.push(Action::Flush {
                         path: w.path.clone(),
                         table_id: w.table_id.clone(),
-                        chunk: w.chunk.clone(),
+                        chunks: w.chunks.clone(),
                         up_to: up_to.0,
                     });
                 }
@@ -117,14 +149,14 @@ impl Store {
             .iter()
             .enumerate()
             .filter(|(i, _)| !chosen.contains(i))
-            .map(|(_, w)| w.chunk.path.clone())
+            .flat_map(|(_, w)| w.chunks.iter().map(|c| c.path.clone()))
             .collect();
         discard(self.objects.as_ref(), &lost).await;
         Ok(written
             .into_iter()
             .enumerate()
             .filter(|(i, _)| chosen.contains(i))
-            .map(|(_, w)| (w.path, w.chunk))
+            .map(|(_, w)| (w.path, w.chunks))
             .collect())
     }
 
@@ -142,7 +174,7 @@ impl Store {
             let now = Timestamp::now();
             let up_to = state.last_timestamp;
             let schema = &entry.schema;
-            let mut chunk = None;
+            let mut chunks = Vec::new();
             if schema.is_sorted() {
                 let key_count = schema.key_column_count();
                 let all: Vec<&ChunkRef> = data.chunks.iter().collect();
@@ -156,14 +188,9 @@ impl Store {
                     .flat_map(|history| compact_versions(schema, &entry.retention, &history, now))
                     .collect();
                 let refs: Vec<&RowDelta> = kept.iter().collect();
-                chunk = write_versioned_chunk(
-                    self.objects.as_ref(),
-                    new_chunk_path(&entry.id, "compact"),
-                    schema,
-                    &refs,
-                )
-                .await?;
+                chunks = write_tablet_chunks(self, entry, "compact", &refs).await?;
             }
+            let written: Vec<String> = chunks.iter().map(|c| c.path.clone()).collect();
             let replaces: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
             let table_id = entry.id.clone();
             let sorted = schema.is_sorted();
@@ -183,7 +210,7 @@ impl Store {
                         table_id: table_id.clone(),
                         now: now.0,
                         up_to: sorted.then_some(up_to.0),
-                        chunk: chunk.clone(),
+                        chunks: chunks.clone(),
                         replaces: replaces.clone(),
                     }])
                 })
@@ -199,16 +226,10 @@ impl Store {
                         .unwrap_or(0);
                     return Ok((before, after));
                 }
-                Ok(_) => {
-                    if let Some(c) = &chunk {
-                        discard(self.objects.as_ref(), std::slice::from_ref(&c.path)).await;
-                    }
-                }
+                Ok(_) => discard(self.objects.as_ref(), &written).await,
                 Err(e) => {
                     if matches!(e, Error::NoSuchTable { .. }) {
-                        if let Some(c) = &chunk {
-                            discard(self.objects.as_ref(), std::slice::from_ref(&c.path)).await;
-                        }
+                        discard(self.objects.as_ref(), &written).await;
                     }
                     return Err(e);
                 }

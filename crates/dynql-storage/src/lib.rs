@@ -16,15 +16,17 @@ pub mod log;
 mod merge;
 pub mod mvcc;
 mod read;
+pub mod scan;
 pub mod store;
 pub mod timestamp;
 pub mod transaction;
 
-pub use chunk::ChunkRef;
+pub use chunk::{ChunkRef, RowGroupRef};
 pub use compaction::Retention;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
 pub use mvcc::WriteKind;
+pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS};
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

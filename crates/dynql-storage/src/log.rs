@@ -59,24 +59,25 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chunk: Option<String>,
     },
-    /// The dynamic store of a table up to timestamp `up_to` now lives in `chunk`.
+    /// The dynamic store of a table up to timestamp `up_to` now lives in `chunks` (one per
+    /// tablet that had versions).
     Flush {
         path: String,
         table_id: String,
-        chunk: ChunkRef,
+        chunks: Vec<ChunkRef>,
         up_to: u64,
     },
-    /// Compaction of a table at `now`: `chunk` (absent when nothing is left) replaces the
-    /// chunks named in `replaces` and the dynamic store up to `up_to`. Records without `up_to`
-    /// (older stores) apply retention to the dynamic store on replay.
+    /// Compaction of a table at `now`: `chunks` (one per tablet with versions left) replace
+    /// the chunks named in `replaces` and the dynamic store up to `up_to`. Records without
+    /// `up_to` (older stores) apply retention to the dynamic store on replay.
     Compact {
         path: String,
         table_id: String,
         now: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         up_to: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        chunk: Option<ChunkRef>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        chunks: Vec<ChunkRef>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         replaces: Vec<String>,
     },

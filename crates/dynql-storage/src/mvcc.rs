@@ -79,7 +79,8 @@ pub fn resolve_versions(
     row
 }
 
-/// Folds one aggregate delta into the current value (`xdelta` keeps the newest value).
+/// Folds one aggregate delta into the current value (`sum`, `min`, `max`, `first`; schemas
+/// with other aggregates are refused at creation).
 pub fn fold_aggregate(function: &str, old: &Value, delta: &Value) -> Value {
     if delta.is_null() {
         return old.clone();

@@ -872,7 +872,7 @@ fn apply(
             Action::Flush {
                 path,
                 table_id,
-                chunk,
+                chunks,
                 up_to,
             } => {
                 let Some((_, data)) = state
@@ -883,14 +883,14 @@ fn apply(
                     continue;
                 };
                 data.forget_flushed(Timestamp(*up_to));
-                data.chunks.push(chunk.clone());
+                data.chunks.extend(chunks.iter().cloned());
             }
             Action::Compact {
                 path,
                 table_id,
                 now,
                 up_to,
-                chunk,
+                chunks,
                 replaces,
             } => {
                 let Some((entry, data)) = state
@@ -906,9 +906,7 @@ fn apply(
                     // to `up_to`; it is older than everything that remains.
                     Some(up_to) => {
                         data.chunks.retain(|c| !replaces.contains(&c.path));
-                        if let Some(c) = chunk {
-                            data.chunks.insert(0, c.clone());
-                        }
+                        data.chunks.splice(0..0, chunks.iter().cloned());
                         data.forget_flushed(Timestamp(*up_to));
                     }
                     // Records of stores written before chunked compaction: retention applied

@@ -165,3 +165,210 @@ proptest! {
         run(ops)?;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pruned scans: a table with two key columns, random pivots, random writes with flushes and
+// compactions; scanning random key ranges returns exactly the model's rows inside them.
+
+fn two_key_schema() -> TableSchema {
+    TableSchema::parse(
+        "[{name=a;type=int64;sort_order=ascending};{name=b;type=int64;sort_order=ascending};{name=v;type=int64}]",
+    )
+    .unwrap()
+}
+
+fn bound() -> impl Strategy<Value = dynql_storage::KeyBound> {
+    (proptest::collection::vec(0i64..5, 0..3), any::<bool>()).prop_map(|(prefix, after)| {
+        dynql_storage::KeyBound::new(prefix.into_iter().map(Value::Int64).collect(), after)
+    })
+}
+
+#[derive(Debug, Clone)]
+enum ScanOp {
+    Write(Vec<((i64, i64), i64)>),
+    Delete(Vec<(i64, i64)>),
+    Flush,
+    Compact,
+}
+
+fn scan_op() -> impl Strategy<Value = ScanOp> {
+    let key = (0i64..5, 0i64..5);
+    prop_oneof![
+        3 => proptest::collection::vec((key.clone(), 0i64..100), 1..6).prop_map(ScanOp::Write),
+        1 => proptest::collection::vec(key, 1..3).prop_map(ScanOp::Delete),
+        1 => Just(ScanOp::Flush),
+        1 => Just(ScanOp::Compact),
+    ]
+}
+
+fn run_scans(
+    pivots: Vec<Vec<i64>>,
+    ops: Vec<ScanOp>,
+    ranges: Vec<(dynql_storage::KeyBound, dynql_storage::KeyBound)>,
+) -> Result<(), TestCaseError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let s = Store::open("memory://").unwrap();
+        let mut pivot_keys: Vec<Vec<Value>> = vec![vec![]];
+        let mut sorted: Vec<Vec<i64>> = pivots.into_iter().filter(|p| !p.is_empty()).collect();
+        sorted.sort();
+        sorted.dedup();
+        pivot_keys.extend(
+            sorted
+                .into_iter()
+                .map(|p| p.into_iter().map(Value::Int64).collect()),
+        );
+        let tablets = pivot_keys.len();
+        let options = TableOptions {
+            pivot_keys: Some(pivot_keys),
+            ..TableOptions::default()
+        };
+        s.create_table("//t", two_key_schema(), options)
+            .await
+            .unwrap();
+        let mut model: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+        for op in ops {
+            match op {
+                ScanOp::Write(rows) => {
+                    let values = rows
+                        .iter()
+                        .map(|((a, b), v)| {
+                            vec![
+                                Some(Value::Int64(*a)),
+                                Some(Value::Int64(*b)),
+                                Some(Value::Int64(*v)),
+                            ]
+                        })
+                        .collect();
+                    s.write_rows("//t", WriteKind::Overwrite, false, values)
+                        .await
+                        .unwrap();
+                    for (k, v) in rows {
+                        model.insert(k, v);
+                    }
+                }
+                ScanOp::Delete(keys) => {
+                    let values = keys
+                        .iter()
+                        .map(|(a, b)| vec![Some(Value::Int64(*a)), Some(Value::Int64(*b)), None])
+                        .collect();
+                    s.write_rows("//t", WriteKind::Delete, false, values)
+                        .await
+                        .unwrap();
+                    for k in keys {
+                        model.remove(&k);
+                    }
+                }
+                ScanOp::Flush => {
+                    for c in s.flush_table("//t").await.unwrap() {
+                        // A flushed chunk lies inside one tablet.
+                        let one_tablet = s
+                            .explain_scan(
+                                "//t",
+                                Some(&[dynql_storage::KeyRange {
+                                    lower: dynql_storage::KeyBound::new(c.min_key.clone(), false),
+                                    upper: dynql_storage::KeyBound::new(c.max_key.clone(), true),
+                                }]),
+                                Timestamp::MAX,
+                            )
+                            .await
+                            .unwrap();
+                        prop_assert_eq!(one_tablet.tablets.0, 1);
+                    }
+                }
+                ScanOp::Compact => {
+                    s.compact("//t").await.unwrap();
+                }
+            }
+        }
+        let ranges: Vec<dynql_storage::KeyRange> = ranges
+            .into_iter()
+            .map(|(lower, upper)| dynql_storage::KeyRange { lower, upper })
+            .collect();
+        let (tablet_rows, stats) = s
+            .scan_ranges("//t", Some(&ranges), Timestamp::MAX)
+            .await
+            .unwrap();
+        prop_assert_eq!(stats.tablets.1, tablets);
+        let got: Vec<(i64, i64, i64)> = tablet_rows
+            .iter()
+            .flat_map(|t| &t.rows)
+            .map(|r| match (&r[0], &r[1], &r[2]) {
+                (Value::Int64(a), Value::Int64(b), Value::Int64(v)) => (*a, *b, *v),
+                other => panic!("unexpected row {other:?}"),
+            })
+            .collect();
+        let expected: Vec<(i64, i64, i64)> = model
+            .iter()
+            .filter(|((a, b), _)| {
+                let key = [Value::Int64(*a), Value::Int64(*b)];
+                ranges.iter().any(|r| r.contains(&key))
+            })
+            .map(|((a, b), v)| (*a, *b, *v))
+            .collect();
+        prop_assert_eq!(got, expected);
+        prop_assert_eq!(
+            stats.rows_read as usize,
+            tablet_rows.iter().map(|t| t.rows.len()).sum::<usize>()
+        );
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn scans_of_key_ranges_return_exactly_the_rows_inside(
+        pivots in proptest::collection::vec(proptest::collection::vec(0i64..5, 1..3), 0..4),
+        ops in proptest::collection::vec(scan_op(), 1..16),
+        ranges in proptest::collection::vec((bound(), bound()), 0..4),
+    ) {
+        run_scans(pivots, ops, ranges)?;
+    }
+}
+
+#[tokio::test]
+async fn a_narrow_range_decodes_one_row_group() {
+    let s = Store::open("memory://").unwrap();
+    s.create_table("//t", two_key_schema(), TableOptions::default())
+        .await
+        .unwrap();
+    let n = 2 * dynql_storage::chunk::ROW_GROUP_ROWS as i64 + 100;
+    let rows = (0..n)
+        .map(|i| {
+            vec![
+                Some(Value::Int64(i)),
+                Some(Value::Int64(0)),
+                Some(Value::Int64(i)),
+            ]
+        })
+        .collect();
+    s.write_rows("//t", WriteKind::Overwrite, false, rows)
+        .await
+        .unwrap();
+    assert_eq!(s.flush_table("//t").await.unwrap().len(), 1);
+    let point = dynql_storage::KeyRange {
+        lower: dynql_storage::KeyBound::new(vec![Value::Int64(n - 5)], false),
+        upper: dynql_storage::KeyBound::new(vec![Value::Int64(n - 5)], true),
+    };
+    let (rows, stats) = s
+        .scan_ranges("//t", Some(std::slice::from_ref(&point)), Timestamp::MAX)
+        .await
+        .unwrap();
+    assert_eq!(stats.row_groups, (1, 3));
+    assert_eq!(stats.chunks, (1, 1));
+    assert_eq!(
+        rows[0].rows,
+        vec![vec![
+            Value::Int64(n - 5),
+            Value::Int64(0),
+            Value::Int64(n - 5)
+        ]]
+    );
+    let (_, all) = s.scan_ranges("//t", None, Timestamp::MAX).await.unwrap();
+    assert_eq!(all.row_groups, (3, 3));
+    assert_eq!(all.rows_read, n as u64);
+}

@@ -408,7 +408,7 @@ impl Database {
     /// as every checkpoint does; returns whether there was anything to flush. Reads are the
     /// same before and after.
     pub async fn flush(&self, path: &str) -> Result<bool> {
-        Ok(self.store.flush_table(path).await?.is_some())
+        Ok(!self.store.flush_table(path).await?.is_empty())
     }
 
     /// Removes a table.

@@ -1,0 +1,444 @@
+//! Pruned scans: the rows of a table whose keys lie in given key ranges, read from only the
+//! tablets, chunks and row groups whose bounds meet a range.
+//!
+//! Tablets are the spans between a sorted table's pivot keys; a flushed or compacted chunk
+//! belongs to one tablet. Each chunk records the key bounds of its row groups
+//! ([`ChunkRef::row_groups`]), so a scan decodes only the row groups it needs, merges them
+//! with the dynamic store range by range ([`crate::merge`]) and resolves each key at the read
+//! timestamp.
+
+use std::cmp::Ordering;
+
+use dynql_core::{compare_rows, compare_values, Value};
+
+use crate::error::{Error, Result};
+use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
+use crate::mvcc::{resolve_versions, RowDelta};
+use crate::store::{KeyOrd, Store, TableData, TableEntry};
+use crate::timestamp::Timestamp;
+
+/// One end of a key range: a key prefix, and with `after` the position just after every key
+/// that starts with the prefix (YT's trailing `<Max>` sentinel).
+///
+/// ```
+/// use dynql_storage::KeyBound;
+/// use dynql_core::Value;
+/// // [50] .. [50, MAX] holds every key whose first column is 50.
+/// let lower = KeyBound::new(vec![Value::Int64(50)], false);
+/// let upper = KeyBound::new(vec![Value::Int64(50)], true);
+/// let key = [Value::Int64(50), Value::Int64(7)];
+/// assert!(!lower.is_after(&key) && upper.is_after(&key));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyBound {
+    pub prefix: Vec<Value>,
+    pub after: bool,
+}
+
+impl KeyBound {
+    pub fn new(prefix: Vec<Value>, after: bool) -> KeyBound {
+        KeyBound { prefix, after }
+    }
+
+    /// The bound before every key (`<>`).
+    pub fn min() -> KeyBound {
+        KeyBound::new(vec![], false)
+    }
+
+    /// The bound after every key (`[MAX]`).
+    pub fn max() -> KeyBound {
+        KeyBound::new(vec![], true)
+    }
+
+    /// Whether the bound lies after `key` (a full key): `key < self`.
+    pub fn is_after(&self, key: &[Value]) -> bool {
+        let n = self.prefix.len().min(key.len());
+        match compare_rows(&key[..n], &self.prefix[..n]) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            // `key` starts with the prefix (or is shorter than it).
+            Ordering::Equal => key.len() < self.prefix.len() || self.after,
+        }
+    }
+
+    /// Total order of bounds as positions between keys.
+    pub fn compare(&self, other: &KeyBound) -> Ordering {
+        for (x, y) in self.prefix.iter().zip(&other.prefix) {
+            let o = compare_values(x, y);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        let position = |b: &KeyBound, longer: bool| match (b.after, longer) {
+            // `b` is a prefix of the other bound: before or after all keys extending it.
+            (true, true) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => Ordering::Equal,
+        };
+        match self.prefix.len().cmp(&other.prefix.len()) {
+            Ordering::Less => position(self, true),
+            Ordering::Greater => position(other, true).reverse(),
+            Ordering::Equal => self.after.cmp(&other.after),
+        }
+    }
+}
+
+/// Keys from `lower` (inclusive) to `upper` (exclusive).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRange {
+    pub lower: KeyBound,
+    pub upper: KeyBound,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> KeyRange {
+        KeyRange {
+            lower: KeyBound::min(),
+            upper: KeyBound::max(),
+        }
+    }
+
+    /// Whether `key` lies in the range.
+    pub fn contains(&self, key: &[Value]) -> bool {
+        !self.lower.is_after(key) && self.upper.is_after(key)
+    }
+
+    /// Whether some key between `min` and `max` (inclusive, full keys) may lie in the range.
+    pub fn meets_keys(&self, min: &[Value], max: &[Value]) -> bool {
+        !self.lower.is_after(max) && self.upper.is_after(min)
+    }
+
+    /// The part of the range inside `other`, if not empty.
+    pub fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
+        let lower = if self.lower.compare(&other.lower).is_ge() {
+            &self.lower
+        } else {
+            &other.lower
+        };
+        let upper = if self.upper.compare(&other.upper).is_le() {
+            &self.upper
+        } else {
+            &other.upper
+        };
+        lower.compare(upper).is_lt().then(|| KeyRange {
+            lower: lower.clone(),
+            upper: upper.clone(),
+        })
+    }
+}
+
+/// What a scan reads, as `[selected, total]` pairs, and what it produced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStatistics {
+    pub tablets: (usize, usize),
+    pub chunks: (usize, usize),
+    pub row_groups: (usize, usize),
+    /// Rows the scan produced (resolved rows inside the ranges).
+    pub rows_read: u64,
+    /// Their data weight, as YT counts it: one byte per row plus each value's size.
+    pub data_weight: u64,
+}
+
+/// The rows of one tablet, in key order.
+#[derive(Debug, Clone, Default)]
+pub struct TabletRows {
+    pub tablet_index: usize,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// YT's data weight of a value.
+pub fn value_weight(v: &Value) -> u64 {
+    match v {
+        Value::Null => 0,
+        Value::Int64(_) | Value::Uint64(_) | Value::Double(_) => 8,
+        Value::Boolean(_) => 1,
+        Value::String(b) | Value::Any(b) => b.len() as u64,
+    }
+}
+
+/// The key ranges of the table's tablets, from its pivot keys.
+pub fn tablet_ranges(entry: &TableEntry) -> Result<Vec<KeyRange>> {
+    if entry.pivot_keys.is_empty() {
+        return Ok(vec![KeyRange::all()]);
+    }
+    let mut pivots = Vec::with_capacity(entry.pivot_keys.len());
+    for text in &entry.pivot_keys {
+        pivots.push(crate::chunk::key_from_text("pivot key", text)?);
+    }
+    Ok((0..pivots.len())
+        .map(|i| KeyRange {
+            lower: KeyBound::new(pivots[i].clone(), false),
+            upper: pivots
+                .get(i + 1)
+                .map(|p| KeyBound::new(p.clone(), false))
+                .unwrap_or_else(KeyBound::max),
+        })
+        .collect())
+}
+
+/// Which tablets, chunks and row groups a scan of `ranges` needs.
+struct ScanPlan {
+    /// Per selected tablet: its index and the ranges clipped to it.
+    tablets: Vec<(usize, Vec<KeyRange>)>,
+    /// Per selected chunk (index into the table's chunk list, in list order): the row groups.
+    row_groups: Vec<(usize, Vec<usize>)>,
+    statistics: ScanStatistics,
+}
+
+fn plan_scan(
+    entry: &TableEntry,
+    data: &TableData,
+    ranges: &[KeyRange],
+    timestamp: Timestamp,
+) -> Result<ScanPlan> {
+    let tablets = tablet_ranges(entry)?;
+    let mut selected_tablets = Vec::new();
+    for (i, t) in tablets.iter().enumerate() {
+        let clipped: Vec<KeyRange> = ranges.iter().filter_map(|r| r.intersect(t)).collect();
+        if !clipped.is_empty() {
+            selected_tablets.push((i, clipped));
+        }
+    }
+    let clipped: Vec<&KeyRange> = selected_tablets.iter().flat_map(|(_, r)| r).collect();
+    let mut row_groups = Vec::new();
+    let mut selected_row_groups = 0;
+    let mut total_row_groups = 0;
+    for (ci, c) in data.chunks.iter().enumerate() {
+        let groups = c.row_group_bounds();
+        total_row_groups += groups.len();
+        if c.min_timestamp > timestamp.0
+            || !clipped.iter().any(|r| r.meets_keys(&c.min_key, &c.max_key))
+        {
+            continue;
+        }
+        let needed: Vec<usize> = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, (min, max))| clipped.iter().any(|r| r.meets_keys(min, max)))
+            .map(|(i, _)| i)
+            .collect();
+        if !needed.is_empty() {
+            selected_row_groups += needed.len();
+            row_groups.push((ci, needed));
+        }
+    }
+    let statistics = ScanStatistics {
+        tablets: (selected_tablets.len(), tablets.len()),
+        chunks: (row_groups.len(), data.chunks.len()),
+        row_groups: (selected_row_groups, total_row_groups),
+        rows_read: 0,
+        data_weight: 0,
+    };
+    Ok(ScanPlan {
+        tablets: selected_tablets,
+        row_groups,
+        statistics,
+    })
+}
+
+/// Sorts ranges and merges overlapping or touching ones, so that a scan yields each row once
+/// and in key order.
+pub fn normalize_ranges(mut ranges: Vec<KeyRange>) -> Vec<KeyRange> {
+    ranges.retain(|r| r.lower.compare(&r.upper).is_lt());
+    ranges.sort_by(|a, b| a.lower.compare(&b.lower));
+    let mut out: Vec<KeyRange> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.lower.compare(&last.upper).is_le() => {
+                if r.upper.compare(&last.upper).is_gt() {
+                    last.upper = r.upper;
+                }
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+impl Store {
+    /// What a scan of `ranges` (all keys when `None`) would read, without reading it.
+    pub async fn explain_scan(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<ScanStatistics> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        if !entry.schema.is_sorted() {
+            return Ok(ScanStatistics {
+                tablets: (entry.tablet_count, entry.tablet_count),
+                ..ScanStatistics::default()
+            });
+        }
+        let all = [KeyRange::all()];
+        let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
+        Ok(plan_scan(entry, data, &ranges, timestamp)?.statistics)
+    }
+
+    /// The rows of a sorted table with keys in `ranges` (all keys when `None`) as of
+    /// `timestamp`, per selected tablet in key order, and what the scan read.
+    pub async fn scan_ranges(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<(Vec<TabletRows>, ScanStatistics)> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let schema = &entry.schema;
+        if !schema.is_sorted() {
+            let rows = self.read_rows(path, timestamp).await?;
+            let statistics = ScanStatistics {
+                tablets: (entry.tablet_count, entry.tablet_count),
+                rows_read: rows.len() as u64,
+                data_weight: rows.iter().map(|r| row_weight(r)).sum(),
+                ..ScanStatistics::default()
+            };
+            return Ok((
+                vec![TabletRows {
+                    tablet_index: 0,
+                    rows,
+                }],
+                statistics,
+            ));
+        }
+        let all = [KeyRange::all()];
+        let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
+        let plan = plan_scan(entry, data, &ranges, timestamp)?;
+        // Decoded row groups, in chunk list order: the merge's source order is commit order.
+        let mut runs = Vec::new();
+        for (ci, groups) in &plan.row_groups {
+            for &g in groups {
+                runs.push(
+                    self.cache
+                        .row_group(&self.objects, schema, &data.chunks[*ci], g)
+                        .await?,
+                );
+            }
+        }
+        let key_count = schema.key_column_count();
+        let mut statistics = plan.statistics;
+        let mut out = Vec::with_capacity(plan.tablets.len());
+        for (tablet_index, tablet_ranges) in &plan.tablets {
+            let mut rows = Vec::new();
+            for range in tablet_ranges {
+                let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
+                    .iter()
+                    .map(|run| {
+                        let slice = slice_run(run, range, key_count);
+                        Box::new(KeyGroups::new(slice, key_count)) as _
+                    })
+                    .collect();
+                sources.push(Box::new(memory_range(data, range)));
+                for history in VersionMerge::new(key_count, sources) {
+                    if let Some(row) = resolve_versions(schema, &history, timestamp) {
+                        statistics.rows_read += 1;
+                        statistics.data_weight += row_weight(&row);
+                        rows.push(row);
+                    }
+                }
+            }
+            out.push(TabletRows {
+                tablet_index: *tablet_index,
+                rows,
+            });
+        }
+        Ok((out, statistics))
+    }
+}
+
+/// One byte per row plus the values' weights.
+fn row_weight(row: &[Value]) -> u64 {
+    1 + row.iter().map(value_weight).sum::<u64>()
+}
+
+/// The versions of a key-sorted run whose keys lie in `range`.
+fn slice_run<'a>(run: &'a [RowDelta], range: &KeyRange, key_count: usize) -> &'a [RowDelta] {
+    let key_of = |d: &RowDelta| -> Vec<Value> { crate::chunk::version_key(d, key_count) };
+    let lo = run.partition_point(|d| range.lower.is_after(&key_of(d)));
+    let hi = run.partition_point(|d| range.upper.is_after(&key_of(d)));
+    &run[lo..hi.max(lo)]
+}
+
+/// The dynamic store's histories with keys in `range`, in key order.
+fn memory_range<'a>(
+    data: &'a TableData,
+    range: &'a KeyRange,
+) -> impl Iterator<Item = KeyGroup<'a>> + Send + 'a {
+    data.sorted
+        .range(KeyOrd(range.lower.prefix.clone())..)
+        .skip_while(move |(k, _)| range.lower.is_after(&k.0))
+        .take_while(move |(k, _)| range.upper.is_after(&k.0))
+        .map(|(_, v)| v.as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(values: &[i64], after: bool) -> KeyBound {
+        KeyBound::new(values.iter().map(|v| Value::Int64(*v)).collect(), after)
+    }
+
+    #[test]
+    fn bounds_order_as_positions_between_keys() {
+        // <> < [1] < [1,5] < [1,5,MAX] < [1,MAX] < [2] < [MAX]
+        let order = [
+            KeyBound::min(),
+            b(&[1], false),
+            b(&[1, 5], false),
+            b(&[1, 5], true),
+            b(&[1], true),
+            b(&[2], false),
+            KeyBound::max(),
+        ];
+        for (i, x) in order.iter().enumerate() {
+            for (j, y) in order.iter().enumerate() {
+                assert_eq!(x.compare(y), i.cmp(&j), "{x:?} vs {y:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn ranges_contain_keys_and_merge() {
+        let r = KeyRange {
+            lower: b(&[50, 40], true),
+            upper: b(&[50, 50], false),
+        };
+        let key = |a: i64, c: i64| [Value::Int64(a), Value::Int64(c)];
+        assert!(!r.contains(&key(50, 40)));
+        assert!(r.contains(&key(50, 41)));
+        assert!(!r.contains(&key(50, 50)));
+        assert!(r.meets_keys(&key(1, 1), &key(50, 41)));
+        assert!(!r.meets_keys(&key(50, 50), &key(60, 0)));
+        let merged = normalize_ranges(vec![
+            KeyRange {
+                lower: b(&[5], false),
+                upper: b(&[6], false),
+            },
+            KeyRange {
+                lower: b(&[1], false),
+                upper: b(&[5], false),
+            },
+            KeyRange {
+                lower: b(&[9], false),
+                upper: b(&[8], false),
+            },
+        ]);
+        assert_eq!(
+            merged,
+            vec![KeyRange {
+                lower: b(&[1], false),
+                upper: b(&[6], false)
+            }]
+        );
+    }
+}
