@@ -156,6 +156,32 @@ pub enum Command {
         /// Read at this transaction's start timestamp.
         #[arg(long)]
         tx: Option<String>,
+        /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
+        #[arg(long)]
+        range_expansion_limit: Option<u64>,
+        /// Fail instead of reading the whole table when WHERE fixes no key prefix.
+        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+        allow_full_scan: Option<bool>,
+    },
+    /// Show the key ranges a query reads and which tablets, chunks and row groups that selects.
+    ExplainQuery {
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+        /// Output format (json).
+        #[arg(long, default_value = "json")]
+        format: String,
+        /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
+        #[arg(long)]
+        range_expansion_limit: Option<u64>,
+        /// Fail instead of reading the whole table when WHERE fixes no key prefix.
+        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+        allow_full_scan: Option<bool>,
+        /// Placeholder values: a YSON or JSON map.
+        #[arg(long)]
+        placeholder_values: Option<String>,
+        /// Plan at this timestamp (a number, sync_last_committed or async_last_committed).
+        #[arg(long, value_parser = parse_timestamp)]
+        timestamp: Option<Timestamp>,
     },
     /// Remove a table.
     Remove {
@@ -336,8 +362,16 @@ pub async fn run(cli: Cli) -> Result<()> {
             print_statistics,
             timestamp,
             tx,
+            range_expansion_limit,
+            allow_full_scan,
         } => {
             let mut options = SelectOptions::default();
+            if let Some(v) = range_expansion_limit {
+                options.range_expansion_limit = v;
+            }
+            if let Some(v) = allow_full_scan {
+                options.allow_full_scan = v;
+            }
             if let Some(t) = timestamp {
                 options.timestamp = t;
             }
@@ -380,10 +414,53 @@ pub async fn run(cli: Cli) -> Result<()> {
             if print_statistics {
                 let s = &result.statistics;
                 eprintln!(
-                    "statistics: rows_read={} rows_written={} incomplete_input={} incomplete_output={}",
-                    s.rows_read, s.rows_written, s.incomplete_input, s.incomplete_output
+                    "statistics: rows_read={} data_weight_read={} rows_written={} incomplete_input={} incomplete_output={} tablets_read={}/{} chunks_read={}/{} row_groups_read={}/{}",
+                    s.rows_read,
+                    s.data_weight_read,
+                    s.rows_written,
+                    s.incomplete_input,
+                    s.incomplete_output,
+                    s.scan.tablets.0,
+                    s.scan.tablets.1,
+                    s.scan.chunks.0,
+                    s.scan.chunks.1,
+                    s.scan.row_groups.0,
+                    s.scan.row_groups.1,
                 );
             }
+        }
+        Command::ExplainQuery {
+            query,
+            format,
+            range_expansion_limit,
+            allow_full_scan,
+            placeholder_values,
+            timestamp,
+        } => {
+            if format != "json" {
+                bail!("explain-query prints JSON only: use --format json, not {format:?}");
+            }
+            let mut options = SelectOptions::default();
+            if let Some(v) = range_expansion_limit {
+                options.range_expansion_limit = v;
+            }
+            if let Some(v) = allow_full_scan {
+                options.allow_full_scan = v;
+            }
+            if let Some(t) = timestamp {
+                options.timestamp = t;
+            }
+            if let Some(text) = placeholder_values {
+                options.placeholder_values = Some(
+                    dynql::parse_document(&text)
+                        .context("--placeholder-values must be a YSON or JSON map")?,
+                );
+            }
+            let explanation = db
+                .explain_query(&query, &options)
+                .await
+                .map_err(|e| query_error(&query, e))?;
+            writeln!(stdout, "{}", explanation.to_json())?;
         }
         Command::Remove { path, force } => {
             if force && !db.exists(&path).await? {

@@ -4,7 +4,9 @@
 
 pub mod error;
 pub mod provider;
+pub mod scan;
 pub mod select;
 
 pub use error::{Error, Result};
-pub use select::{select_rows, QueryResult, SelectOptions, Statistics};
+pub use scan::Explanation;
+pub use select::{explain_query, select_rows, QueryResult, SelectOptions, Statistics};

@@ -1,7 +1,7 @@
 //! [`StoreTable`]: a DataFusion [`TableProvider`] over a table of the store.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -12,17 +12,20 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-use dynql_core::arrow_convert::table_arrow_schema;
-use dynql_storage::{Store, TableEntry, Timestamp};
+use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
+use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
-/// A dynamic table as a DataFusion table read at one timestamp: one partition, rows in key
-/// order (sorted tables) or append order (ordered tables).
+/// A dynamic table as a DataFusion table read at one timestamp: one partition per tablet read,
+/// rows in key order (sorted tables) or append order (ordered tables). With key ranges, the
+/// scan reads only the tablets, chunks and row groups that meet them.
 pub struct StoreTable {
     store: Store,
     path: String,
     entry: TableEntry,
     timestamp: Timestamp,
     schema: SchemaRef,
+    ranges: Option<Vec<KeyRange>>,
+    statistics: Arc<Mutex<ScanStatistics>>,
 }
 
 impl StoreTable {
@@ -40,7 +43,20 @@ impl StoreTable {
             entry,
             timestamp,
             schema,
+            ranges: None,
+            statistics: Arc::default(),
         }
+    }
+
+    /// Reads only keys in `ranges` (sorted tables).
+    pub fn with_ranges(mut self, ranges: Vec<KeyRange>) -> StoreTable {
+        self.ranges = Some(ranges);
+        self
+    }
+
+    /// What the last scan read.
+    pub fn statistics(&self) -> ScanStatistics {
+        *self.statistics.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The catalog entry the provider reads.
@@ -75,13 +91,30 @@ impl TableProvider for StoreTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let batches = self
+        let (tablets, statistics) = self
             .store
-            .read_table(&self.path, self.timestamp)
+            .scan_ranges(&self.path, self.ranges.as_deref(), self.timestamp)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let exec =
-            MemorySourceConfig::try_new_exec(&[batches], self.schema.clone(), projection.cloned())?;
+        *self.statistics.lock().unwrap_or_else(|p| p.into_inner()) = statistics;
+        let mut partitions = Vec::with_capacity(tablets.len().max(1));
+        for t in &tablets {
+            let batches = t
+                .rows
+                .chunks(64 * 1024)
+                .map(|part| rows_to_batch(&self.schema, part))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            partitions.push(batches);
+        }
+        if partitions.is_empty() {
+            partitions.push(vec![]);
+        }
+        let exec = MemorySourceConfig::try_new_exec(
+            &partitions,
+            self.schema.clone(),
+            projection.cloned(),
+        )?;
         Ok(exec)
     }
 }

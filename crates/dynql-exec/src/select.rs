@@ -2,7 +2,7 @@
 //! HAVING, ORDER BY, OFFSET/LIMIT, projection; with YT's row limits.
 //!
 //! ```text
-//! scan main ─▶ lookup joins ─▶ WHERE ─▶ group/aggregate ─▶ HAVING ─▶ ORDER BY ─▶ OFFSET/LIMIT ─▶ project
+//! scan main (key ranges from WHERE) ─▶ lookup joins (key prefixes from the rows) ─▶ WHERE ─▶ group/aggregate ─▶ HAVING ─▶ ORDER BY ─▶ OFFSET/LIMIT ─▶ project
 //!                                           └─ totals (before or after HAVING) ─────────────────────▶ appended
 //! ```
 
@@ -19,10 +19,11 @@ use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
 use dynql_ql::texpr::TypedExpr;
 use dynql_ql::{bind_query, BindOptions, Catalog};
-use dynql_storage::{Store, TableEntry, Timestamp};
+use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
 use crate::error::{Error, Result};
 use crate::provider::StoreTable;
+use crate::scan::{join_ranges, main_table_ranges, storage_ranges, Explanation};
 
 /// YT's default `input_row_limit` and `output_row_limit`.
 pub const DEFAULT_ROW_LIMIT: u64 = 1_000_000;
@@ -41,6 +42,12 @@ pub struct SelectOptions {
     pub placeholder_values: Option<Yson>,
     /// The snapshot to read (default: the latest commit).
     pub timestamp: Timestamp,
+    /// Bounds the key ranges inferred from WHERE (YT default 200000); exceeding it only
+    /// widens the ranges.
+    pub range_expansion_limit: u64,
+    /// When false, a query whose WHERE fixes no prefix of the key fails instead of reading
+    /// the whole table.
+    pub allow_full_scan: bool,
 }
 
 impl Default for SelectOptions {
@@ -54,6 +61,8 @@ impl Default for SelectOptions {
             max_subqueries: None,
             placeholder_values: None,
             timestamp: Timestamp::SYNC_LAST_COMMITTED,
+            range_expansion_limit: dynql_ql::ranges::DEFAULT_RANGE_EXPANSION_LIMIT,
+            allow_full_scan: true,
         }
     }
 }
@@ -61,10 +70,15 @@ impl Default for SelectOptions {
 /// Execution statistics (`--print-statistics`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Statistics {
+    /// Rows read from all tables (the main table's key ranges, joined tables' lookups).
     pub rows_read: u64,
+    /// Their data weight (YT's measure: one byte per row plus each value's size).
+    pub data_weight_read: u64,
     pub rows_written: u64,
     pub incomplete_input: bool,
     pub incomplete_output: bool,
+    /// What the main table's scan selected (tablets, chunks, row groups).
+    pub scan: ScanStatistics,
 }
 
 /// A query result: columns (name, type) and rows in output order.
@@ -109,77 +123,143 @@ pub async fn select_rows(
         canonical_null_relations: options.use_canonical_null_relations,
     };
     let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
-    let mut tables = Vec::new();
-    for s in &plan.sources {
-        let entry = catalog.tables.get(&s.path).cloned().ok_or_else(|| {
-            Error::Storage(dynql_storage::Error::NoSuchTable {
-                path: s.path.clone(),
+    let inferred = main_table_ranges(
+        &plan,
+        options.range_expansion_limit,
+        options.allow_full_scan,
+    )?;
+    let entry =
+        |path: &str| -> Result<TableEntry> {
+            catalog.tables.get(path).cloned().ok_or_else(|| {
+                Error::Storage(dynql_storage::Error::NoSuchTable { path: path.into() })
             })
-        })?;
-        tables.push(entry);
+        };
+    let opts = EvalOptions {
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
+    let main_source = &plan.sources[0];
+    let (mut rows, scan) = scan_table(
+        store,
+        &main_source.path,
+        entry(&main_source.path)?,
+        Some(storage_ranges(&inferred)),
+        options.timestamp,
+    )
+    .await?;
+    let mut stats = Statistics {
+        scan,
+        ..Statistics::default()
+    };
+    if rows.len() as u64 > options.input_row_limit {
+        if options.fail_on_incomplete_result {
+            return Err(Error::LimitExceeded { what: "input" });
+        }
+        stats.incomplete_input = true;
+        rows.truncate(options.input_row_limit as usize);
     }
-    let mut sources = Vec::with_capacity(tables.len());
-    for (s, entry) in plan.sources.iter().zip(tables) {
-        sources.push(scan_table(store, &s.path, entry, options.timestamp).await?);
+    stats.rows_read = rows.len() as u64;
+    stats.data_weight_read = rows.iter().map(|r| row_weight(r)).sum();
+    for join in &plan.joins {
+        let source = &plan.sources[join.source];
+        let ranges = join_ranges(join, &source.schema, &rows, opts)?;
+        let (foreign, _) = scan_table(
+            store,
+            &source.path,
+            entry(&source.path)?,
+            ranges,
+            options.timestamp,
+        )
+        .await?;
+        stats.rows_read += foreign.len() as u64;
+        stats.data_weight_read += foreign.iter().map(|r| row_weight(r)).sum::<u64>();
+        let width = source.schema.columns().len();
+        rows = run_join(join, rows, foreign, width, opts, options, &mut stats)?;
     }
-    execute(&plan, sources, options)
+    execute(&plan, rows, stats, options)
 }
 
-/// Reads a whole table through DataFusion as rows in schema order.
+/// Parses and binds `query`, infers the main table's key ranges, and reports them with what
+/// a scan of them would read (`explain-query`). Nothing is read.
+///
+/// # Errors
+/// As [`select_rows`] before execution (syntax, binding, range inference, the full-scan guard).
+pub async fn explain_query(
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<Explanation> {
+    let catalog = StoreCatalog {
+        tables: store.tables().await?,
+    };
+    let bind = BindOptions {
+        allow_join_without_index: options.allow_join_without_index,
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
+    let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
+    let ranges = main_table_ranges(
+        &plan,
+        options.range_expansion_limit,
+        options.allow_full_scan,
+    )?;
+    let read = store
+        .explain_scan(
+            &plan.sources[0].path,
+            Some(&storage_ranges(&ranges)),
+            options.timestamp,
+        )
+        .await?;
+    Ok(Explanation { ranges, read })
+}
+
+/// YT's data weight of a row.
+fn row_weight(row: &[Value]) -> u64 {
+    1 + row
+        .iter()
+        .map(dynql_storage::scan::value_weight)
+        .sum::<u64>()
+}
+
+/// Reads a table (only `ranges`, when given) through DataFusion as rows in schema order,
+/// tablet by tablet in key order; returns what the scan selected too.
 async fn scan_table(
     store: &Store,
     path: &str,
     entry: TableEntry,
+    ranges: Option<Vec<KeyRange>>,
     timestamp: Timestamp,
-) -> Result<Vec<Vec<Value>>> {
+) -> Result<(Vec<Vec<Value>>, ScanStatistics)> {
     let types: Vec<ValueType> = entry
         .schema
         .columns()
         .iter()
         .map(|c| c.wire_type())
         .collect();
+    let mut table = StoreTable::new(store.clone(), path, entry, timestamp);
+    if let Some(r) = ranges {
+        table = table.with_ranges(r);
+    }
+    let table = Arc::new(table);
     let ctx = SessionContext::new();
-    let df = ctx.read_table(Arc::new(StoreTable::new(
-        store.clone(),
-        path,
-        entry,
-        timestamp,
-    )))?;
-    let batches = df.collect().await?;
+    let df = ctx.read_table(table.clone())?;
+    // Partitions are tablets: collected one by one, they keep key order.
+    let partitions = df.collect_partitioned().await?;
     let mut rows = Vec::new();
-    for b in &batches {
+    for b in partitions.iter().flatten() {
         rows.extend(batch_to_rows(b, &types));
     }
-    Ok(rows)
+    Ok((rows, table.statistics()))
 }
 
-/// Runs a bound plan over the rows of its sources (`sources[i]` holds `plan.sources[i]`).
+/// Runs the rest of a bound plan (WHERE onwards) over the joined rows read for it.
 pub fn execute(
     plan: &QueryPlan,
-    mut sources: Vec<Vec<Vec<Value>>>,
+    mut rows: Vec<Vec<Value>>,
+    mut stats: Statistics,
     options: &SelectOptions,
 ) -> Result<QueryResult> {
     let opts = EvalOptions {
         canonical_null_relations: options.use_canonical_null_relations,
     };
-    let mut stats = Statistics::default();
-    let mut main = std::mem::take(&mut sources[0]);
-    if main.len() as u64 > options.input_row_limit {
-        if options.fail_on_incomplete_result {
-            return Err(Error::LimitExceeded { what: "input" });
-        }
-        stats.incomplete_input = true;
-        main.truncate(options.input_row_limit as usize);
-    }
-    stats.rows_read = main.len() as u64;
-
-    // Joins.
-    let mut rows = main;
-    for join in &plan.joins {
-        let foreign = std::mem::take(&mut sources[join.source]);
-        let width = plan.sources[join.source].schema.columns().len();
-        rows = run_join(join, rows, foreign, width, opts, options, &mut stats)?;
-    }
 
     // WHERE.
     if let Some(w) = &plan.where_clause {

@@ -398,6 +398,32 @@ impl Database {
         Ok(SelectResult::from(result))
     }
 
+    /// Infers the key ranges a query reads from its main table and reports what a scan of
+    /// them selects (tablets, chunks, row groups), without running it.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::{Database, SelectOptions};
+    /// let db = Database::open("memory://").unwrap();
+    /// db.create_table_from_text(
+    ///     "//t",
+    ///     "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+    /// )
+    /// .await
+    /// .unwrap();
+    /// let e = db.explain_query("* from [//t] where k = 5", &SelectOptions::default()).await.unwrap();
+    /// assert_eq!(e.ranges[0].to_string(), "[5]..[5,MAX]");
+    /// # });
+    /// ```
+    pub async fn explain_query(
+        &self,
+        query: &str,
+        options: &SelectOptions,
+    ) -> Result<dynql_exec::Explanation> {
+        Ok(dynql_exec::explain_query(&self.store, query, options).await?)
+    }
+
     /// Compacts a table now, dropping the versions its retention settings allow; returns the
     /// number of stored versions before and after.
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {

@@ -13,7 +13,7 @@ pub use database::{
 pub use database::{Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
-pub use dynql_exec::{SelectOptions, Statistics};
+pub use dynql_exec::{Explanation, SelectOptions, Statistics};
 pub use dynql_storage::{LockMode, Timestamp};
 pub use error::{Error, ErrorKind, Result};
 

@@ -2,6 +2,7 @@
 
 mod cli;
 mod conformance;
+mod explain;
 mod mvcc;
 mod transactions;
 
