@@ -183,6 +183,28 @@ pub enum Command {
         #[arg(long, value_parser = parse_timestamp)]
         timestamp: Option<Timestamp>,
     },
+    /// Change a sorted table's tablets: explicit pivot keys ('[]' '[10]' …), or --tablet-count.
+    ReshardTable {
+        path: String,
+        /// Pivot keys as YSON lists; the first must be [].
+        #[arg(allow_hyphen_values = true)]
+        pivot_keys: Vec<String>,
+        /// Number of tablets (pivots picked from the data, or uniform with --uniform).
+        #[arg(long)]
+        tablet_count: Option<usize>,
+        /// Split the first key column's integer range evenly (for hash-first keys).
+        #[arg(long)]
+        uniform: bool,
+        /// Accepted for `yt` compatibility: resharding is synchronous in dynql.
+        #[arg(long)]
+        sync: bool,
+    },
+    /// Print an attribute: `get //t/@pivot_keys`, or `get //t/@` for all of them.
+    Get {
+        path: String,
+        #[arg(long, default_value = "yson")]
+        format: String,
+    },
     /// Remove a table.
     Remove {
         path: String,
@@ -461,6 +483,44 @@ pub async fn run(cli: Cli) -> Result<()> {
                 .await
                 .map_err(|e| query_error(&query, e))?;
             writeln!(stdout, "{}", explanation.to_json())?;
+        }
+        Command::ReshardTable {
+            path,
+            pivot_keys,
+            tablet_count,
+            uniform,
+            sync: _,
+        } => {
+            let reshard = match (pivot_keys.is_empty(), tablet_count) {
+                (false, None) => {
+                    let mut list = Vec::new();
+                    for p in &pivot_keys {
+                        list.push(dynql::parse_document(p).with_context(|| {
+                            format!("pivot key {p:?} must be a YSON list such as [] or [10; foo]")
+                        })?);
+                    }
+                    dynql::Reshard::Pivots(dynql::parse_pivot_keys(&Yson::List(list))?)
+                }
+                (true, Some(count)) => dynql::Reshard::TabletCount { count, uniform },
+                (false, Some(_)) => bail!("give either pivot keys or --tablet-count, not both"),
+                (true, None) => bail!("give pivot keys or --tablet-count"),
+            };
+            if uniform && tablet_count.is_none() {
+                bail!("--uniform needs --tablet-count");
+            }
+            db.reshard_table(&path, reshard).await?;
+        }
+        Command::Get { path, format } => {
+            let Some((table, attribute)) = path.split_once("/@") else {
+                bail!("get supports attributes only: PATH/@NAME or PATH/@ (got {path:?})");
+            };
+            let name = (!attribute.is_empty()).then_some(attribute);
+            let value = db.get_attribute(table, name).await?;
+            match format.as_str() {
+                "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&value))?,
+                "json" => writeln!(stdout, "{}", value.to_json())?,
+                other => bail!("--format must be yson or json, not {other:?}"),
+            }
         }
         Command::Remove { path, force } => {
             if force && !db.exists(&path).await? {

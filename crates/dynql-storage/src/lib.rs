@@ -18,6 +18,7 @@ pub mod mvcc;
 mod read;
 pub mod scan;
 pub mod store;
+pub mod tablets;
 pub mod timestamp;
 pub mod transaction;
 
@@ -28,5 +29,6 @@ pub use error::{Error, Result};
 pub use mvcc::WriteKind;
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS};
+pub use tablets::Reshard;
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

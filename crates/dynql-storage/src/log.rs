@@ -81,6 +81,13 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         replaces: Vec<String>,
     },
+    /// New tablets of a table: its tablet count and pivot keys (text YSON lists).
+    Reshard {
+        path: String,
+        table_id: String,
+        tablet_count: usize,
+        pivot_keys: Vec<String>,
+    },
     /// Row locks taken by `lock_rows`; they change no data but take part in conflict checks.
     LockRows {
         path: String,

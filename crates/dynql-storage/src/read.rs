@@ -33,6 +33,17 @@ impl Store {
         Ok(runs)
     }
 
+    /// The chunks of a table (sorted tables; ordered tables keep rows in the log until issue 5's
+    /// queue chunks).
+    pub async fn chunks(&self, path: &str) -> Result<Vec<ChunkRef>> {
+        let state = self.refresh().await?;
+        let (_, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        Ok(data.chunks.clone())
+    }
+
     /// The number of stored row versions of a table.
     pub async fn version_count(&self, path: &str) -> Result<usize> {
         let state = self.refresh().await?;

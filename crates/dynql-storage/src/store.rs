@@ -34,6 +34,7 @@ use crate::conflict::{all_groups, check_key, write_groups, Claim, LockDelta, Loc
 use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
 use crate::mvcc::{RowDelta, WriteKind};
+use crate::tablets::validate_tablets;
 use crate::timestamp::Timestamp;
 
 /// Writes of at least this many rows (outside transactions) go straight to a chunk.
@@ -345,7 +346,10 @@ impl Store {
 
     /// Validates and appends one commit built from the current state, retrying when another
     /// writer wins the sequence number. Returns the commit timestamp.
-    async fn commit(&self, build: impl Fn(&State) -> Result<Vec<Action>>) -> Result<Timestamp> {
+    pub(crate) async fn commit(
+        &self,
+        build: impl Fn(&State) -> Result<Vec<Action>>,
+    ) -> Result<Timestamp> {
         self.commit_as(None, build).await
     }
 
@@ -792,7 +796,8 @@ pub(crate) fn check_conflicts(
             Action::CreateTable { .. }
             | Action::RemoveTable { .. }
             | Action::Compact { .. }
-            | Action::Flush { .. } => {}
+            | Action::Flush { .. }
+            | Action::Reshard { .. } => {}
         }
     }
     Ok(Ok(()))
@@ -867,6 +872,21 @@ fn apply(
                             aggregate: *aggregate,
                         },
                     );
+                }
+            }
+            Action::Reshard {
+                path,
+                table_id,
+                tablet_count,
+                pivot_keys,
+            } => {
+                if let Some((entry, _)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                {
+                    entry.tablet_count = *tablet_count;
+                    entry.pivot_keys = pivot_keys.clone();
                 }
             }
             Action::Flush {
@@ -989,73 +1009,6 @@ impl PartialOrd for KeyOrd {
 impl Ord for KeyOrd {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         compare_rows(&self.0, &other.0)
-    }
-}
-
-/// Validates `tablet_count`/`pivot_keys` and returns the tablet count and pivot keys as text.
-fn validate_tablets(schema: &TableSchema, options: &TableOptions) -> Result<(usize, Vec<String>)> {
-    let key_count = schema.key_column_count();
-    match (&options.pivot_keys, options.tablet_count) {
-        (Some(pivots), Some(n)) if pivots.len() != n => Err(Error::Invalid(format!(
-            "\"tablet_count\" ({n}) does not match the number of \"pivot_keys\" ({})",
-            pivots.len()
-        ))),
-        (Some(pivots), _) => {
-            if key_count == 0 {
-                return Err(Error::Invalid(
-                    "\"pivot_keys\" can only be set for sorted tables".into(),
-                ));
-            }
-            if pivots.first().map(|p| !p.is_empty()).unwrap_or(true) {
-                return Err(Error::Invalid(
-                    "The first pivot key must be empty ([])".into(),
-                ));
-            }
-            for (i, p) in pivots.iter().enumerate() {
-                if p.len() > key_count {
-                    return Err(Error::Invalid(format!(
-                        "Pivot key #{i} has {} values but the table has {key_count} key columns",
-                        p.len()
-                    )));
-                }
-                for (v, c) in p.iter().zip(schema.key_columns()) {
-                    if !v.is_null() && v.value_type() != c.wire_type() {
-                        return Err(Error::Invalid(format!(
-                            "Pivot key #{i}: value {v} does not match type {} of key column {:?}",
-                            c.wire_type(),
-                            c.name
-                        )));
-                    }
-                }
-                if i > 0 && compare_rows(&pivots[i - 1], p) != std::cmp::Ordering::Less {
-                    return Err(Error::Invalid(format!(
-                        "Pivot keys must be strictly increasing: #{} >= #{i}",
-                        i - 1
-                    )));
-                }
-            }
-            let text = pivots
-                .iter()
-                .map(|p| {
-                    dynql_core::yson::to_text(&Yson::List(p.iter().map(Value::to_yson).collect()))
-                })
-                .collect();
-            Ok((pivots.len(), text))
-        }
-        (None, Some(n)) => {
-            if n == 0 {
-                return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
-            }
-            Ok((n, vec![]))
-        }
-        (None, None) => Ok((
-            1,
-            if key_count > 0 {
-                vec!["[]".into()]
-            } else {
-                vec![]
-            },
-        )),
     }
 }
 

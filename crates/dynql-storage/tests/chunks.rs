@@ -189,6 +189,7 @@ enum ScanOp {
     Delete(Vec<(i64, i64)>),
     Flush,
     Compact,
+    Reshard(Vec<Vec<i64>>),
 }
 
 fn scan_op() -> impl Strategy<Value = ScanOp> {
@@ -198,7 +199,23 @@ fn scan_op() -> impl Strategy<Value = ScanOp> {
         1 => proptest::collection::vec(key, 1..3).prop_map(ScanOp::Delete),
         1 => Just(ScanOp::Flush),
         1 => Just(ScanOp::Compact),
+        1 => proptest::collection::vec(proptest::collection::vec(0i64..5, 1..3), 0..4)
+            .prop_map(ScanOp::Reshard),
     ]
+}
+
+/// Pivot keys from random prefixes: `[]` first, then sorted and distinct.
+fn pivots_of(pivots: Vec<Vec<i64>>) -> Vec<Vec<Value>> {
+    let mut sorted: Vec<Vec<i64>> = pivots.into_iter().filter(|p| !p.is_empty()).collect();
+    sorted.sort();
+    sorted.dedup();
+    let mut out: Vec<Vec<Value>> = vec![vec![]];
+    out.extend(
+        sorted
+            .into_iter()
+            .map(|p| p.into_iter().map(Value::Int64).collect()),
+    );
+    out
 }
 
 fn run_scans(
@@ -212,16 +229,8 @@ fn run_scans(
         .unwrap();
     rt.block_on(async {
         let s = Store::open("memory://").unwrap();
-        let mut pivot_keys: Vec<Vec<Value>> = vec![vec![]];
-        let mut sorted: Vec<Vec<i64>> = pivots.into_iter().filter(|p| !p.is_empty()).collect();
-        sorted.sort();
-        sorted.dedup();
-        pivot_keys.extend(
-            sorted
-                .into_iter()
-                .map(|p| p.into_iter().map(Value::Int64).collect()),
-        );
-        let tablets = pivot_keys.len();
+        let pivot_keys = pivots_of(pivots);
+        let mut tablets = pivot_keys.len();
         let options = TableOptions {
             pivot_keys: Some(pivot_keys),
             ..TableOptions::default()
@@ -281,6 +290,13 @@ fn run_scans(
                 }
                 ScanOp::Compact => {
                     s.compact("//t").await.unwrap();
+                }
+                ScanOp::Reshard(pivots) => {
+                    let pivots = pivots_of(pivots);
+                    tablets = s
+                        .reshard_table("//t", dynql_storage::Reshard::Pivots(pivots))
+                        .await
+                        .unwrap();
                 }
             }
         }

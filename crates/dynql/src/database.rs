@@ -115,16 +115,7 @@ impl Database {
         let schema =
             schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
         if let Some(pivots) = &mut options.pivot_keys {
-            for p in pivots.iter_mut() {
-                for (v, c) in p.iter_mut().zip(schema.key_columns()) {
-                    // JSON pivots have no uint64 literal: adapt non-negative integers.
-                    if let (Value::Int64(x), ValueType::Uint64) = (&*v, c.wire_type()) {
-                        if *x >= 0 {
-                            *v = Value::Uint64(*x as u64);
-                        }
-                    }
-                }
-            }
+            crate::attributes::adapt_pivots(&schema, pivots);
         }
         ComputedColumns::compile(&schema)?;
         self.store.create_table(path, schema, options).await?;
@@ -733,7 +724,8 @@ fn non_negative(name: &str, v: &Yson) -> Result<u64> {
     }
 }
 
-fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {
+/// Parses pivot keys given as a YSON list of lists (`[[]; [10; "foo"]; [20]]`).
+pub fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {
     let Yson::List(items) = unwrap_attributes(v) else {
         return Err(Error::Invalid(
             "Attribute \"pivot_keys\" must be a list of lists".into(),

@@ -4,17 +4,19 @@
 //! `select_rows` queries with YT's semantics. See the crate-level example on [`Database`]
 //! and `examples/quickstart.rs`.
 
+mod attributes;
 mod database;
 mod error;
 
+pub use attributes::ATTRIBUTES;
 pub use database::{
     parse_document, Database, LookupOptions, LookupResult, SelectResult, WriteOptions,
 };
-pub use database::{Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS};
+pub use database::{parse_pivot_keys, Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Explanation, SelectOptions, Statistics};
-pub use dynql_storage::{LockMode, Timestamp};
+pub use dynql_storage::{LockMode, Reshard, Timestamp};
 pub use error::{Error, ErrorKind, Result};
 
 /// The YT QL layer, for callers that parse or bind queries themselves.

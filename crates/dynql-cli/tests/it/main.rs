@@ -4,6 +4,7 @@ mod cli;
 mod conformance;
 mod explain;
 mod mvcc;
+mod tablets;
 mod transactions;
 
 use std::process::{Command, Output, Stdio};

@@ -1,0 +1,113 @@
+//! Tablets of sorted tables through the CLI: uniform pivots at creation, `reshard-table` by
+//! pivots and by tablet count, `get PATH/@…`, and results that never change.
+
+use serde_json::{json, Value};
+
+use crate::TestStore;
+
+fn query(store: &TestStore, q: &str) -> String {
+    store.ok(&["select-rows", q, "--format", "json"], None)
+}
+
+fn get(store: &TestStore, attribute: &str) -> Value {
+    let out = store.ok(
+        &["get", &format!("//t/@{attribute}"), "--format", "json"],
+        None,
+    );
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn tablet_count_at_creation_splits_a_hash_key_uniformly() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            r#"{dynamic=%true; tablet_count=4; schema=[{name=h; type=uint64; sort_order=ascending; expression="farm_hash(k)"}; {name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}"#,
+        ],
+        None,
+    );
+    assert_eq!(get(&store, "tablet_count"), json!(4));
+    assert_eq!(
+        get(&store, "pivot_keys"),
+        json!([
+            [],
+            [4611686018427387904u64],
+            [9223372036854775808u64],
+            [13835058055282163712u64]
+        ])
+    );
+    let yson = store.ok(&["get", "//t/@tablet_count"], None);
+    assert_eq!(yson.trim(), "4");
+    // A string first key column cannot be split uniformly.
+    let err = store.fails(
+        &[
+            "create",
+            "table",
+            "//s",
+            "--attributes",
+            "{dynamic=%true; tablet_count=2; schema=[{name=k; type=string; sort_order=ascending}]}",
+        ],
+        None,
+    );
+    assert!(err.contains("integer first key column"), "{err}");
+}
+
+#[test]
+fn resharding_never_changes_query_results() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+        ],
+        None,
+    );
+    let rows: String = (0..300)
+        .map(|i| format!("{{k={i}; v=\"v{i}\"}};"))
+        .collect();
+    store.ok(&["insert-rows", "//t"], Some(&rows));
+    let q = "k, v from [//t] where k between 95 and 205 order by k limit 1000";
+    let before = query(&store, q);
+    store.ok(&["reshard-table", "//t", "[]", "[100]", "[200]"], None);
+    assert_eq!(get(&store, "pivot_keys"), json!([[], [100], [200]]));
+    assert_eq!(query(&store, q), before);
+    let e: Value = serde_json::from_str(&store.ok(
+        &[
+            "explain-query",
+            "* from [//t] where k between 120 and 130",
+            "--format",
+            "json",
+        ],
+        None,
+    ))
+    .unwrap();
+    assert_eq!(e["read"]["tablets"], json!([1, 3]));
+    // By count: pivots from the data.
+    store.ok(&["reshard-table", "//t", "--tablet-count", "5"], None);
+    assert_eq!(get(&store, "tablet_count"), json!(5));
+    assert_eq!(
+        get(&store, "pivot_keys"),
+        json!([[], [60], [120], [180], [240]])
+    );
+    assert_eq!(query(&store, q), before);
+    assert_eq!(get(&store, "row_count"), json!(300));
+    // Bad pivots are refused and change nothing.
+    let err = store.fails(&["reshard-table", "//t", "[]", "[5]", "[5]"], None);
+    assert!(err.contains("strictly increasing"), "{err}");
+    assert_eq!(get(&store, "tablet_count"), json!(5));
+    let err = store.fails(&["reshard-table", "//t", "[1]"], None);
+    assert!(err.contains("first pivot key must be empty"), "{err}");
+    let err = store.fails(&["get", "//t/@no_such_attribute"], None);
+    assert!(err.contains("not found"), "{err}");
+    let all: Value =
+        serde_json::from_str(&store.ok(&["get", "//t/@", "--format", "json"], None)).unwrap();
+    assert_eq!(all["key_columns"], json!(["k"]));
+    assert_eq!(all["dynamic"], json!(true));
+}

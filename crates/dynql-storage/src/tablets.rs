@@ -1,0 +1,250 @@
+//! Tablets of sorted tables: pivot keys (tablet *i* holds keys from pivot *i*, inclusive, to
+//! pivot *i+1*, exclusive; the first pivot is `[]`), chosen at creation or by
+//! [`Store::reshard_table`].
+//!
+//! Resharding only changes the catalog: chunks written before it may straddle new pivots, and
+//! scans select chunks by their key bounds, not by tablet, so results never change. Flush and
+//! compaction write chunks per tablet of the pivots current at the time.
+
+use dynql_core::{compare_rows, TableSchema, Value, ValueType, Yson};
+
+use crate::error::{Error, Result};
+use crate::log::Action;
+use crate::store::{Store, TableOptions};
+use crate::timestamp::Timestamp;
+
+/// How to reshard a table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reshard {
+    /// Exactly these pivot keys (the first must be `[]`).
+    Pivots(Vec<Vec<Value>>),
+    /// This many tablets: `uniform` splits the first key column's integer range evenly (as
+    /// `yt reshard-table --uniform`); otherwise pivots are picked from the data so tablets hold
+    /// similar row counts (fewer tablets when there are fewer distinct keys, as YT does for
+    /// small tables; an empty table with an integer first key column is split uniformly).
+    TabletCount { count: usize, uniform: bool },
+}
+
+/// Pivot keys as text YSON lists (the catalog's form).
+pub(crate) fn pivots_text(pivots: &[Vec<Value>]) -> Vec<String> {
+    pivots
+        .iter()
+        .map(|p| dynql_core::yson::to_text(&Yson::List(p.iter().map(Value::to_yson).collect())))
+        .collect()
+}
+
+/// `count` tablets splitting the first key column's range evenly: `[]`, `[2^64/k]`,
+/// `[2*2^64/k]`, … for uint64 (as YT's `--uniform`); the same steps from `i64::MIN` for
+/// int64.
+///
+/// ```
+/// use dynql_core::{TableSchema, Value};
+/// let schema = TableSchema::parse("[{name=h;type=uint64;sort_order=ascending};{name=v;type=string}]").unwrap();
+/// let pivots = dynql_storage::tablets::uniform_pivots(&schema, 4).unwrap();
+/// assert_eq!(pivots[1], vec![Value::Uint64(1 << 62)]);
+/// ```
+pub fn uniform_pivots(schema: &TableSchema, count: usize) -> Result<Vec<Vec<Value>>> {
+    let Some(first) = schema.key_columns().first() else {
+        return Err(Error::Invalid("uniform pivots need a sorted table".into()));
+    };
+    if count == 0 {
+        return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
+    }
+    let step = |i: usize| ((i as u128) << 64) / count as u128;
+    let value = |i: usize| {
+        match first.wire_type() {
+        ValueType::Uint64 => Ok(Value::Uint64(step(i) as u64)),
+        ValueType::Int64 => Ok(Value::Int64((i64::MIN as i128 + step(i) as i128) as i64)),
+        other => Err(Error::Invalid(format!(
+            "Uniform pivots need an integer first key column; {:?} is {other}: give pivot keys instead",
+            first.name
+        ))),
+    }
+    };
+    let mut pivots = vec![vec![]];
+    for i in 1..count {
+        pivots.push(vec![value(i)?]);
+    }
+    Ok(pivots)
+}
+
+/// Checks pivot keys: the first empty, each a prefix of the key with the key columns' types,
+/// strictly increasing.
+pub fn check_pivots(schema: &TableSchema, pivots: &[Vec<Value>]) -> Result<()> {
+    let key_count = schema.key_column_count();
+    if key_count == 0 {
+        return Err(Error::Invalid(
+            "\"pivot_keys\" can only be set for sorted tables".into(),
+        ));
+    }
+    if pivots.first().map(|p| !p.is_empty()).unwrap_or(true) {
+        return Err(Error::Invalid(
+            "The first pivot key must be empty ([])".into(),
+        ));
+    }
+    for (i, p) in pivots.iter().enumerate() {
+        if p.len() > key_count {
+            return Err(Error::Invalid(format!(
+                "Pivot key #{i} has {} values but the table has {key_count} key columns",
+                p.len()
+            )));
+        }
+        for (v, c) in p.iter().zip(schema.key_columns()) {
+            if !v.is_null() && v.value_type() != c.wire_type() {
+                return Err(Error::Invalid(format!(
+                    "Pivot key #{i}: value {v} does not match type {} of key column {:?}",
+                    c.wire_type(),
+                    c.name
+                )));
+            }
+        }
+        if i > 0 && compare_rows(&pivots[i - 1], p) != std::cmp::Ordering::Less {
+            return Err(Error::Invalid(format!(
+                "Pivot keys must be strictly increasing: #{} >= #{i}",
+                i - 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Validates `tablet_count`/`pivot_keys` of a new table and returns the tablet count and
+/// pivot keys as text. A sorted table created with `tablet_count` alone gets uniform pivots
+/// over its first key column, which must then be an integer.
+pub(crate) fn validate_tablets(
+    schema: &TableSchema,
+    options: &TableOptions,
+) -> Result<(usize, Vec<String>)> {
+    let key_count = schema.key_column_count();
+    match (&options.pivot_keys, options.tablet_count) {
+        (Some(pivots), Some(n)) if pivots.len() != n => Err(Error::Invalid(format!(
+            "\"tablet_count\" ({n}) does not match the number of \"pivot_keys\" ({})",
+            pivots.len()
+        ))),
+        (Some(pivots), _) => {
+            check_pivots(schema, pivots)?;
+            Ok((pivots.len(), pivots_text(pivots)))
+        }
+        (None, Some(n)) => {
+            if n == 0 {
+                return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
+            }
+            if key_count == 0 {
+                return Ok((n, vec![]));
+            }
+            let pivots = uniform_pivots(schema, n)?;
+            Ok((pivots.len(), pivots_text(&pivots)))
+        }
+        (None, None) => Ok((
+            1,
+            if key_count > 0 {
+                vec!["[]".into()]
+            } else {
+                vec![]
+            },
+        )),
+    }
+}
+
+impl Store {
+    /// Changes a table's tablets. Returns the new tablet count.
+    ///
+    /// # Errors
+    /// Invalid pivots, `uniform` over a non-integer first key column, an ordered table
+    /// (resharding queues is not supported yet).
+    pub async fn reshard_table(&self, path: &str, reshard: Reshard) -> Result<usize> {
+        let entry = self.table(path).await?;
+        let schema = &entry.schema;
+        if !schema.is_sorted() {
+            return Err(Error::Invalid(format!(
+                "Resharding ordered table {path} is not supported by dynql yet"
+            )));
+        }
+        let pivots = match reshard {
+            Reshard::Pivots(p) => {
+                check_pivots(schema, &p)?;
+                p
+            }
+            Reshard::TabletCount { count, uniform } => {
+                if count == 0 {
+                    return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
+                }
+                let integer_first = matches!(
+                    schema.key_columns()[0].wire_type(),
+                    ValueType::Int64 | ValueType::Uint64
+                );
+                if uniform {
+                    uniform_pivots(schema, count)?
+                } else {
+                    let (tablets, _) = self.scan_ranges(path, None, Timestamp::MAX).await?;
+                    let key_count = schema.key_column_count();
+                    let keys: Vec<Vec<Value>> = tablets
+                        .into_iter()
+                        .flat_map(|t| t.rows)
+                        .map(|mut r| {
+                            r.truncate(key_count);
+                            r
+                        })
+                        .collect();
+                    if keys.is_empty() && integer_first {
+                        uniform_pivots(schema, count)?
+                    } else {
+                        let mut pivots: Vec<Vec<Value>> = vec![vec![]];
+                        for i in 1..count {
+                            let key = &keys[i * keys.len() / count..];
+                            if let Some(k) = key.first() {
+                                if pivots
+                                    .last()
+                                    .is_none_or(|p| compare_rows(p, k) == std::cmp::Ordering::Less)
+                                {
+                                    pivots.push(k.clone());
+                                }
+                            }
+                        }
+                        pivots
+                    }
+                }
+            }
+        };
+        let text = pivots_text(&pivots);
+        let tablet_count = pivots.len();
+        self.commit(|state| {
+            let (current, _) = state
+                .tables
+                .get(path)
+                .filter(|(e, _)| e.id == entry.id)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            Ok(vec![Action::Reshard {
+                path: path.into(),
+                table_id: current.id.clone(),
+                tablet_count,
+                pivot_keys: text.clone(),
+            }])
+        })
+        .await?;
+        Ok(tablet_count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_pivots_split_the_integer_range() {
+        let int = TableSchema::parse("[{name=k;type=int64;sort_order=ascending}]").unwrap();
+        assert_eq!(
+            uniform_pivots(&int, 2).unwrap(),
+            vec![vec![], vec![Value::Int64(0)]]
+        );
+        let text = TableSchema::parse("[{name=k;type=string;sort_order=ascending}]").unwrap();
+        assert!(uniform_pivots(&text, 2)
+            .unwrap_err()
+            .to_string()
+            .contains("integer first key column"));
+        let uint = TableSchema::parse("[{name=k;type=uint64;sort_order=ascending}]").unwrap();
+        let p = uniform_pivots(&uint, 3).unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[1], vec![Value::Uint64(((1u128 << 64) / 3) as u64)]);
+    }
+}

@@ -1,0 +1,147 @@
+//! Table attributes as `yt get PATH/@NAME` shows them, and resharding.
+
+use dynql_core::{Value, Yson};
+use dynql_storage::{Reshard, Timestamp};
+
+use crate::database::Database;
+use crate::error::{Error, Result};
+
+/// Attributes [`Database::get_attribute`] knows, in the order `get PATH/@` lists them.
+pub const ATTRIBUTES: &[&str] = &[
+    "id",
+    "type",
+    "dynamic",
+    "sorted",
+    "schema",
+    "key_columns",
+    "tablet_count",
+    "pivot_keys",
+    "chunk_count",
+    "row_count",
+    "data_weight",
+    "min_data_versions",
+    "max_data_versions",
+    "min_data_ttl",
+    "max_data_ttl",
+];
+
+fn text(s: &str) -> Yson {
+    Yson::String(s.as_bytes().to_vec())
+}
+
+impl Database {
+    /// The value of attribute `name` of the table at `path` (`yt get PATH/@NAME`); `None` for
+    /// the map of all attributes (`yt get PATH/@`).
+    ///
+    /// # Errors
+    /// No such table; an unknown attribute (the error lists the known ones); `pivot_keys` of
+    /// an ordered table.
+    pub async fn get_attribute(&self, path: &str, name: Option<&str>) -> Result<Yson> {
+        let entry = self.store().table(path).await?;
+        let Some(name) = name else {
+            let mut all = Vec::new();
+            for &a in ATTRIBUTES {
+                if a == "pivot_keys" && !entry.schema.is_sorted() {
+                    continue;
+                }
+                all.push((
+                    a.as_bytes().to_vec(),
+                    Box::pin(self.get_attribute(path, Some(a))).await?,
+                ));
+            }
+            return Ok(Yson::Map(all));
+        };
+        let uint = |v: u64| Yson::Uint64(v);
+        Ok(match name {
+            "id" => text(&entry.id),
+            "type" => text("table"),
+            "dynamic" => Yson::Boolean(true),
+            "sorted" => Yson::Boolean(entry.schema.is_sorted()),
+            "schema" => entry.schema.to_yson(),
+            "key_columns" => Yson::List(
+                entry
+                    .schema
+                    .key_columns()
+                    .iter()
+                    .map(|c| text(&c.name))
+                    .collect(),
+            ),
+            "tablet_count" => Yson::Int64(entry.tablet_count as i64),
+            "pivot_keys" => {
+                if !entry.schema.is_sorted() {
+                    return Err(Error::Invalid(format!(
+                        "Attribute \"pivot_keys\" is not found: {path} is an ordered table"
+                    )));
+                }
+                let mut pivots = Vec::new();
+                for p in &entry.pivot_keys {
+                    pivots.push(dynql_core::yson::parse(p.as_bytes()).map_err(|e| {
+                        Error::Invalid(format!("stored pivot key {p:?} is invalid: {e}"))
+                    })?);
+                }
+                Yson::List(pivots)
+            }
+            "chunk_count" => Yson::Int64(self.store().chunks(path).await?.len() as i64),
+            "row_count" | "data_weight" => {
+                let (_, stats) = self
+                    .store()
+                    .scan_ranges(path, None, Timestamp::SYNC_LAST_COMMITTED)
+                    .await?;
+                if name == "row_count" {
+                    Yson::Int64(stats.rows_read as i64)
+                } else {
+                    Yson::Int64(stats.data_weight as i64)
+                }
+            }
+            "min_data_versions" => uint(entry.retention.min_data_versions),
+            "max_data_versions" => uint(entry.retention.max_data_versions),
+            "min_data_ttl" => uint(entry.retention.min_data_ttl),
+            "max_data_ttl" => uint(entry.retention.max_data_ttl),
+            other => {
+                return Err(Error::Invalid(format!(
+                    "Attribute {other:?} is not found (dynql knows: {})",
+                    ATTRIBUTES.join(", ")
+                )))
+            }
+        })
+    }
+
+    /// Reshards a sorted table: explicit pivot keys, or a tablet count (`uniform` splits the
+    /// first key column's integer range evenly). Query results never change. Returns the new
+    /// tablet count.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::{Database, Reshard, Value};
+    /// let db = Database::open("memory://").unwrap();
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}]}").await.unwrap();
+    /// let pivots = vec![vec![], vec![Value::Int64(100)]];
+    /// assert_eq!(db.reshard_table("//t", Reshard::Pivots(pivots)).await.unwrap(), 2);
+    /// # });
+    /// ```
+    pub async fn reshard_table(&self, path: &str, reshard: Reshard) -> Result<usize> {
+        let reshard = match reshard {
+            Reshard::Pivots(mut pivots) => {
+                let entry = self.store().table(path).await?;
+                adapt_pivots(&entry.schema, &mut pivots);
+                Reshard::Pivots(pivots)
+            }
+            other => other,
+        };
+        Ok(self.store().reshard_table(path, reshard).await?)
+    }
+}
+
+/// JSON has no uint64 literal: non-negative integers given for uint64 key columns adapt.
+pub(crate) fn adapt_pivots(schema: &dynql_core::TableSchema, pivots: &mut [Vec<Value>]) {
+    for p in pivots.iter_mut() {
+        for (v, c) in p.iter_mut().zip(schema.key_columns()) {
+            if let (Value::Int64(x), dynql_core::ValueType::Uint64) = (&*v, c.wire_type()) {
+                if *x >= 0 {
+                    *v = Value::Uint64(*x as u64);
+                }
+            }
+        }
+    }
+}
