@@ -17,7 +17,7 @@ use dynql_ql::aggregate::AggregateState;
 use dynql_ql::ast::TotalsMode;
 use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
-use dynql_ql::texpr::TypedExpr;
+use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_ql::{bind_query, BindOptions, Catalog};
 use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
@@ -138,6 +138,10 @@ pub async fn select_rows(
         canonical_null_relations: options.use_canonical_null_relations,
     };
     let main_source = &plan.sources[0];
+    if reads_in_key_order_up_to_limit(&plan) {
+        let (rows, stats) = scan_until_limit(store, &plan, &inferred, options, opts).await?;
+        return execute(&plan, rows, stats, options);
+    }
     let (mut rows, scan) = scan_table(
         store,
         &main_source.path,
@@ -211,6 +215,78 @@ pub async fn explain_query(
     Ok(Explanation { ranges, read })
 }
 
+/// Whether the query only needs the first `OFFSET + LIMIT` rows that pass WHERE in key
+/// order: no joins, no grouping, a LIMIT, and no ORDER BY or one by a prefix of the key in
+/// ascending order. Then the scan stops there instead of reading every range.
+fn reads_in_key_order_up_to_limit(plan: &QueryPlan) -> bool {
+    let schema = &plan.sources[0].schema;
+    plan.joins.is_empty()
+        && plan.group.is_none()
+        && plan.limit.is_some()
+        && schema.is_sorted()
+        && plan.order_by.len() <= schema.key_column_count()
+        && plan
+            .order_by
+            .iter()
+            .enumerate()
+            .all(|(i, (e, desc))| !desc && matches!(e.kind, TExpr::Column(c) if c == i))
+}
+
+/// Scans the main table in key order, keeping rows that pass WHERE, until `OFFSET + LIMIT`
+/// of them are found (see [`reads_in_key_order_up_to_limit`]).
+async fn scan_until_limit(
+    store: &Store,
+    plan: &QueryPlan,
+    inferred: &[dynql_ql::ranges::KeyRange],
+    options: &SelectOptions,
+    opts: EvalOptions,
+) -> Result<(Vec<Vec<Value>>, Statistics)> {
+    let wanted = plan.offset.saturating_add(plan.limit.unwrap_or(u64::MAX));
+    let mut rows = Vec::new();
+    let mut stats = Statistics::default();
+    let mut stopped: Option<Error> = None;
+    let mut read = 0u64;
+    let scan = store
+        .scan_visit(
+            &plan.sources[0].path,
+            Some(&storage_ranges(inferred)),
+            options.timestamp,
+            &mut |_, row| {
+                if read >= options.input_row_limit {
+                    if options.fail_on_incomplete_result {
+                        stopped = Some(Error::LimitExceeded { what: "input" });
+                    } else {
+                        stats.incomplete_input = true;
+                    }
+                    return Ok(false);
+                }
+                read += 1;
+                stats.data_weight_read += row_weight(&row);
+                let keep = match &plan.where_clause {
+                    Some(w) => match evaluate_predicate(w, &row, opts) {
+                        Ok(k) => k,
+                        Err(e) => {
+                            stopped = Some(e.into());
+                            return Ok(false);
+                        }
+                    },
+                    None => true,
+                };
+                if keep {
+                    rows.push(row);
+                }
+                Ok((rows.len() as u64) < wanted)
+            },
+        )
+        .await?;
+    if let Some(e) = stopped {
+        return Err(e);
+    }
+    stats.rows_read = read;
+    stats.scan = scan;
+    Ok((rows, stats))
+}
+
 /// YT's data weight of a row.
 fn row_weight(row: &[Value]) -> u64 {
     1 + row
@@ -261,7 +337,7 @@ pub fn execute(
         canonical_null_relations: options.use_canonical_null_relations,
     };
 
-    // WHERE.
+    // WHERE (already applied by a scan that stopped at the limit, and harmless to repeat).
     if let Some(w) = &plan.where_clause {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {

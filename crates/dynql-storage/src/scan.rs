@@ -288,6 +288,33 @@ impl Store {
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
     ) -> Result<(Vec<TabletRows>, ScanStatistics)> {
+        let mut out: Vec<TabletRows> = Vec::new();
+        let statistics = self
+            .scan_visit(path, ranges, timestamp, &mut |tablet_index, row| {
+                match out.last_mut() {
+                    Some(t) if t.tablet_index == tablet_index => t.rows.push(row),
+                    _ => out.push(TabletRows {
+                        tablet_index,
+                        rows: vec![row],
+                    }),
+                }
+                Ok(true)
+            })
+            .await?;
+        Ok((out, statistics))
+    }
+
+    /// Visits the rows of `ranges` (all keys when `None`) as of `timestamp` in key order,
+    /// with their tablet index, until `visit` returns false. Row groups are decoded range by
+    /// range as the scan reaches them, so stopping early reads little. The statistics count
+    /// the row groups decoded and the rows visited.
+    pub async fn scan_visit(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+        visit: &mut (dyn FnMut(usize, Vec<Value>) -> Result<bool> + Send),
+    ) -> Result<ScanStatistics> {
         let state = self.refresh().await?;
         let (entry, data) = state
             .tables
@@ -296,62 +323,92 @@ impl Store {
         let schema = &entry.schema;
         if !schema.is_sorted() {
             let rows = self.read_rows(path, timestamp).await?;
-            let statistics = ScanStatistics {
+            let mut statistics = ScanStatistics {
                 tablets: (entry.tablet_count, entry.tablet_count),
-                rows_read: rows.len() as u64,
-                data_weight: rows.iter().map(|r| row_weight(r)).sum(),
                 ..ScanStatistics::default()
             };
-            return Ok((
-                vec![TabletRows {
-                    tablet_index: 0,
-                    rows,
-                }],
-                statistics,
-            ));
+            for row in rows {
+                statistics.rows_read += 1;
+                statistics.data_weight += row_weight(&row);
+                if !visit(0, row)? {
+                    break;
+                }
+            }
+            return Ok(statistics);
         }
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let plan = plan_scan(entry, data, &ranges, timestamp)?;
-        // Decoded row groups, in chunk list order: the merge's source order is commit order.
-        let mut runs = Vec::new();
-        for (ci, groups) in &plan.row_groups {
-            for &g in groups {
-                runs.push(
-                    self.cache
-                        .row_group(&self.objects, schema, &data.chunks[*ci], g)
-                        .await?,
-                );
-            }
-        }
         let key_count = schema.key_column_count();
         let mut statistics = plan.statistics;
-        let mut out = Vec::with_capacity(plan.tablets.len());
-        for (tablet_index, tablet_ranges) in &plan.tablets {
-            let mut rows = Vec::new();
+        let mut decoded = std::collections::HashSet::new();
+        'tablets: for (tablet_index, tablet_ranges) in &plan.tablets {
             for range in tablet_ranges {
-                let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
-                    .iter()
-                    .map(|run| {
-                        let slice = slice_run(run, range, key_count);
-                        Box::new(KeyGroups::new(slice, key_count)) as _
-                    })
-                    .collect();
-                sources.push(Box::new(memory_range(data, range)));
-                for history in VersionMerge::new(key_count, sources) {
-                    if let Some(row) = resolve_versions(schema, &history, timestamp) {
-                        statistics.rows_read += 1;
-                        statistics.data_weight += row_weight(&row);
-                        rows.push(row);
+                // Cut the range where row groups start, so that each piece decodes only the
+                // row groups it meets and a visit that stops early decodes little.
+                let mut cuts: Vec<KeyBound> = Vec::new();
+                for (ci, groups) in &plan.row_groups {
+                    let bounds = data.chunks[*ci].row_group_bounds();
+                    for &g in groups {
+                        let cut = KeyBound::new(bounds[g].0.to_vec(), false);
+                        if range.lower.compare(&cut).is_lt() && cut.compare(&range.upper).is_lt() {
+                            cuts.push(cut);
+                        }
+                    }
+                }
+                cuts.sort_by(|a, b| a.compare(b));
+                cuts.dedup_by(|a, b| a.compare(b).is_eq());
+                let mut lower = range.lower.clone();
+                for upper in cuts.into_iter().chain(std::iter::once(range.upper.clone())) {
+                    let piece = KeyRange {
+                        lower: std::mem::replace(&mut lower, upper.clone()),
+                        upper,
+                    };
+                    // The piece's row groups, in chunk list order (the merge's source order is
+                    // commit order).
+                    let mut runs = Vec::new();
+                    for (ci, groups) in &plan.row_groups {
+                        let chunk = &data.chunks[*ci];
+                        let bounds = chunk.row_group_bounds();
+                        for &g in groups {
+                            let (min, max) = bounds[g];
+                            if piece.meets_keys(min, max) {
+                                decoded.insert((*ci, g));
+                                runs.push(
+                                    self.cache
+                                        .row_group(&self.objects, schema, chunk, g)
+                                        .await?,
+                                );
+                            }
+                        }
+                    }
+                    let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
+                        .iter()
+                        .map(|run| {
+                            let slice = slice_run(run, &piece, key_count);
+                            Box::new(KeyGroups::new(slice, key_count)) as _
+                        })
+                        .collect();
+                    sources.push(Box::new(memory_range(data, &piece)));
+                    for history in VersionMerge::new(key_count, sources) {
+                        if let Some(row) = resolve_versions(schema, &history, timestamp) {
+                            statistics.rows_read += 1;
+                            statistics.data_weight += row_weight(&row);
+                            if !visit(*tablet_index, row)? {
+                                break 'tablets;
+                            }
+                        }
                     }
                 }
             }
-            out.push(TabletRows {
-                tablet_index: *tablet_index,
-                rows,
-            });
         }
-        Ok((out, statistics))
+        statistics.row_groups.0 = decoded.len();
+        statistics.chunks.0 = decoded
+            .iter()
+            .map(|(c, _)| *c)
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        Ok(statistics)
     }
 }
 

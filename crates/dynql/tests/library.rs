@@ -152,3 +152,55 @@ async fn flush_and_compaction_never_change_query_results() {
     db.compact("//users").await.unwrap();
     assert_eq!(db.select_rows(query, &opts).await.unwrap().rows, before);
 }
+
+#[tokio::test]
+async fn limit_in_key_order_stops_the_scan_early() {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+    )
+    .await
+    .unwrap();
+    let rows: Vec<_> = (0..40_000).map(|i| json!({"k": i, "v": i % 7})).collect();
+    db.insert_json_rows("//t", &rows).await.unwrap();
+    assert!(db.flush("//t").await.unwrap());
+    let opts = SelectOptions::default();
+    let r = db
+        .select_rows("k from [//t] where v = 3 order by k limit 3", &opts)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.rows,
+        vec![
+            vec![Value::Int64(3)],
+            vec![Value::Int64(10)],
+            vec![Value::Int64(17)]
+        ]
+    );
+    assert_eq!(r.statistics.rows_read, 18);
+    assert_eq!(r.statistics.scan.row_groups, (1, 3));
+    // OFFSET counts too; without ORDER BY, LIMIT takes rows in key order.
+    let r = db
+        .select_rows("k, v from [//t] where k >= 20000 offset 2 limit 2", &opts)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.rows,
+        vec![
+            vec![Value::Int64(20002), Value::Int64(20002 % 7)],
+            vec![Value::Int64(20003), Value::Int64(20003 % 7)]
+        ]
+    );
+    assert_eq!(r.statistics.rows_read, 4);
+    // The input row limit still applies to what is read.
+    let strict = SelectOptions {
+        input_row_limit: 5,
+        ..SelectOptions::default()
+    };
+    let err = db
+        .select_rows("k from [//t] where v = 6 limit 3", &strict)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("excessive input"), "{err}");
+}
