@@ -1,0 +1,1 @@
+SELECT * FROM bench WHERE id = 4242424

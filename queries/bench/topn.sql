@@ -1,0 +1,1 @@
+SELECT hash, id, amount FROM bench ORDER BY hash, id LIMIT 10
