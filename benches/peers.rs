@@ -65,7 +65,15 @@ fn batch(start: usize, n: usize, with_hash: bool) -> RecordBatch {
 
 async fn generate(db: &Database, parquet_dir: &Path, rows: usize) {
     // Eight tablets over the 64 hash values.
-    let pivots: Vec<String> = (0..8).map(|i| if i == 0 { "[]".into() } else { format!("[{}u]", i * 8) }).collect();
+    let pivots: Vec<String> = (0..8)
+        .map(|i| {
+            if i == 0 {
+                "[]".into()
+            } else {
+                format!("[{}u]", i * 8)
+            }
+        })
+        .collect();
     let attributes = format!(
         r#"{{dynamic=%true; pivot_keys=[{}]; schema=[
             {{name=hash; type=uint64; sort_order=ascending; expression="farm_hash(id) % 64"}};
@@ -82,10 +90,13 @@ async fn generate(db: &Database, parquet_dir: &Path, rows: usize) {
     let mut part = 0;
     while start < rows {
         let n = BATCH_ROWS.min(rows - start);
-        db.insert_batch(TABLE, &batch(start, n, false)).await.unwrap();
+        db.insert_batch(TABLE, &batch(start, n, false))
+            .await
+            .unwrap();
         db.flush(TABLE).await.unwrap();
         let b = batch(start, n, true);
-        let file = std::fs::File::create(parquet_dir.join(format!("part-{part:03}.parquet"))).unwrap();
+        let file =
+            std::fs::File::create(parquet_dir.join(format!("part-{part:03}.parquet"))).unwrap();
         let mut w = parquet::arrow::ArrowWriter::try_new(file, b.schema(), None).unwrap();
         w.write(&b).unwrap();
         w.close().unwrap();
@@ -94,7 +105,10 @@ async fn generate(db: &Database, parquet_dir: &Path, rows: usize) {
         eprintln!("generated {start} rows ({:.0?})", t.elapsed());
     }
     let (before, after) = db.compact(TABLE).await.unwrap();
-    eprintln!("compacted {before} -> {after} versions ({:.0?})", t.elapsed());
+    eprintln!(
+        "compacted {before} -> {after} versions ({:.0?})",
+        t.elapsed()
+    );
 }
 
 fn main() {

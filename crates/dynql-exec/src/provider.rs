@@ -12,12 +12,13 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
+use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
-/// A dynamic table as a DataFusion table read at one timestamp: one partition per tablet read,
-/// rows in key order (sorted tables) or append order (ordered tables). With key ranges, the
-/// scan reads only the tablets, chunks and row groups that meet them.
+/// A dynamic table as a DataFusion table read at one timestamp: one partition, rows in key
+/// order (sorted tables) or append order (ordered tables), compacted data passed through
+/// column-wise ([`Store::scan_batches`]). With key ranges, the scan reads only the tablets,
+/// chunks and row groups that meet them.
 pub struct StoreTable {
     store: Store,
     path: String,
@@ -91,25 +92,13 @@ impl TableProvider for StoreTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let (tablets, statistics) = self
+        let (batches, statistics) = self
             .store
-            .scan_ranges(&self.path, self.ranges.as_deref(), self.timestamp)
+            .scan_batches(&self.path, self.ranges.as_deref(), self.timestamp)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         *self.statistics.lock().unwrap_or_else(|p| p.into_inner()) = statistics;
-        let mut partitions = Vec::with_capacity(tablets.len().max(1));
-        for t in &tablets {
-            let batches = t
-                .rows
-                .chunks(64 * 1024)
-                .map(|part| rows_to_batch(&self.schema, part))
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            partitions.push(batches);
-        }
-        if partitions.is_empty() {
-            partitions.push(vec![]);
-        }
+        let partitions = vec![batches];
         let exec = MemorySourceConfig::try_new_exec(
             &partitions,
             self.schema.clone(),

@@ -1,4 +1,4 @@
-//! Runs a bound YT QL query: scan (through DataFusion), joins, WHERE, GROUP BY with totals and
+//! Runs a bound YT QL query: scan (key ranges pruned), joins, WHERE, GROUP BY with totals and
 //! HAVING, ORDER BY, OFFSET/LIMIT, projection; with YT's row limits.
 //!
 //! ```text
@@ -7,11 +7,7 @@
 //! ```
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use datafusion::prelude::SessionContext;
-
-use dynql_core::arrow_convert::batch_to_rows;
 use dynql_core::{compare_values, Value, ValueType, Yson};
 use dynql_ql::aggregate::AggregateState;
 use dynql_ql::ast::TotalsMode;
@@ -22,7 +18,6 @@ use dynql_ql::{bind_query, BindOptions, Catalog};
 use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
 use crate::error::{Error, Result};
-use crate::provider::StoreTable;
 use crate::scan::{join_ranges, main_table_ranges, storage_ranges, Explanation};
 
 /// YT's default `input_row_limit` and `output_row_limit`.
@@ -141,6 +136,14 @@ pub async fn select_rows(
     if reads_in_key_order_up_to_limit(&plan) {
         let (rows, stats) = scan_until_limit(store, &plan, &inferred, options, opts).await?;
         return execute(&plan, rows, stats, options);
+    }
+    if crate::columnar::groups_in_datafusion(&plan) {
+        if let Some(result) =
+            crate::columnar::group_in_datafusion(store, &plan, &storage_ranges(&inferred), options)
+                .await?
+        {
+            return Ok(result);
+        }
     }
     let (mut rows, scan) = scan_table(
         store,
@@ -295,35 +298,23 @@ fn row_weight(row: &[Value]) -> u64 {
         .sum::<u64>()
 }
 
-/// Reads a table (only `ranges`, when given) through DataFusion as rows in schema order,
-/// tablet by tablet in key order; returns what the scan selected too.
+/// Reads a table (only `ranges`, when given) as rows in schema order, tablet by tablet in key
+/// order; returns what the scan selected too. (The row pipeline evaluates YT semantics row by
+/// row; grouping that DataFusion computes identically goes through [`crate::columnar`].)
 async fn scan_table(
     store: &Store,
     path: &str,
-    entry: TableEntry,
+    _entry: TableEntry,
     ranges: Option<Vec<KeyRange>>,
     timestamp: Timestamp,
 ) -> Result<(Vec<Vec<Value>>, ScanStatistics)> {
-    let types: Vec<ValueType> = entry
-        .schema
-        .columns()
-        .iter()
-        .map(|c| c.wire_type())
-        .collect();
-    let mut table = StoreTable::new(store.clone(), path, entry, timestamp);
-    if let Some(r) = ranges {
-        table = table.with_ranges(r);
-    }
-    let table = Arc::new(table);
-    let ctx = SessionContext::new();
-    let df = ctx.read_table(table.clone())?;
-    // Partitions are tablets: collected one by one, they keep key order.
-    let partitions = df.collect_partitioned().await?;
-    let mut rows = Vec::new();
-    for b in partitions.iter().flatten() {
-        rows.extend(batch_to_rows(b, &types));
-    }
-    Ok((rows, table.statistics()))
+    let (tablets, statistics) = store
+        .scan_ranges(path, ranges.as_deref(), timestamp)
+        .await?;
+    Ok((
+        tablets.into_iter().flat_map(|t| t.rows).collect(),
+        statistics,
+    ))
 }
 
 /// Runs the rest of a bound plan (WHERE onwards) over the joined rows read for it.
@@ -443,6 +434,21 @@ pub fn execute(
         rows = grouped;
     }
 
+    finish(plan, rows, totals_row, stats, options)
+}
+
+/// The part of a plan after grouping: ORDER BY, OFFSET, LIMIT, the totals row, projection and
+/// the output row limit, over `rows` (grouped rows when the plan groups).
+pub(crate) fn finish(
+    plan: &QueryPlan,
+    mut rows: Vec<Vec<Value>>,
+    totals_row: Option<Vec<Value>>,
+    mut stats: Statistics,
+    options: &SelectOptions,
+) -> Result<QueryResult> {
+    let opts = EvalOptions {
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
     // ORDER BY, OFFSET, LIMIT.
     if !plan.order_by.is_empty() {
         let mut keyed = Vec::with_capacity(rows.len());

@@ -35,11 +35,41 @@ const CACHED_FOOTERS: usize = 4096;
 /// The unit index of a whole chunk.
 const WHOLE: usize = usize::MAX;
 
-type Unit = (String, usize);
+/// A cached unit: (chunk path, row group or [`WHOLE`], raw batch or decoded versions).
+type Unit = (String, usize, bool);
+
+/// What a cache entry holds.
+#[derive(Clone)]
+enum Cached {
+    Versions(Arc<Vec<RowDelta>>),
+    Raw(Arc<RawRowGroup>),
+}
+
+impl Cached {
+    fn rows(&self) -> usize {
+        match self {
+            Cached::Versions(v) => v.len(),
+            Cached::Raw(r) => r.batch.num_rows(),
+        }
+    }
+}
+
+/// A row group as Parquet decodes it (table columns plus the version columns), with what a
+/// columnar scan needs to use it without resolving versions.
+pub(crate) struct RawRowGroup {
+    pub(crate) batch: RecordBatch,
+    /// Every version overwrites a whole row (no update, delete or aggregate delta, every
+    /// column written) and keys are unique: the rows are the table's rows for any read at or
+    /// after `max_timestamp`.
+    pub(crate) clean: bool,
+    pub(crate) max_timestamp: u64,
+    /// The key of each row (for slicing by key range), when clean.
+    pub(crate) keys: Vec<Vec<dynql_core::Value>>,
+}
 
 #[derive(Default)]
 struct Entries {
-    units: HashMap<Unit, (Arc<Vec<RowDelta>>, u64)>,
+    units: HashMap<Unit, (Cached, u64)>,
     footers: HashMap<String, ArrowReaderMetadata>,
     versions: usize,
     tick: u64,
@@ -113,7 +143,7 @@ impl ChunkCache {
         }
     }
 
-    fn get(&self, unit: &Unit) -> Option<Arc<Vec<RowDelta>>> {
+    fn get(&self, unit: &Unit) -> Option<Cached> {
         let mut e = self.lock();
         e.tick += 1;
         let tick = e.tick;
@@ -123,9 +153,16 @@ impl ChunkCache {
         })
     }
 
-    fn insert(&self, unit: Unit, versions: Arc<Vec<RowDelta>>) {
+    fn get_versions(&self, unit: &Unit) -> Option<Arc<Vec<RowDelta>>> {
+        match self.get(unit) {
+            Some(Cached::Versions(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn insert(&self, unit: Unit, versions: Cached) {
         let mut e = self.lock();
-        while e.versions + versions.len() > CHUNK_CACHE_VERSIONS && !e.units.is_empty() {
+        while e.versions + versions.rows() > CHUNK_CACHE_VERSIONS && !e.units.is_empty() {
             let oldest = e
                 .units
                 .iter()
@@ -133,15 +170,15 @@ impl ChunkCache {
                 .map(|(u, _)| u.clone());
             if let Some(u) = oldest {
                 if let Some((v, _)) = e.units.remove(&u) {
-                    e.versions -= v.len();
+                    e.versions -= v.rows();
                 }
             }
         }
         e.tick += 1;
         let tick = e.tick;
-        e.versions += versions.len();
+        e.versions += versions.rows();
         if let Some((old, _)) = e.units.insert(unit, (versions, tick)) {
-            e.versions -= old.len();
+            e.versions -= old.rows();
         }
     }
 
@@ -152,8 +189,8 @@ impl ChunkCache {
         schema: &TableSchema,
         chunk: &ChunkRef,
     ) -> Result<Arc<Vec<RowDelta>>> {
-        let unit = (chunk.path.clone(), WHOLE);
-        if let Some(v) = self.get(&unit) {
+        let unit = (chunk.path.clone(), WHOLE, false);
+        if let Some(v) = self.get_versions(&unit) {
             return Ok(v);
         }
         let bytes = objects
@@ -162,7 +199,7 @@ impl ChunkCache {
             .bytes()
             .await?;
         let versions = Arc::new(decode_versioned_chunk(&chunk.path, schema, bytes)?);
-        self.insert(unit, versions.clone());
+        self.insert(unit, Cached::Versions(versions.clone()));
         Ok(versions)
     }
 
@@ -178,9 +215,29 @@ impl ChunkCache {
         if chunk.row_groups.is_empty() {
             return self.versions(objects.as_ref(), schema, chunk).await;
         }
-        let unit = (chunk.path.clone(), index);
-        if let Some(v) = self.get(&unit) {
+        let unit = (chunk.path.clone(), index, false);
+        if let Some(v) = self.get_versions(&unit) {
             return Ok(v);
+        }
+        let raw = self.raw_row_group(objects, schema, chunk, index).await?;
+        let versions = Arc::new(decode_versions(&chunk.path, schema, &raw.batch)?);
+        check_key_order(&chunk.path, schema, &versions)?;
+        self.insert(unit, Cached::Versions(versions.clone()));
+        Ok(versions)
+    }
+
+    /// Row group `index` of `chunk` as Parquet decodes it, read with ranged requests on a miss.
+    /// The chunk must record its row groups.
+    pub(crate) async fn raw_row_group(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        schema: &TableSchema,
+        chunk: &ChunkRef,
+        index: usize,
+    ) -> Result<Arc<RawRowGroup>> {
+        let unit = (chunk.path.clone(), index, true);
+        if let Some(Cached::Raw(r)) = self.get(&unit) {
+            return Ok(r);
         }
         let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
             path: chunk.path.clone(),
@@ -226,13 +283,113 @@ impl ChunkCache {
             .build()
             .map_err(corrupt)?;
         let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(corrupt)?;
-        let mut versions = Vec::new();
-        for b in &batches {
-            versions.extend(decode_versions(&chunk.path, schema, b)?);
-        }
-        check_key_order(&chunk.path, schema, &versions)?;
-        let versions = Arc::new(versions);
-        self.insert(unit, versions.clone());
-        Ok(versions)
+        let batch = match batches.len() {
+            1 => batches
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| unreachable_batch()),
+            _ => {
+                let schema_ref = match batches.first() {
+                    Some(b) => b.schema(),
+                    None => {
+                        return Err(Error::Corrupt {
+                            path: chunk.path.clone(),
+                            message: format!("row group {index} is empty"),
+                        })
+                    }
+                };
+                arrow::compute::concat_batches(&schema_ref, &batches)?
+            }
+        };
+        let raw = Arc::new(inspect_raw(&chunk.path, schema, batch)?);
+        self.insert(unit, Cached::Raw(raw.clone()));
+        Ok(raw)
     }
+}
+
+fn unreachable_batch() -> RecordBatch {
+    RecordBatch::new_empty(Arc::new(arrow::datatypes::Schema::empty()))
+}
+
+/// Checks a raw row group's version columns: whether it is clean (see [`RawRowGroup`]).
+fn inspect_raw(path: &str, schema: &TableSchema, batch: RecordBatch) -> Result<RawRowGroup> {
+    use arrow::array::{Array, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
+    let width = schema.columns().len();
+    let corrupt = |m: &str| Error::Corrupt {
+        path: path.to_string(),
+        message: m.to_string(),
+    };
+    if batch.num_columns() != width + 4 {
+        return Err(corrupt(
+            "versioned chunk has an unexpected number of columns",
+        ));
+    }
+    let ts = batch
+        .column(width)
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .ok_or_else(|| corrupt("bad $timestamp"))?;
+    let kinds = batch
+        .column(width + 1)
+        .as_any()
+        .downcast_ref::<UInt8Array>()
+        .ok_or_else(|| corrupt("bad $kind"))?;
+    let aggregates = batch
+        .column(width + 2)
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .ok_or_else(|| corrupt("bad $aggregate"))?;
+    let written = batch
+        .column(width + 3)
+        .as_any()
+        .downcast_ref::<BinaryArray>()
+        .ok_or_else(|| corrupt("bad $written"))?;
+    let max_timestamp = arrow::compute::max(ts).unwrap_or(0);
+    let full: Vec<u8> = (0..width.div_ceil(8))
+        .map(|b| {
+            let bits = (width - b * 8).min(8);
+            if bits == 8 {
+                0xff
+            } else {
+                (1u8 << bits) - 1
+            }
+        })
+        .collect();
+    let key_count = schema.key_column_count();
+    let mut clean = key_count > 0
+        && kinds.values().iter().all(|k| *k == 0)
+        && aggregates.true_count() == 0
+        && (0..written.len()).all(|r| written.value(r) == full.as_slice());
+    let mut keys = Vec::new();
+    if clean {
+        keys.reserve(batch.num_rows());
+        for r in 0..batch.num_rows() {
+            let key: Vec<dynql_core::Value> = schema
+                .key_columns()
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    dynql_core::arrow_convert::array_value(
+                        batch.column(i).as_ref(),
+                        c.wire_type(),
+                        r,
+                    )
+                })
+                .collect();
+            if keys.last().is_some_and(|prev: &Vec<dynql_core::Value>| {
+                dynql_core::compare_rows(prev, &key).is_ge()
+            }) {
+                clean = false;
+                keys.clear();
+                break;
+            }
+            keys.push(key);
+        }
+    }
+    Ok(RawRowGroup {
+        batch,
+        clean,
+        max_timestamp,
+        keys,
+    })
 }

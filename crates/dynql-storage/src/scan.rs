@@ -9,6 +9,9 @@
 
 use std::cmp::Ordering;
 
+use arrow::record_batch::RecordBatch;
+
+use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{compare_rows, compare_values, Value};
 
 use crate::error::{Error, Result};
@@ -315,6 +318,85 @@ impl Store {
         timestamp: Timestamp,
         visit: &mut (dyn FnMut(usize, Vec<Value>) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
+        self.scan_pieces(
+            path,
+            ranges,
+            timestamp,
+            false,
+            &mut |tablet, piece| match piece {
+                Piece::Row(row) => visit(tablet, row),
+                // Not produced without `columnar`.
+                Piece::Batch(_) => Ok(true),
+            },
+        )
+        .await
+    }
+
+    /// The rows of `ranges` (all keys when `None`) as of `timestamp`, in key order, as record
+    /// batches in the table's Arrow schema. Where a piece of a range lies in one *clean* row
+    /// group (whole-row overwrites, unique keys, all older than the read) and nothing else,
+    /// that row group's Parquet columns are returned as they were decoded, without resolving
+    /// versions row by row: compacted data scans at columnar speed.
+    pub async fn scan_batches(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
+        let entry = self.table(path).await?;
+        let arrow_schema = table_arrow_schema(&entry.schema);
+        let mut batches = Vec::new();
+        let mut rows: Vec<Vec<Value>> = Vec::new();
+        let mut failure = None;
+        let flush = |rows: &mut Vec<Vec<Value>>, batches: &mut Vec<RecordBatch>| {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let b = rows_to_batch(&arrow_schema, rows)?;
+            rows.clear();
+            batches.push(b);
+            Ok::<(), Error>(())
+        };
+        let statistics = self
+            .scan_pieces(path, ranges, timestamp, true, &mut |_, piece| {
+                match piece {
+                    Piece::Row(row) => {
+                        rows.push(row);
+                        if rows.len() >= 64 * 1024 {
+                            if let Err(e) = flush(&mut rows, &mut batches) {
+                                failure = Some(e);
+                                return Ok(false);
+                            }
+                        }
+                    }
+                    Piece::Batch(b) => {
+                        if let Err(e) = flush(&mut rows, &mut batches) {
+                            failure = Some(e);
+                            return Ok(false);
+                        }
+                        batches.push(b);
+                    }
+                }
+                Ok(true)
+            })
+            .await?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        flush(&mut rows, &mut batches)?;
+        Ok((batches, statistics))
+    }
+
+    /// The scan behind [`Store::scan_visit`] and [`Store::scan_batches`]: rows one by one, or
+    /// (with `columnar`) whole slices of clean row groups.
+    async fn scan_pieces(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+        columnar: bool,
+        sink: &mut (dyn FnMut(usize, Piece) -> Result<bool> + Send),
+    ) -> Result<ScanStatistics> {
         let state = self.refresh().await?;
         let (entry, data) = state
             .tables
@@ -330,7 +412,7 @@ impl Store {
             for row in rows {
                 statistics.rows_read += 1;
                 statistics.data_weight += row_weight(&row);
-                if !visit(0, row)? {
+                if !sink(0, Piece::Row(row))? {
                     break;
                 }
             }
@@ -340,6 +422,7 @@ impl Store {
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let plan = plan_scan(entry, data, &ranges, timestamp)?;
         let key_count = schema.key_column_count();
+        let width = schema.columns().len();
         let mut statistics = plan.statistics;
         let mut decoded = std::collections::HashSet::new();
         'tablets: for (tablet_index, tablet_ranges) in &plan.tablets {
@@ -366,21 +449,52 @@ impl Store {
                     };
                     // The piece's row groups, in chunk list order (the merge's source order is
                     // commit order).
-                    let mut runs = Vec::new();
-                    for (ci, groups) in &plan.row_groups {
-                        let chunk = &data.chunks[*ci];
-                        let bounds = chunk.row_group_bounds();
-                        for &g in groups {
-                            let (min, max) = bounds[g];
-                            if piece.meets_keys(min, max) {
-                                decoded.insert((*ci, g));
-                                runs.push(
-                                    self.cache
-                                        .row_group(&self.objects, schema, chunk, g)
-                                        .await?,
-                                );
+                    let meeting: Vec<(usize, usize)> = plan
+                        .row_groups
+                        .iter()
+                        .flat_map(|(ci, groups)| {
+                            let bounds = data.chunks[*ci].row_group_bounds();
+                            groups
+                                .iter()
+                                .filter(|&&g| piece.meets_keys(bounds[g].0, bounds[g].1))
+                                .map(|&g| (*ci, g))
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    if columnar && meeting.len() == 1 && memory_range(data, &piece).next().is_none()
+                    {
+                        let (ci, g) = meeting[0];
+                        let chunk = &data.chunks[ci];
+                        if !chunk.row_groups.is_empty() {
+                            let raw = self
+                                .cache
+                                .raw_row_group(&self.objects, schema, chunk, g)
+                                .await?;
+                            if raw.clean && raw.max_timestamp <= timestamp.0 {
+                                decoded.insert((ci, g));
+                                let lo = raw.keys.partition_point(|k| piece.lower.is_after(k));
+                                let hi = raw.keys.partition_point(|k| piece.upper.is_after(k));
+                                if hi > lo {
+                                    let columns: Vec<usize> = (0..width).collect();
+                                    let batch = raw.batch.slice(lo, hi - lo).project(&columns)?;
+                                    statistics.rows_read += batch.num_rows() as u64;
+                                    statistics.data_weight += batch_weight(&batch);
+                                    if !sink(*tablet_index, Piece::Batch(batch))? {
+                                        break 'tablets;
+                                    }
+                                }
+                                continue;
                             }
                         }
+                    }
+                    let mut runs = Vec::new();
+                    for &(ci, g) in &meeting {
+                        decoded.insert((ci, g));
+                        runs.push(
+                            self.cache
+                                .row_group(&self.objects, schema, &data.chunks[ci], g)
+                                .await?,
+                        );
                     }
                     let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
                         .iter()
@@ -394,7 +508,7 @@ impl Store {
                         if let Some(row) = resolve_versions(schema, &history, timestamp) {
                             statistics.rows_read += 1;
                             statistics.data_weight += row_weight(&row);
-                            if !visit(*tablet_index, row)? {
+                            if !sink(*tablet_index, Piece::Row(row))? {
                                 break 'tablets;
                             }
                         }
@@ -410,6 +524,32 @@ impl Store {
             .len();
         Ok(statistics)
     }
+}
+
+/// What a scan hands over: a resolved row, or a slice of a clean row group.
+enum Piece {
+    Row(Vec<Value>),
+    Batch(RecordBatch),
+}
+
+/// YT's data weight of a batch: one byte per row plus each value's size.
+fn batch_weight(batch: &RecordBatch) -> u64 {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::DataType;
+    let mut weight = batch.num_rows() as u64;
+    for column in batch.columns() {
+        let present = (column.len() - column.null_count()) as u64;
+        weight += match column.data_type() {
+            DataType::Boolean => present,
+            DataType::Binary => {
+                let a = column.as_binary::<i32>();
+                let offsets = a.value_offsets();
+                (offsets[offsets.len() - 1] - offsets[0]) as u64
+            }
+            _ => 8 * present,
+        };
+    }
+    weight
 }
 
 /// One byte per row plus the values' weights.
