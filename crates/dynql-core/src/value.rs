@@ -148,7 +148,7 @@ impl Eq for Value {}
 
 impl PartialOrd for Value {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(compare_values(self, other))
+        Some(self.cmp(other))
     }
 }
 

@@ -283,32 +283,24 @@ impl ChunkCache {
             .build()
             .map_err(corrupt)?;
         let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(corrupt)?;
-        let batch = match batches.len() {
-            1 => batches
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| unreachable_batch()),
-            _ => {
-                let schema_ref = match batches.first() {
-                    Some(b) => b.schema(),
-                    None => {
-                        return Err(Error::Corrupt {
-                            path: chunk.path.clone(),
-                            message: format!("row group {index} is empty"),
-                        })
-                    }
-                };
-                arrow::compute::concat_batches(&schema_ref, &batches)?
-            }
+        let mut batches = batches;
+        let batch = if batches.len() == 1 {
+            batches.pop()
+        } else {
+            batches
+                .first()
+                .map(|b| b.schema())
+                .map(|schema| arrow::compute::concat_batches(&schema, &batches))
+                .transpose()?
         };
+        let batch = batch.ok_or_else(|| Error::Corrupt {
+            path: chunk.path.clone(),
+            message: format!("row group {index} is empty"),
+        })?;
         let raw = Arc::new(inspect_raw(&chunk.path, schema, batch)?);
         self.insert(unit, Cached::Raw(raw.clone()));
         Ok(raw)
     }
-}
-
-fn unreachable_batch() -> RecordBatch {
-    RecordBatch::new_empty(Arc::new(arrow::datatypes::Schema::empty()))
 }
 
 /// Checks a raw row group's version columns: whether it is clean (see [`RawRowGroup`]).

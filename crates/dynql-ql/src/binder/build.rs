@@ -392,7 +392,7 @@ fn expand_tuple_comparison(op: BinaryOp, pairs: Vec<(TypedExpr, TypedExpr)>) -> 
     let join = |op: BinaryOp, l: TypedExpr, r: TypedExpr| cmp(op, l, r);
     let mut pairs = pairs;
     if pairs.len() == 1 {
-        let (l, r) = pairs.pop().unwrap_or_else(|| unreachable_pair());
+        let (l, r) = pairs.pop().unwrap_or_else(unreachable_pair);
         return cmp(op, l, r);
     }
     match op {
@@ -414,7 +414,7 @@ fn expand_tuple_comparison(op: BinaryOp, pairs: Vec<(TypedExpr, TypedExpr)>) -> 
                 BinaryOp::GreaterOrEq => BinaryOp::Greater,
                 other => other,
             };
-            let (last_l, last_r) = pairs.pop().unwrap_or_else(|| unreachable_pair());
+            let (last_l, last_r) = pairs.pop().unwrap_or_else(unreachable_pair);
             let mut acc = cmp(op, last_l, last_r);
             while let Some((l, r)) = pairs.pop() {
                 let eq = cmp(BinaryOp::Eq, l.clone(), r.clone());

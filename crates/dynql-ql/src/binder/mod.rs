@@ -378,14 +378,12 @@ impl Binder {
     fn expand(&self, e: &Expr, stack: &mut Vec<String>) -> Expr {
         let mut out = e.clone();
         match &mut out.kind {
-            ExprKind::Column { table: None, name } => {
-                if !stack.contains(name) {
-                    if let Some(def) = self.aliases.get(name.as_str()) {
-                        stack.push(name.clone());
-                        let r = self.expand(def, stack);
-                        stack.pop();
-                        return r;
-                    }
+            ExprKind::Column { table: None, name } if !stack.contains(name) => {
+                if let Some(def) = self.aliases.get(name.as_str()) {
+                    stack.push(name.clone());
+                    let r = self.expand(def, stack);
+                    stack.pop();
+                    return r;
                 }
             }
             ExprKind::Alias { expr, name } => {
