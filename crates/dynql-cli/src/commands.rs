@@ -199,6 +199,12 @@ pub enum Command {
         #[arg(long)]
         sync: bool,
     },
+    /// Remove the first TRIMMED_ROW_COUNT rows of a tablet of an ordered table (absolute).
+    TrimRows {
+        path: String,
+        tablet_index: usize,
+        trimmed_row_count: u64,
+    },
     /// Print an attribute: `get //t/@pivot_keys`, or `get //t/@` for all of them.
     Get {
         path: String,
@@ -510,6 +516,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             db.reshard_table(&path, reshard).await?;
         }
+        Command::TrimRows {
+            path,
+            tablet_index,
+            trimmed_row_count,
+        } => db.trim_rows(&path, tablet_index, trimmed_row_count).await?,
         Command::Get { path, format } => {
             let Some((table, attribute)) = path.split_once("/@") else {
                 bail!("get supports attributes only: PATH/@NAME or PATH/@ (got {path:?})");

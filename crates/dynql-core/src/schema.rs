@@ -21,6 +21,11 @@ pub const TTL_COLUMN: &str = "$ttl";
 /// System columns an ordered table's schema may declare.
 pub const ORDERED_SYSTEM_COLUMNS: &[&str] = &["$timestamp", "$cumulative_data_weight"];
 
+/// The virtual key columns of an ordered table in queries ([`TableSchema::query_schema`]).
+pub const VIRTUAL_TABLET_INDEX: &str = "$tablet_index";
+/// See [`VIRTUAL_TABLET_INDEX`].
+pub const VIRTUAL_ROW_INDEX: &str = "$row_index";
+
 /// One column of a table schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColumnSchema {
@@ -183,6 +188,29 @@ impl TableSchema {
                 self.columns.iter().map(|c| c.to_yson()).collect(),
             )),
         }
+    }
+
+    /// How queries see an ordered table: sorted by the virtual key columns `$tablet_index`
+    /// and `$row_index` (both int64), then the data columns. A sorted table is returned as is.
+    ///
+    /// ```
+    /// use dynql_core::TableSchema;
+    /// let queue = TableSchema::parse("[{name=a;type=int64}]").unwrap();
+    /// let names: Vec<_> = queue.query_schema().columns().iter().map(|c| c.name.clone()).collect();
+    /// assert_eq!(names, ["$tablet_index", "$row_index", "a"]);
+    /// ```
+    pub fn query_schema(&self) -> TableSchema {
+        if self.is_sorted() {
+            return self.clone();
+        }
+        let key = |name: &str| ColumnSchema {
+            sort_ascending: true,
+            ..ColumnSchema::new(name, LogicalType::Int64)
+        };
+        let mut columns = vec![key(VIRTUAL_TABLET_INDEX), key(VIRTUAL_ROW_INDEX)];
+        columns.extend(self.columns.iter().cloned());
+        // Not validated: the virtual names are reserved exactly so that they cannot clash.
+        TableSchema { columns }
     }
 
     /// All columns, key columns first.

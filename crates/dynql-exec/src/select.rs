@@ -90,7 +90,8 @@ struct StoreCatalog {
 
 impl Catalog for StoreCatalog {
     fn table_schema(&self, path: &str) -> Option<dynql_core::TableSchema> {
-        self.tables.get(path).map(|e| e.schema.clone())
+        // Ordered tables are queried through their virtual key ($tablet_index, $row_index).
+        self.tables.get(path).map(|e| e.schema.query_schema())
     }
 }
 

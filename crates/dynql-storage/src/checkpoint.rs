@@ -30,6 +30,7 @@ use crate::log::Action;
 use crate::mvcc::{RowDelta, WriteKind};
 use crate::store::{KeyOrd, State, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
+use dynql_core::Value;
 
 const CHECKPOINT_DIR: &str = "_checkpoints";
 
@@ -54,6 +55,18 @@ struct TableCheckpoint {
     #[serde(default)]
     chunks: Vec<ChunkRef>,
     locks: Vec<LockRecord>,
+    /// The tablets of an ordered table; their stored rows are in the tail chunk, tablet by
+    /// tablet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    queues: Vec<QueueRecord>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct QueueRecord {
+    trimmed: u64,
+    first_stored: u64,
+    rows: u64,
+    cumulative_weight: i64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -110,6 +123,7 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
             chunks: t.chunks,
             ..TableData::default()
         };
+        let mut stored = Vec::new();
         if let Some(chunk) = &t.chunk {
             let bytes = objects
                 .get(&ObjectPath::from(chunk.as_str()))
@@ -117,9 +131,41 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
                 .bytes()
                 .await?;
             for batch in decode_chunk(chunk, bytes)? {
-                for d in decode_versions(chunk, &schema, &batch)? {
-                    data.push_version(key_count, d);
+                stored.extend(decode_versions(chunk, &schema, &batch)?);
+            }
+        }
+        if key_count > 0 {
+            for d in stored {
+                data.push_version(key_count, d);
+            }
+        } else {
+            // Split the tail rows back into their tablets.
+            let mut rows = stored.into_iter();
+            for q in &t.queues {
+                let queue_rows = rows
+                    .by_ref()
+                    .take(q.rows as usize)
+                    .map(|d| {
+                        let row = d
+                            .values
+                            .into_iter()
+                            .map(|v| v.unwrap_or(Value::Null))
+                            .collect();
+                        (d.timestamp, row)
+                    })
+                    .collect::<Vec<_>>();
+                if queue_rows.len() as u64 != q.rows {
+                    return Err(corrupt(format!(
+                        "checkpoint of {} lists more queued rows than its tail chunk holds",
+                        t.path
+                    )));
                 }
+                data.queues.push(crate::queue::Queue {
+                    trimmed: q.trimmed,
+                    first_stored: q.first_stored,
+                    rows: queue_rows,
+                    cumulative_weight: q.cumulative_weight,
+                });
             }
         }
         for l in t.locks {
@@ -159,8 +205,9 @@ impl Store {
             let deltas: Vec<RowDelta> = if entry.schema.is_sorted() {
                 data.sorted.values().flatten().cloned().collect()
             } else {
-                data.ordered
+                data.queues
                     .iter()
+                    .flat_map(|q| &q.rows)
                     .map(|(ts, r)| RowDelta {
                         timestamp: *ts,
                         kind: WriteKind::Overwrite,
@@ -169,6 +216,16 @@ impl Store {
                     })
                     .collect()
             };
+            let queues = data
+                .queues
+                .iter()
+                .map(|q| QueueRecord {
+                    trimmed: q.trimmed,
+                    first_stored: q.first_stored,
+                    rows: q.rows.len() as u64,
+                    cumulative_weight: q.cumulative_weight,
+                })
+                .collect();
             let refs: Vec<&RowDelta> = deltas.iter().collect();
             let chunk = write_versioned_chunk(
                 self.objects.as_ref(),
@@ -196,6 +253,7 @@ impl Store {
                 chunk,
                 chunks: data.chunks.clone(),
                 locks,
+                queues,
             });
         }
         let manifest = Manifest {
@@ -369,14 +427,19 @@ mod tests {
         )
         .await
         .unwrap();
-        s.write_rows(
+        s.append_rows("//q", vec![(None, vec![Some(Value::string("x"))])])
+            .await
+            .unwrap();
+        s.append_rows(
             "//q",
-            WriteKind::Overwrite,
-            false,
-            vec![vec![Some(Value::string("x"))]],
+            vec![
+                (Some(0), vec![Some(Value::string("y"))]),
+                (Some(0), vec![Some(Value::string("z"))]),
+            ],
         )
         .await
         .unwrap();
+        s.trim_rows("//q", 0, 1).await.unwrap();
         let tx = s.start_transaction(60_000).await.unwrap();
         s.lock_rows_in(
             &tx.id,
@@ -409,6 +472,18 @@ mod tests {
                 );
             }
         }
+        assert_eq!(
+            reopened.queue_tablets("//q").await.unwrap(),
+            s.queue_tablets("//q").await.unwrap()
+        );
+        assert_eq!(
+            reopened
+                .read_rows("//q", Timestamp::MAX)
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
         let state = reopened.refresh().await.unwrap();
         assert!(state.committed_transactions.contains(&tx.id));
         assert_eq!(state.tables["//t"].1.locks.len(), 1);

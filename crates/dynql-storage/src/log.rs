@@ -81,6 +81,13 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         replaces: Vec<String>,
     },
+    /// `trim_rows`: the first `trimmed_row_count` rows of a tablet of an ordered table are gone.
+    TrimRows {
+        path: String,
+        table_id: String,
+        tablet_index: usize,
+        trimmed_row_count: u64,
+    },
     /// New tablets of a table: its tablet count and pivot keys (text YSON lists).
     Reshard {
         path: String,

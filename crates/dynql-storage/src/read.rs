@@ -64,9 +64,14 @@ impl Store {
             .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
         let schema = &entry.schema;
         if !schema.is_sorted() {
+            // Readable rows of every tablet, tablet by tablet, data columns only.
             return Ok(data
-                .ordered
+                .queues
                 .iter()
+                .flat_map(|q| {
+                    let skip = q.trimmed.saturating_sub(q.first_stored) as usize;
+                    q.rows.iter().skip(skip)
+                })
                 .filter(|(t, _)| *t <= timestamp)
                 .map(|(_, r)| r.clone())
                 .collect());

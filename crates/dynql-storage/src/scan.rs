@@ -272,14 +272,23 @@ impl Store {
             .tables
             .get(path)
             .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let all = [KeyRange::all()];
+        let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         if !entry.schema.is_sorted() {
+            let selected = (0..data.queues.len())
+                .filter(|t| {
+                    let tablet = KeyRange {
+                        lower: KeyBound::new(vec![Value::Int64(*t as i64)], false),
+                        upper: KeyBound::new(vec![Value::Int64(*t as i64)], true),
+                    };
+                    ranges.iter().any(|r| r.intersect(&tablet).is_some())
+                })
+                .count();
             return Ok(ScanStatistics {
-                tablets: (entry.tablet_count, entry.tablet_count),
+                tablets: (selected, data.queues.len()),
                 ..ScanStatistics::default()
             });
         }
-        let all = [KeyRange::all()];
-        let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         Ok(plan_scan(entry, data, &ranges, timestamp)?.statistics)
     }
 
@@ -344,7 +353,8 @@ impl Store {
         timestamp: Timestamp,
     ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
         let entry = self.table(path).await?;
-        let arrow_schema = table_arrow_schema(&entry.schema);
+        // Ordered tables scan in the query layout (`$tablet_index`, `$row_index` first).
+        let arrow_schema = table_arrow_schema(&entry.schema.query_schema());
         let mut batches = Vec::new();
         let mut rows: Vec<Vec<Value>> = Vec::new();
         let mut failure = None;
@@ -403,23 +413,14 @@ impl Store {
             .get(path)
             .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
         let schema = &entry.schema;
-        if !schema.is_sorted() {
-            let rows = self.read_rows(path, timestamp).await?;
-            let mut statistics = ScanStatistics {
-                tablets: (entry.tablet_count, entry.tablet_count),
-                ..ScanStatistics::default()
-            };
-            for row in rows {
-                statistics.rows_read += 1;
-                statistics.data_weight += row_weight(&row);
-                if !sink(0, Piece::Row(row))? {
-                    break;
-                }
-            }
-            return Ok(statistics);
-        }
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
+        if !schema.is_sorted() {
+            // Ordered tables: rows in the query layout, `($tablet_index, $row_index)` first.
+            return crate::queue::scan_queues(entry, data, &ranges, timestamp, &mut |t, row| {
+                sink(t, Piece::Row(row))
+            });
+        }
         let plan = plan_scan(entry, data, &ranges, timestamp)?;
         let key_count = schema.key_column_count();
         let width = schema.columns().len();

@@ -56,6 +56,9 @@ pub struct TableOptions {
     /// Version retention (`min_data_versions`, `max_data_versions`, `min_data_ttl`,
     /// `max_data_ttl`).
     pub retention: crate::compaction::Retention,
+    /// First row index of each tablet of an ordered table (`trimmed_row_counts`; needs
+    /// `tablet_count` of the same length).
+    pub trimmed_row_counts: Option<Vec<u64>>,
 }
 
 /// What the catalog records of a table.
@@ -70,6 +73,9 @@ pub struct TableEntry {
     /// Version retention applied by compaction.
     #[serde(default)]
     pub retention: crate::compaction::Retention,
+    /// Initial trimmed row counts of an ordered table's tablets (from `trimmed_row_counts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trimmed_row_counts: Vec<u64>,
 }
 
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
@@ -81,22 +87,13 @@ pub(crate) struct TableData {
     /// older than every version in a later chunk and in the dynamic store.
     pub(crate) chunks: Vec<ChunkRef>,
     pub(crate) locks: BTreeMap<KeyOrd, Vec<LockDelta>>,
-    pub(crate) ordered: Vec<(Timestamp, Vec<Value>)>,
+    /// The tablets of an ordered table.
+    pub(crate) queues: Vec<crate::queue::Queue>,
 }
 
 impl TableData {
-    /// Adds one version: to its key's history (sorted tables, `key_count > 0`) or to the end
-    /// of the queue (ordered tables).
+    /// Adds one version of a sorted table to its key's history.
     pub(crate) fn push_version(&mut self, key_count: usize, delta: RowDelta) {
-        if key_count == 0 {
-            let row = delta
-                .values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Null))
-                .collect();
-            self.ordered.push((delta.timestamp, row));
-            return;
-        }
         let key = delta.values[..key_count]
             .iter()
             .map(|v| v.clone().unwrap_or(Value::Null))
@@ -126,7 +123,7 @@ impl TableData {
     pub(crate) fn version_count(&self) -> usize {
         self.chunks.iter().map(|c| c.rows as usize).sum::<usize>()
             + self.sorted.values().map(Vec::len).sum::<usize>()
-            + self.ordered.len()
+            + self.queues.iter().map(|q| q.rows.len()).sum::<usize>()
     }
 
     /// Drops the dynamic store's versions up to `up_to` (they are now in a chunk).
@@ -444,6 +441,21 @@ impl Store {
     ) -> Result<()> {
         validate_path(path)?;
         let (tablet_count, pivot_keys) = validate_tablets(&schema, &options)?;
+        let trimmed_row_counts = match &options.trimmed_row_counts {
+            None => vec![],
+            Some(_) if schema.is_sorted() => {
+                return Err(Error::Invalid(
+                    "\"trimmed_row_counts\" can only be set for ordered tables".into(),
+                ))
+            }
+            Some(counts) if options.tablet_count != Some(counts.len()) => {
+                return Err(Error::Invalid(format!(
+                    "\"trimmed_row_counts\" has {} values: \"tablet_count\" must be given and equal to it",
+                    counts.len()
+                )))
+            }
+            Some(counts) => counts.clone(),
+        };
         let retention = options.retention;
         if retention.min_data_versions > retention.max_data_versions
             || retention.min_data_ttl > retention.max_data_ttl
@@ -458,6 +470,7 @@ impl Store {
             tablet_count,
             pivot_keys,
             retention,
+            trimmed_row_counts,
         };
         self.commit(|state| {
             if state.tables.contains_key(path) {
@@ -610,13 +623,13 @@ impl Store {
         let entry = self.table(path).await?;
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
-        if key_count == 0 && kind != WriteKind::Overwrite {
+        if key_count == 0 {
             return Err(Error::Invalid(format!(
-                "{} is not supported for ordered table {path}: ordered tables are queues",
-                if kind == WriteKind::Delete {
-                    "delete_rows"
-                } else {
-                    "update mode"
+                "{} is not supported for ordered table {path}: ordered tables are queues (append rows, trim them)",
+                match kind {
+                    WriteKind::Delete => "delete_rows",
+                    WriteKind::Update => "update mode",
+                    WriteKind::Overwrite => "writing by key",
                 }
             )));
         }
@@ -797,7 +810,8 @@ pub(crate) fn check_conflicts(
             | Action::RemoveTable { .. }
             | Action::Compact { .. }
             | Action::Flush { .. }
-            | Action::Reshard { .. } => {}
+            | Action::Reshard { .. }
+            | Action::TrimRows { .. } => {}
         }
     }
     Ok(Ok(()))
@@ -813,9 +827,29 @@ fn apply(
     for action in &record.actions {
         match action {
             Action::CreateTable { path, entry } => {
-                state
+                let data = TableData {
+                    queues: if entry.schema.is_sorted() {
+                        vec![]
+                    } else {
+                        crate::queue::new_queues(entry)
+                    },
+                    ..TableData::default()
+                };
+                state.tables.insert(path.clone(), (entry.clone(), data));
+            }
+            Action::TrimRows {
+                path,
+                table_id,
+                tablet_index,
+                trimmed_row_count,
+            } => {
+                if let Some((_, data)) = state
                     .tables
-                    .insert(path.clone(), (entry.clone(), TableData::default()));
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                {
+                    crate::queue::trim(data, *tablet_index, *trimmed_row_count);
+                }
             }
             Action::RemoveTable { path, table_id } => {
                 if state
@@ -842,6 +876,13 @@ fn apply(
                     continue;
                 };
                 let key_count = entry.schema.key_column_count();
+                if key_count == 0 {
+                    for text in rows {
+                        let (tablet, values) = crate::queue::decode_row(entry, text)?;
+                        crate::queue::append(entry, data, tablet, values, ts);
+                    }
+                    continue;
+                }
                 if let Some(c) = chunk {
                     let bytes = chunks.get(c).cloned().ok_or_else(|| Error::Corrupt {
                         path: c.clone(),

@@ -16,6 +16,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "key_columns",
     "tablet_count",
     "pivot_keys",
+    "tablets",
     "chunk_count",
     "row_count",
     "data_weight",
@@ -80,6 +81,34 @@ impl Database {
                     })?);
                 }
                 Yson::List(pivots)
+            }
+            "tablets" => {
+                let mut tablets = Vec::new();
+                if entry.schema.is_sorted() {
+                    for (i, p) in entry.pivot_keys.iter().enumerate() {
+                        let pivot = dynql_core::yson::parse(p.as_bytes()).map_err(|e| {
+                            Error::Invalid(format!("stored pivot key {p:?} is invalid: {e}"))
+                        })?;
+                        tablets.push(Yson::Map(vec![
+                            (b"index".to_vec(), Yson::Int64(i as i64)),
+                            (b"state".to_vec(), text("mounted")),
+                            (b"pivot_key".to_vec(), pivot),
+                        ]));
+                    }
+                } else {
+                    for t in self.store().queue_tablets(path).await? {
+                        tablets.push(Yson::Map(vec![
+                            (b"index".to_vec(), Yson::Int64(t.index as i64)),
+                            (b"state".to_vec(), text("mounted")),
+                            (
+                                b"trimmed_row_count".to_vec(),
+                                Yson::Int64(t.trimmed_row_count as i64),
+                            ),
+                            (b"row_count".to_vec(), Yson::Int64(t.row_count as i64)),
+                        ]));
+                    }
+                }
+                Yson::List(tablets)
             }
             "chunk_count" => Yson::Int64(self.store().chunks(path).await?.len() as i64),
             "row_count" | "data_weight" => {

@@ -95,6 +95,19 @@ impl Database {
                     })
                 }
                 "pivot_keys" => options.pivot_keys = Some(parse_pivot_keys(v)?),
+                "trimmed_row_counts" => {
+                    let Yson::List(items) = unwrap_attributes(v) else {
+                        return Err(Error::Invalid(
+                            "Attribute \"trimmed_row_counts\" must be a list of non-negative integers".into(),
+                        ));
+                    };
+                    options.trimmed_row_counts = Some(
+                        items
+                            .iter()
+                            .map(|i| non_negative("trimmed_row_counts", i))
+                            .collect::<Result<_>>()?,
+                    );
+                }
                 "min_data_versions" => options.retention.min_data_versions = non_negative(&key, v)?,
                 "max_data_versions" => options.retention.max_data_versions = non_negative(&key, v)?,
                 "min_data_ttl" => options.retention.min_data_ttl = non_negative(&key, v)?,
@@ -102,7 +115,7 @@ impl Database {
                 other if IGNORED_ATTRIBUTES.contains(&other) => {}
                 other => {
                     return Err(Error::Invalid(format!(
-                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
+                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
                     )))
                 }
             }
@@ -146,7 +159,11 @@ impl Database {
         rows: &[Yson],
         options: WriteOptions,
     ) -> Result<Timestamp> {
-        let (kind, full) = self.prepare_insert(path, rows, options).await?;
+        let (kind, full, tablets) = self.prepare_insert(path, rows, options).await?;
+        if !self.store.table(path).await?.schema.is_sorted() {
+            let rows = tablets.into_iter().zip(full).collect();
+            return Ok(self.store.append_rows(path, rows).await?);
+        }
         Ok(self
             .store
             .write_rows(path, kind, options.aggregate, full)
@@ -159,14 +176,21 @@ impl Database {
         path: &str,
         rows: &[Yson],
         options: WriteOptions,
-    ) -> Result<(WriteKind, Vec<RowValues>)> {
+    ) -> Result<(WriteKind, Vec<RowValues>, Vec<Option<usize>>)> {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
+        if !schema.is_sorted() && options.update {
+            return Err(Error::Invalid(format!(
+                "update mode is not supported for ordered table {path}: ordered tables are queues"
+            )));
+        }
         let computed = ComputedColumns::compile(schema)?;
+        let mut tablets = Vec::with_capacity(rows.len());
         let ttl_column = schema.column_index(dynql_core::schema::TTL_COLUMN);
         let mut full = Vec::with_capacity(rows.len());
         for (n, node) in rows.iter().enumerate() {
             let input = row_from_yson(schema, node).map_err(|e| row_error(n, e.into()))?;
+            tablets.push(input.tablet_index.map(|t| t.max(0) as usize));
             if let Some(t) = input.tablet_index {
                 if t < 0 || t as usize >= entry.tablet_count {
                     return Err(row_error(
@@ -231,7 +255,7 @@ impl Database {
         } else {
             WriteKind::Overwrite
         };
-        Ok((kind, full))
+        Ok((kind, full, tablets))
     }
 
     /// Inserts rows given as JSON objects (see [`Database::insert_rows`]).
@@ -428,6 +452,21 @@ impl Database {
         Ok(!self.store.flush_table(path).await?.is_empty())
     }
 
+    /// Removes the first `trimmed_row_count` rows of tablet `tablet_index` of an ordered table
+    /// (absolute: a count at or below the current one changes nothing); row numbering is
+    /// preserved. Not transactional, as in YT.
+    pub async fn trim_rows(
+        &self,
+        path: &str,
+        tablet_index: usize,
+        trimmed_row_count: u64,
+    ) -> Result<()> {
+        Ok(self
+            .store
+            .trim_rows(path, tablet_index, trimmed_row_count)
+            .await?)
+    }
+
     /// Removes a table.
     pub async fn remove(&self, path: &str) -> Result<()> {
         Ok(self.store.remove_table(path).await?)
@@ -532,7 +571,11 @@ impl Transaction {
         rows: &[Yson],
         options: WriteOptions,
     ) -> Result<()> {
-        let (kind, rows) = self.db.prepare_insert(path, rows, options).await?;
+        let (kind, rows, tablets) = self.db.prepare_insert(path, rows, options).await?;
+        if !self.db.store.table(path).await?.schema.is_sorted() {
+            let rows = tablets.into_iter().zip(rows).collect();
+            return Ok(self.db.store.append_rows_in(&self.id, path, rows).await?);
+        }
         Ok(self
             .db
             .store

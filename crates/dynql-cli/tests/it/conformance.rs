@@ -254,6 +254,11 @@ fn ytql_public_cases_pass() {
 }
 
 #[test]
+fn ordered_public_cases_pass() {
+    run_file("ordered-public.jsonl");
+}
+
+#[test]
 fn ytql_extra_cases_pass() {
     run_file("ytql-extra.jsonl");
 }

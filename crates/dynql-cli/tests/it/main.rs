@@ -4,6 +4,7 @@ mod cli;
 mod conformance;
 mod explain;
 mod mvcc;
+mod queues;
 mod tablets;
 mod transactions;
 

@@ -1,0 +1,162 @@
+//! Ordered tables through the CLI: a queue consumer's life (append, read by row index, trim,
+//! keep reading), `trimmed_row_counts`, `$tablet_index` routing, system columns, and appends
+//! inside transactions.
+
+use serde_json::{json, Value};
+
+use crate::TestStore;
+
+fn rows(store: &TestStore, q: &str) -> Vec<Value> {
+    store
+        .ok(&["select-rows", q, "--format", "json"], None)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn create(store: &TestStore, attributes: &str) {
+    store.ok(
+        &["create", "table", "//q", "--attributes", attributes],
+        None,
+    );
+}
+
+#[test]
+fn a_queue_consumer_appends_reads_by_row_index_and_trims() {
+    let store = TestStore::new();
+    create(
+        &store,
+        "{dynamic=%true; tablet_count=2; schema=[{name=m; type=string}; {name=\"$timestamp\"; type=uint64}; {name=\"$cumulative_data_weight\"; type=int64}]}",
+    );
+    let batch: String = (0..5)
+        .map(|i| format!("{{\"$tablet_index\"=1; m=\"m{i}\"}};"))
+        .collect();
+    store.ok(&["insert-rows", "//q"], Some(&batch));
+    let read = |from: i64, to: i64| {
+        rows(
+            &store,
+            &format!("[$row_index], m from [//q] where [$tablet_index] = 1 and [$row_index] between {from} and {to}"),
+        )
+    };
+    assert_eq!(
+        read(1, 2),
+        vec![
+            json!({"$row_index": 1, "m": "m1"}),
+            json!({"$row_index": 2, "m": "m2"})
+        ]
+    );
+    // Trim is absolute; numbering is kept; a smaller count changes nothing.
+    store.ok(&["trim-rows", "//q", "1", "3"], None);
+    store.ok(&["trim-rows", "//q", "1", "2"], None);
+    assert_eq!(read(0, 10).len(), 2);
+    assert_eq!(read(0, 10)[0], json!({"$row_index": 3, "m": "m3"}));
+    store.ok(
+        &["insert-rows", "//q"],
+        Some("{\"$tablet_index\"=1; m=\"m5\"}"),
+    );
+    assert_eq!(read(5, 5), vec![json!({"$row_index": 5, "m": "m5"})]);
+    let tablets: Value =
+        serde_json::from_str(&store.ok(&["get", "//q/@tablets", "--format", "json"], None))
+            .unwrap();
+    assert_eq!(tablets[1]["trimmed_row_count"], json!(3));
+    assert_eq!(tablets[1]["row_count"], json!(6));
+    assert_eq!(tablets[0]["row_count"], json!(0));
+    // Trimming beyond the rows written is refused and changes nothing.
+    let err = store.fails(&["trim-rows", "//q", "1", "100"], None);
+    assert!(err.contains("only 6 rows"), "{err}");
+    let err = store.fails(&["trim-rows", "//q", "7", "1"], None);
+    assert!(err.contains("Invalid tablet index"), "{err}");
+    // System columns: commit timestamps never decrease; the cumulative weight grows by each
+    // row's weight (1 + value sizes, its own 8 bytes included).
+    let sys = rows(
+        &store,
+        "[$row_index], [$timestamp], [$cumulative_data_weight] from [//q] where [$tablet_index] = 1",
+    );
+    let ts: Vec<u64> = sys
+        .iter()
+        .map(|r| r["$timestamp"].as_u64().unwrap())
+        .collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    let weights: Vec<i64> = sys
+        .iter()
+        .map(|r| r["$cumulative_data_weight"].as_i64().unwrap())
+        .collect();
+    // Rows 3..5: "mN" is 2 bytes; each row weighs 1 + 2 + 8 + 8.
+    assert_eq!(weights, vec![4 * 19, 5 * 19, 6 * 19]);
+    // Ordered tables are queues: no update, no delete.
+    let err = store.fails(&["insert-rows", "//q", "--update"], Some("{m=x}"));
+    assert!(err.contains("ordered"), "{err}");
+    let err = store.fails(&["insert-rows", "//q"], Some("{\"$tablet_index\"=2; m=x}"));
+    assert!(err.contains("$tablet_index"), "{err}");
+}
+
+#[test]
+fn trimmed_row_counts_set_each_tablets_first_row_index() {
+    let store = TestStore::new();
+    create(
+        &store,
+        "{dynamic=%true; tablet_count=2; trimmed_row_counts=[10; 20]; schema=[{name=a; type=int64}]}",
+    );
+    store.ok(
+        &["insert-rows", "//q"],
+        Some("{\"$tablet_index\"=0; a=1}; {\"$tablet_index\"=1; a=2}"),
+    );
+    assert_eq!(
+        rows(&store, "[$tablet_index], [$row_index], a from [//q]"),
+        vec![
+            json!({"$tablet_index": 0, "$row_index": 10, "a": 1}),
+            json!({"$tablet_index": 1, "$row_index": 20, "a": 2})
+        ]
+    );
+    let err = store.fails(
+        &[
+            "create",
+            "table",
+            "//bad",
+            "--attributes",
+            "{dynamic=%true; trimmed_row_counts=[1; 2]; schema=[{name=a; type=int64}]}",
+        ],
+        None,
+    );
+    assert!(err.contains("tablet_count"), "{err}");
+}
+
+#[test]
+fn appends_in_a_transaction_appear_at_commit_with_sorted_writes() {
+    let store = TestStore::new();
+    create(&store, "{dynamic=%true; schema=[{name=a; type=int64}]}");
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//s",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+        ],
+        None,
+    );
+    let tx = store.ok(&["start-tx"], None).trim().to_string();
+    store.ok(&["insert-rows", "//q", "--tx", &tx], Some("{a=1}; {a=2}"));
+    store.ok(&["insert-rows", "//s", "--tx", &tx], Some("{k=1; v=1}"));
+    assert!(rows(&store, "a from [//q]").is_empty());
+    store.ok(&["commit-tx", &tx], None);
+    assert_eq!(
+        rows(&store, "a from [//q]"),
+        vec![json!({"a": 1}), json!({"a": 2})]
+    );
+    assert_eq!(rows(&store, "v from [//s]"), vec![json!({"v": 1})]);
+    let e: Value = serde_json::from_str(&store.ok(
+        &[
+            "explain-query",
+            "* from [//q] where [$tablet_index] = 0 and [$row_index] between 1 and 5",
+            "--format",
+            "json",
+        ],
+        None,
+    ))
+    .unwrap();
+    assert_eq!(
+        e["ranges"],
+        json!([{"lower": [0, 1], "upper": [0, 5, {"$max": true}]}])
+    );
+}

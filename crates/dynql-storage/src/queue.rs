@@ -1,0 +1,358 @@
+//! Ordered tables: every tablet is a queue of rows numbered from 0 (`$row_index`); rows are
+//! appended at the end, read by `($tablet_index, $row_index)` ranges, and trimmed from the
+//! front (`trim_rows`, absolute: the count is the number of leading rows removed). Numbering
+//! survives trimming.
+//!
+//! A row has one version: the commit that appended it. System columns declared in the schema
+//! are filled when the append is replayed: `$timestamp` (the commit timestamp) and
+//! `$cumulative_data_weight` (the tablet's running data weight up to and including the row,
+//! the column's own 8 bytes counted). Rows are assigned their tablet when the write is
+//! prepared (`$tablet_index`, or one random tablet per write), so that replay is
+//! deterministic. Trimmed rows leave memory when the trim is replayed and leave storage with
+//! the next checkpoint (the log records that held them are collected after it).
+
+use serde::{Deserialize, Serialize};
+
+use dynql_core::{Value, Yson};
+
+use crate::error::{Error, Result};
+use crate::log::{self, Action};
+use crate::scan::{value_weight, KeyBound, KeyRange, ScanStatistics};
+use crate::store::{fresh_id, RowValues, State, Store, TableData, TableEntry};
+use crate::timestamp::Timestamp;
+
+/// The name of the column that pins a written row to a tablet.
+pub const TABLET_INDEX_COLUMN: &str = "$tablet_index";
+
+/// One tablet of an ordered table.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Queue {
+    /// Leading rows removed by `trim_rows`: the index of the first readable row.
+    pub(crate) trimmed: u64,
+    /// The index of `rows[0]` (rows before it are gone from memory).
+    pub(crate) first_stored: u64,
+    pub(crate) rows: Vec<(Timestamp, Vec<Value>)>,
+    /// Running data weight of every row appended so far.
+    pub(crate) cumulative_weight: i64,
+}
+
+impl Queue {
+    pub(crate) fn new(trimmed: u64) -> Queue {
+        Queue {
+            trimmed,
+            first_stored: trimmed,
+            ..Queue::default()
+        }
+    }
+
+    /// The index the next appended row gets.
+    pub(crate) fn row_count(&self) -> u64 {
+        self.first_stored + self.rows.len() as u64
+    }
+
+    fn trim(&mut self, count: u64) {
+        if count <= self.trimmed {
+            return;
+        }
+        self.trimmed = count;
+        let drop = (count.saturating_sub(self.first_stored) as usize).min(self.rows.len());
+        self.rows.drain(..drop);
+        self.first_stored += drop as u64;
+    }
+}
+
+/// What the catalog shows of a tablet of an ordered table (`@tablets`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueTablet {
+    pub index: usize,
+    /// Leading rows removed (`trimmed_row_count`).
+    pub trimmed_row_count: u64,
+    /// Rows ever appended, trimmed ones included (the next `$row_index`).
+    pub row_count: u64,
+}
+
+/// The queues of a newly created ordered table.
+pub(crate) fn new_queues(entry: &TableEntry) -> Vec<Queue> {
+    (0..entry.tablet_count)
+        .map(|i| Queue::new(entry.trimmed_row_counts.get(i).copied().unwrap_or(0)))
+        .collect()
+}
+
+/// Appends one replayed row to its tablet, filling the system columns.
+pub(crate) fn append(
+    entry: &TableEntry,
+    data: &mut TableData,
+    tablet: usize,
+    values: Vec<Option<Value>>,
+    timestamp: Timestamp,
+) {
+    if data.queues.len() < entry.tablet_count {
+        data.queues.resize_with(entry.tablet_count, Queue::default);
+    }
+    let Some(queue) = data.queues.get_mut(tablet) else {
+        return;
+    };
+    let schema = &entry.schema;
+    let mut row: Vec<Value> = values
+        .into_iter()
+        .map(|v| v.unwrap_or(Value::Null))
+        .collect();
+    let mut cumulative = None;
+    for (i, c) in schema.columns().iter().enumerate() {
+        match c.name.as_str() {
+            "$timestamp" => row[i] = Value::Uint64(timestamp.0),
+            "$cumulative_data_weight" => {
+                row[i] = Value::Int64(0);
+                cumulative = Some(i);
+            }
+            _ => {}
+        }
+    }
+    let weight = 1 + row.iter().map(value_weight).sum::<u64>() as i64;
+    queue.cumulative_weight += weight;
+    if let Some(i) = cumulative {
+        row[i] = Value::Int64(queue.cumulative_weight);
+    }
+    queue.rows.push((timestamp, row));
+}
+
+/// Applies a replayed trim.
+pub(crate) fn trim(data: &mut TableData, tablet: usize, count: u64) {
+    if let Some(q) = data.queues.get_mut(tablet) {
+        q.trim(count);
+    }
+}
+
+/// A logged row of an ordered table: the written columns plus `$tablet_index`.
+pub(crate) fn encode_row(entry: &TableEntry, tablet: usize, values: &[Option<Value>]) -> String {
+    let text = log::encode_row(&entry.schema, values);
+    // `{a=1}` -> `{"$tablet_index"=3;a=1}`
+    let tablet = format!("\"{TABLET_INDEX_COLUMN}\"={tablet}");
+    match text.strip_prefix('{') {
+        Some("}") => format!("{{{tablet}}}"),
+        Some(rest) => format!("{{{tablet};{rest}"),
+        None => text,
+    }
+}
+
+/// Decodes [`encode_row`]'s output: the tablet (0 when absent) and the row values.
+pub(crate) fn decode_row(entry: &TableEntry, text: &str) -> Result<(usize, Vec<Option<Value>>)> {
+    let node = dynql_core::yson::parse(text.as_bytes()).map_err(|e| Error::Corrupt {
+        path: log::LOG_DIR.into(),
+        message: e.to_string(),
+    })?;
+    let Yson::Map(mut entries) = node else {
+        return Err(Error::Corrupt {
+            path: log::LOG_DIR.into(),
+            message: "a logged row is not a map".into(),
+        });
+    };
+    let mut tablet = 0;
+    entries.retain(|(k, v)| {
+        if k == TABLET_INDEX_COLUMN.as_bytes() {
+            if let Yson::Int64(t) = v {
+                tablet = (*t).max(0) as usize;
+            }
+            false
+        } else {
+            true
+        }
+    });
+    let rest = dynql_core::yson::to_text(&Yson::Map(entries));
+    Ok((tablet, log::decode_row(&entry.schema, &rest)?))
+}
+
+/// Visits the rows of an ordered table in `ranges` of `($tablet_index, $row_index)` as of
+/// `timestamp`, as query rows (`$tablet_index`, `$row_index`, data columns), tablet by tablet.
+pub(crate) fn scan_queues(
+    _entry: &TableEntry,
+    data: &TableData,
+    ranges: &[KeyRange],
+    timestamp: Timestamp,
+    sink: &mut dyn FnMut(usize, Vec<Value>) -> Result<bool>,
+) -> Result<ScanStatistics> {
+    let mut statistics = ScanStatistics {
+        tablets: (0, data.queues.len()),
+        ..ScanStatistics::default()
+    };
+    let key = |t: usize, i: u64| [Value::Int64(t as i64), Value::Int64(i as i64)];
+    for (t, queue) in data.queues.iter().enumerate() {
+        let tablet = KeyRange {
+            lower: KeyBound::new(vec![Value::Int64(t as i64)], false),
+            upper: KeyBound::new(vec![Value::Int64(t as i64)], true),
+        };
+        let clipped: Vec<KeyRange> = ranges.iter().filter_map(|r| r.intersect(&tablet)).collect();
+        if clipped.is_empty() {
+            continue;
+        }
+        statistics.tablets.0 += 1;
+        // Readable rows: not trimmed, committed by the read.
+        let skip = queue.trimmed.saturating_sub(queue.first_stored) as usize;
+        let rows = &queue.rows[skip.min(queue.rows.len())..];
+        let rows = &rows[..rows.partition_point(|(ts, _)| *ts <= timestamp)];
+        let first = queue.first_stored + skip as u64;
+        for range in &clipped {
+            let lo = partition(rows.len(), |i| {
+                range.lower.is_after(&key(t, first + i as u64))
+            });
+            let hi = partition(rows.len(), |i| {
+                range.upper.is_after(&key(t, first + i as u64))
+            });
+            for (i, (_, row)) in rows.iter().enumerate().take(hi).skip(lo) {
+                let mut out = Vec::with_capacity(row.len() + 2);
+                out.extend(key(t, first + i as u64));
+                out.extend(row.iter().cloned());
+                statistics.rows_read += 1;
+                statistics.data_weight += 1 + row.iter().map(value_weight).sum::<u64>();
+                if !sink(t, out)? {
+                    return Ok(statistics);
+                }
+            }
+        }
+    }
+    Ok(statistics)
+}
+
+/// The first index in `0..n` where `before` turns false (it must be true, then false).
+fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+impl Store {
+    /// Appends rows to an ordered table: each to the tablet it names, the others to one
+    /// random tablet. Returns the commit timestamp.
+    pub async fn append_rows(
+        &self,
+        path: &str,
+        rows: Vec<(Option<usize>, RowValues)>,
+    ) -> Result<Timestamp> {
+        let action = self.prepare_append(path, rows).await?;
+        self.commit(|_| Ok(vec![action.clone()])).await
+    }
+
+    /// Stages an append in a transaction (see [`Store::append_rows`]).
+    pub async fn append_rows_in(
+        &self,
+        transaction_id: &str,
+        path: &str,
+        rows: Vec<(Option<usize>, RowValues)>,
+    ) -> Result<()> {
+        let action = self.prepare_append(path, rows).await?;
+        self.stage(transaction_id, vec![action]).await
+    }
+
+    async fn prepare_append(
+        &self,
+        path: &str,
+        rows: Vec<(Option<usize>, RowValues)>,
+    ) -> Result<Action> {
+        let entry = self.table(path).await?;
+        if entry.schema.is_sorted() {
+            return Err(Error::Invalid(format!(
+                "{path} is a sorted table: use insert_rows"
+            )));
+        }
+        let width = entry.schema.columns().len();
+        // One random tablet for the rows that name none.
+        let random = fresh_id()
+            .bytes()
+            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
+            as usize
+            % entry.tablet_count.max(1);
+        let mut logged = Vec::with_capacity(rows.len());
+        for (n, (tablet, values)) in rows.iter().enumerate() {
+            if values.len() != width {
+                return Err(Error::Invalid(format!(
+                    "row #{n} for {path} has {} values",
+                    values.len()
+                )));
+            }
+            let tablet = tablet.unwrap_or(random);
+            if tablet >= entry.tablet_count {
+                return Err(Error::Invalid(format!(
+                    "Invalid $tablet_index {tablet}: the table has {} tablets",
+                    entry.tablet_count
+                )));
+            }
+            logged.push(encode_row(&entry, tablet, values));
+        }
+        Ok(Action::WriteRows {
+            path: path.into(),
+            table_id: entry.id.clone(),
+            kind: crate::mvcc::WriteKind::Overwrite,
+            aggregate: false,
+            rows: logged,
+            chunk: None,
+        })
+    }
+
+    /// Removes the first `trimmed_row_count` rows of a tablet of an ordered table (absolute:
+    /// a count at or below the current one changes nothing). Outside transactions.
+    ///
+    /// # Errors
+    /// A sorted table, a tablet index out of range, or a count beyond the rows written.
+    pub async fn trim_rows(&self, path: &str, tablet: usize, trimmed_row_count: u64) -> Result<()> {
+        self.commit(|state: &State| {
+            let (entry, data) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            if entry.schema.is_sorted() {
+                return Err(Error::Invalid(format!(
+                    "trim_rows needs an ordered table; {path} is sorted"
+                )));
+            }
+            let queue = data.queues.get(tablet).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "Invalid tablet index {tablet}: {path} has {} tablets",
+                    entry.tablet_count
+                ))
+            })?;
+            if trimmed_row_count > queue.row_count() {
+                return Err(Error::Invalid(format!(
+                    "Cannot trim tablet {tablet} of {path} to {trimmed_row_count} rows: it has only {} rows",
+                    queue.row_count()
+                )));
+            }
+            if trimmed_row_count <= queue.trimmed {
+                return Ok(vec![]);
+            }
+            Ok(vec![Action::TrimRows {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                tablet_index: tablet,
+                trimmed_row_count,
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// The tablets of an ordered table: trimmed and total row counts.
+    pub async fn queue_tablets(&self, path: &str) -> Result<Vec<QueueTablet>> {
+        let state = self.refresh().await?;
+        let (_, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        Ok(data
+            .queues
+            .iter()
+            .enumerate()
+            .map(|(index, q)| QueueTablet {
+                index,
+                trimmed_row_count: q.trimmed,
+                row_count: q.row_count(),
+            })
+            .collect())
+    }
+}
