@@ -26,8 +26,8 @@ use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions, Chu
 use crate::error::{Error, Result};
 use crate::mvcc::RowDelta;
 
-/// Versions kept decoded at most (a soft limit: a single larger unit is still cached).
-pub const CHUNK_CACHE_VERSIONS: usize = 4_000_000;
+/// Memory the cache may hold, estimated (a soft limit: a single larger unit is still cached).
+pub const CHUNK_CACHE_BYTES: usize = 2 << 30;
 
 /// Footers kept parsed at most.
 const CACHED_FOOTERS: usize = 4096;
@@ -46,10 +46,12 @@ enum Cached {
 }
 
 impl Cached {
-    fn rows(&self) -> usize {
+    /// Estimated memory: Arrow's own count for batches; for versions, a row of values plus
+    /// the vector headers.
+    fn bytes(&self) -> usize {
         match self {
-            Cached::Versions(v) => v.len(),
-            Cached::Raw(r) => r.batch.num_rows(),
+            Cached::Versions(v) => v.iter().map(|d| 64 + d.values.len() * 40).sum(),
+            Cached::Raw(r) => r.batch.get_array_memory_size(),
         }
     }
 }
@@ -63,15 +65,43 @@ pub(crate) struct RawRowGroup {
     /// after `max_timestamp`.
     pub(crate) clean: bool,
     pub(crate) max_timestamp: u64,
-    /// The key of each row (for slicing by key range), when clean.
-    pub(crate) keys: Vec<Vec<dynql_core::Value>>,
+    key_count: usize,
+    key_types: Vec<dynql_core::ValueType>,
+}
+
+impl RawRowGroup {
+    /// The key of row `i`.
+    pub(crate) fn key(&self, i: usize) -> Vec<dynql_core::Value> {
+        self.key_types
+            .iter()
+            .enumerate()
+            .map(|(c, t)| {
+                dynql_core::arrow_convert::array_value(self.batch.column(c).as_ref(), *t, i)
+            })
+            .collect()
+    }
+
+    /// The first row whose key is not before `bound` (rows are in key order).
+    pub(crate) fn partition(&self, before: impl Fn(&[dynql_core::Value]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.batch.num_rows());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(&self.key(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        debug_assert!(self.key_count == self.key_types.len());
+        lo
+    }
 }
 
 #[derive(Default)]
 struct Entries {
     units: HashMap<Unit, (Cached, u64)>,
     footers: HashMap<String, ArrowReaderMetadata>,
-    versions: usize,
+    bytes: usize,
     tick: u64,
 }
 
@@ -162,7 +192,8 @@ impl ChunkCache {
 
     fn insert(&self, unit: Unit, versions: Cached) {
         let mut e = self.lock();
-        while e.versions + versions.rows() > CHUNK_CACHE_VERSIONS && !e.units.is_empty() {
+        let size = versions.bytes();
+        while e.bytes + size > CHUNK_CACHE_BYTES && !e.units.is_empty() {
             let oldest = e
                 .units
                 .iter()
@@ -170,15 +201,15 @@ impl ChunkCache {
                 .map(|(u, _)| u.clone());
             if let Some(u) = oldest {
                 if let Some((v, _)) = e.units.remove(&u) {
-                    e.versions -= v.rows();
+                    e.bytes -= v.bytes();
                 }
             }
         }
         e.tick += 1;
         let tick = e.tick;
-        e.versions += versions.rows();
+        e.bytes += size;
         if let Some((old, _)) = e.units.insert(unit, (versions, tick)) {
-            e.versions -= old.rows();
+            e.bytes -= old.bytes();
         }
     }
 
@@ -348,40 +379,31 @@ fn inspect_raw(path: &str, schema: &TableSchema, batch: RecordBatch) -> Result<R
         })
         .collect();
     let key_count = schema.key_column_count();
+    // Double keys are left to the merge: -0.0 and 0.0 are one key in YT but two in Arrow's
+    // row format.
     let mut clean = key_count > 0
+        && schema
+            .key_columns()
+            .iter()
+            .all(|c| c.wire_type() != dynql_core::ValueType::Double)
         && kinds.values().iter().all(|k| *k == 0)
         && aggregates.true_count() == 0
         && (0..written.len()).all(|r| written.value(r) == full.as_slice());
-    let mut keys = Vec::new();
     if clean {
-        keys.reserve(batch.num_rows());
-        for r in 0..batch.num_rows() {
-            let key: Vec<dynql_core::Value> = schema
-                .key_columns()
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    dynql_core::arrow_convert::array_value(
-                        batch.column(i).as_ref(),
-                        c.wire_type(),
-                        r,
-                    )
-                })
-                .collect();
-            if keys.last().is_some_and(|prev: &Vec<dynql_core::Value>| {
-                dynql_core::compare_rows(prev, &key).is_ge()
-            }) {
-                clean = false;
-                keys.clear();
-                break;
-            }
-            keys.push(key);
-        }
+        // Unique keys: each row's key (in the comparable row format) above the previous one.
+        use arrow::row::{RowConverter, SortField};
+        let fields = (0..key_count)
+            .map(|c| SortField::new(batch.column(c).data_type().clone()))
+            .collect();
+        let converter = RowConverter::new(fields)?;
+        let rows = converter.convert_columns(&batch.columns()[..key_count])?;
+        clean = (1..rows.num_rows()).all(|i| rows.row(i - 1) < rows.row(i));
     }
     Ok(RawRowGroup {
         batch,
         clean,
         max_timestamp,
-        keys,
+        key_count,
+        key_types: schema.key_columns().iter().map(|c| c.wire_type()).collect(),
     })
 }

@@ -473,8 +473,8 @@ impl Store {
                                 .await?;
                             if raw.clean && raw.max_timestamp <= timestamp.0 {
                                 decoded.insert((ci, g));
-                                let lo = raw.keys.partition_point(|k| piece.lower.is_after(k));
-                                let hi = raw.keys.partition_point(|k| piece.upper.is_after(k));
+                                let lo = raw.partition(|k| piece.lower.is_after(k));
+                                let hi = raw.partition(|k| piece.upper.is_after(k));
                                 if hi > lo {
                                     let columns: Vec<usize> = (0..width).collect();
                                     let batch = raw.batch.slice(lo, hi - lo).project(&columns)?;
