@@ -199,6 +199,37 @@ pub enum Command {
         #[arg(long)]
         sync: bool,
     },
+    /// Mount a table's tablets (tables are created mounted in dynql).
+    MountTable {
+        path: String,
+        /// Accepted for `yt` compatibility: dynql's state changes are synchronous.
+        #[arg(long)]
+        sync: bool,
+    },
+    /// Unmount a table: no reads or writes until mount-table; needed by reshard-table.
+    UnmountTable {
+        path: String,
+        #[arg(long)]
+        sync: bool,
+    },
+    /// Remount a mounted table (settings are always current in dynql).
+    RemountTable {
+        path: String,
+        #[arg(long)]
+        sync: bool,
+    },
+    /// Freeze a table: readable, not writable.
+    FreezeTable {
+        path: String,
+        #[arg(long)]
+        sync: bool,
+    },
+    /// Unfreeze a frozen table.
+    UnfreezeTable {
+        path: String,
+        #[arg(long)]
+        sync: bool,
+    },
     /// Remove the first TRIMMED_ROW_COUNT rows of a tablet of an ordered table (absolute).
     TrimRows {
         path: String,
@@ -515,6 +546,26 @@ pub async fn run(cli: Cli) -> Result<()> {
                 bail!("--uniform needs --tablet-count");
             }
             db.reshard_table(&path, reshard).await?;
+        }
+        Command::MountTable { path, sync: _ } => {
+            db.set_tablet_state(&path, dynql::TabletCommand::Mount)
+                .await?
+        }
+        Command::UnmountTable { path, sync: _ } => {
+            db.set_tablet_state(&path, dynql::TabletCommand::Unmount)
+                .await?
+        }
+        Command::RemountTable { path, sync: _ } => {
+            db.set_tablet_state(&path, dynql::TabletCommand::Remount)
+                .await?
+        }
+        Command::FreezeTable { path, sync: _ } => {
+            db.set_tablet_state(&path, dynql::TabletCommand::Freeze)
+                .await?
+        }
+        Command::UnfreezeTable { path, sync: _ } => {
+            db.set_tablet_state(&path, dynql::TabletCommand::Unfreeze)
+                .await?
         }
         Command::TrimRows {
             path,

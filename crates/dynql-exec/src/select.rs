@@ -119,6 +119,11 @@ pub async fn select_rows(
         canonical_null_relations: options.use_canonical_null_relations,
     };
     let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
+    for source in &plan.sources {
+        if let Some(entry) = catalog.tables.get(&source.path) {
+            dynql_storage::tablets::check_readable(entry, &source.path)?;
+        }
+    }
     let inferred = main_table_ranges(
         &plan,
         options.range_expansion_limit,

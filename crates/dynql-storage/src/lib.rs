@@ -31,6 +31,6 @@ pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS};
-pub use tablets::Reshard;
+pub use tablets::{Reshard, TabletCommand, TabletState};
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

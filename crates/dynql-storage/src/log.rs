@@ -88,6 +88,12 @@ pub enum Action {
         tablet_index: usize,
         trimmed_row_count: u64,
     },
+    /// `mount-table`, `unmount-table`, `freeze-table`, `unfreeze-table`.
+    SetTabletState {
+        path: String,
+        table_id: String,
+        state: crate::tablets::TabletState,
+    },
     /// New tablets of a table: its tablet count and pivot keys (text YSON lists).
     Reshard {
         path: String,

@@ -256,6 +256,7 @@ impl Store {
         rows: Vec<(Option<usize>, RowValues)>,
     ) -> Result<Action> {
         let entry = self.table(path).await?;
+        crate::tablets::check_writable(&entry, path)?;
         if entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "{path} is a sorted table: use insert_rows"
@@ -311,6 +312,7 @@ impl Store {
                     "trim_rows needs an ordered table; {path} is sorted"
                 )));
             }
+            crate::tablets::check_writable(entry, path)?;
             let queue = data.queues.get(tablet).ok_or_else(|| {
                 Error::Invalid(format!(
                     "Invalid tablet index {tablet}: {path} has {} tablets",

@@ -117,6 +117,7 @@ impl Store {
             .tables
             .get(path)
             .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        crate::tablets::check_readable(entry, path)?;
         let schema = &entry.schema;
         if !schema.is_sorted() {
             return Err(Error::Invalid(format!(

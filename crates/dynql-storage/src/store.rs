@@ -76,6 +76,9 @@ pub struct TableEntry {
     /// Initial trimmed row counts of an ordered table's tablets (from `trimmed_row_counts`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trimmed_row_counts: Vec<u64>,
+    /// Mounted (default: tables are created mounted), frozen or unmounted.
+    #[serde(default)]
+    pub tablet_state: crate::tablets::TabletState,
 }
 
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
@@ -471,6 +474,7 @@ impl Store {
             pivot_keys,
             retention,
             trimmed_row_counts,
+            tablet_state: crate::tablets::TabletState::Mounted,
         };
         self.commit(|state| {
             if state.tables.contains_key(path) {
@@ -571,6 +575,7 @@ impl Store {
         keys: Vec<Vec<Value>>,
     ) -> Result<()> {
         let entry = self.table(path).await?;
+        crate::tablets::check_writable(&entry, path)?;
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
         if key_count == 0 {
@@ -621,6 +626,7 @@ impl Store {
         large: bool,
     ) -> Result<Action> {
         let entry = self.table(path).await?;
+        crate::tablets::check_writable(&entry, path)?;
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
         if key_count == 0 {
@@ -752,6 +758,7 @@ pub(crate) fn check_conflicts(
                 else {
                     return Err(Error::NoSuchTable { path: path.clone() });
                 };
+                crate::tablets::check_writable(entry, path)?;
                 if !entry.schema.is_sorted() {
                     continue; // appends to ordered tables never conflict
                 }
@@ -811,6 +818,7 @@ pub(crate) fn check_conflicts(
             | Action::Compact { .. }
             | Action::Flush { .. }
             | Action::Reshard { .. }
+            | Action::SetTabletState { .. }
             | Action::TrimRows { .. } => {}
         }
     }
@@ -913,6 +921,19 @@ fn apply(
                             aggregate: *aggregate,
                         },
                     );
+                }
+            }
+            Action::SetTabletState {
+                path,
+                table_id,
+                state: new_state,
+            } => {
+                if let Some((entry, _)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                {
+                    entry.tablet_state = *new_state;
                 }
             }
             Action::Reshard {

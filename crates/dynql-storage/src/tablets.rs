@@ -10,8 +10,65 @@ use dynql_core::{compare_rows, TableSchema, Value, ValueType, Yson};
 
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::store::{Store, TableOptions};
+use crate::store::{Store, TableEntry, TableOptions};
 use crate::timestamp::Timestamp;
+
+/// The state of a table's tablets (`@tablet_state`). Tables are created mounted (YT creates
+/// them unmounted; `mount-table` is accepted and needed by nothing here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TabletState {
+    #[default]
+    Mounted,
+    /// Readable, not writable (`freeze-table`).
+    Frozen,
+    /// Neither readable nor writable; required for `reshard-table` and `alter-table`.
+    Unmounted,
+}
+
+impl TabletState {
+    /// YT's name of the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            TabletState::Mounted => "mounted",
+            TabletState::Frozen => "frozen",
+            TabletState::Unmounted => "unmounted",
+        }
+    }
+}
+
+/// A tablet-state command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TabletCommand {
+    Mount,
+    Unmount,
+    Remount,
+    Freeze,
+    Unfreeze,
+}
+
+/// Checks that `path` (in `state`) accepts writes.
+pub(crate) fn check_writable(entry: &TableEntry, path: &str) -> Result<()> {
+    match entry.tablet_state {
+        TabletState::Mounted => Ok(()),
+        TabletState::Frozen => Err(Error::Invalid(format!(
+            "Cannot write to table {path}: its tablets are frozen (unfreeze-table first)"
+        ))),
+        TabletState::Unmounted => Err(Error::Invalid(format!(
+            "Cannot write to table {path}: it is not mounted (mount-table first)"
+        ))),
+    }
+}
+
+/// Checks that `path` can be read.
+pub fn check_readable(entry: &TableEntry, path: &str) -> Result<()> {
+    if entry.tablet_state == TabletState::Unmounted {
+        return Err(Error::Invalid(format!(
+            "Cannot read table {path}: it is not mounted (mount-table first)"
+        )));
+    }
+    Ok(())
+}
 
 /// How to reshard a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,6 +204,53 @@ pub(crate) fn validate_tablets(
 }
 
 impl Store {
+    /// Mounts, unmounts, remounts, freezes or unfreezes a table's tablets (synchronously).
+    ///
+    /// # Errors
+    /// No such table; freezing a table that is not mounted, unfreezing one that is not frozen,
+    /// remounting an unmounted one.
+    pub async fn set_tablet_state(&self, path: &str, command: TabletCommand) -> Result<()> {
+        self.commit(|state| {
+            let (entry, _) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let current = entry.tablet_state;
+            let next = match (command, current) {
+                (TabletCommand::Mount, _) | (TabletCommand::Unfreeze, TabletState::Frozen) => {
+                    TabletState::Mounted
+                }
+                (TabletCommand::Unmount, _) => TabletState::Unmounted,
+                (TabletCommand::Freeze, TabletState::Mounted | TabletState::Frozen) => {
+                    TabletState::Frozen
+                }
+                (TabletCommand::Remount, TabletState::Mounted | TabletState::Frozen) => current,
+                (TabletCommand::Unfreeze, TabletState::Mounted) => TabletState::Mounted,
+                (command, current) => {
+                    return Err(Error::Invalid(format!(
+                        "Cannot {} table {path} since it is {}",
+                        match command {
+                            TabletCommand::Freeze => "freeze",
+                            TabletCommand::Unfreeze => "unfreeze",
+                            _ => "remount",
+                        },
+                        current.name()
+                    )))
+                }
+            };
+            if next == current {
+                return Ok(vec![]);
+            }
+            Ok(vec![Action::SetTabletState {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                state: next,
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
     /// Changes a table's tablets. Returns the new tablet count.
     ///
     /// # Errors
@@ -155,6 +259,12 @@ impl Store {
     pub async fn reshard_table(&self, path: &str, reshard: Reshard) -> Result<usize> {
         let entry = self.table(path).await?;
         let schema = &entry.schema;
+        if entry.tablet_state != TabletState::Unmounted {
+            return Err(Error::Invalid(format!(
+                "Cannot reshard table {path} since it is {}: unmount-table first",
+                entry.tablet_state.name()
+            )));
+        }
         if !schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "Resharding ordered table {path} is not supported by dynql yet"

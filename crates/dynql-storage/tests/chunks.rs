@@ -293,8 +293,14 @@ fn run_scans(
                 }
                 ScanOp::Reshard(pivots) => {
                     let pivots = pivots_of(pivots);
+                    s.set_tablet_state("//t", dynql_storage::TabletCommand::Unmount)
+                        .await
+                        .unwrap();
                     tablets = s
                         .reshard_table("//t", dynql_storage::Reshard::Pivots(pivots))
+                        .await
+                        .unwrap();
+                    s.set_tablet_state("//t", dynql_storage::TabletCommand::Mount)
                         .await
                         .unwrap();
                 }

@@ -14,6 +14,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "sorted",
     "schema",
     "key_columns",
+    "tablet_state",
     "tablet_count",
     "pivot_keys",
     "tablets",
@@ -67,6 +68,7 @@ impl Database {
                     .map(|c| text(&c.name))
                     .collect(),
             ),
+            "tablet_state" => text(entry.tablet_state.name()),
             "tablet_count" => Yson::Int64(entry.tablet_count as i64),
             "pivot_keys" => {
                 if !entry.schema.is_sorted() {
@@ -91,7 +93,7 @@ impl Database {
                         })?;
                         tablets.push(Yson::Map(vec![
                             (b"index".to_vec(), Yson::Int64(i as i64)),
-                            (b"state".to_vec(), text("mounted")),
+                            (b"state".to_vec(), text(entry.tablet_state.name())),
                             (b"pivot_key".to_vec(), pivot),
                         ]));
                     }
@@ -99,7 +101,7 @@ impl Database {
                     for t in self.store().queue_tablets(path).await? {
                         tablets.push(Yson::Map(vec![
                             (b"index".to_vec(), Yson::Int64(t.index as i64)),
-                            (b"state".to_vec(), text("mounted")),
+                            (b"state".to_vec(), text(entry.tablet_state.name())),
                             (
                                 b"trimmed_row_count".to_vec(),
                                 Yson::Int64(t.trimmed_row_count as i64),
@@ -135,18 +137,20 @@ impl Database {
         })
     }
 
-    /// Reshards a sorted table: explicit pivot keys, or a tablet count (`uniform` splits the
-    /// first key column's integer range evenly). Query results never change. Returns the new
-    /// tablet count.
+    /// Reshards an unmounted sorted table: explicit pivot keys, or a tablet count (`uniform`
+    /// splits the first key column's integer range evenly). Query results never change.
+    /// Returns the new tablet count.
     ///
     /// # Example
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use dynql::{Database, Reshard, Value};
+    /// use dynql::{Database, Reshard, TabletCommand, Value};
     /// let db = Database::open("memory://").unwrap();
     /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}]}").await.unwrap();
+    /// db.set_tablet_state("//t", TabletCommand::Unmount).await.unwrap();
     /// let pivots = vec![vec![], vec![Value::Int64(100)]];
     /// assert_eq!(db.reshard_table("//t", Reshard::Pivots(pivots)).await.unwrap(), 2);
+    /// db.set_tablet_state("//t", TabletCommand::Mount).await.unwrap();
     /// # });
     /// ```
     pub async fn reshard_table(&self, path: &str, reshard: Reshard) -> Result<usize> {

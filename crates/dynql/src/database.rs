@@ -467,6 +467,15 @@ impl Database {
             .await?)
     }
 
+    /// Mounts, unmounts, remounts, freezes or unfreezes a table (`mount-table` …); synchronous.
+    pub async fn set_tablet_state(
+        &self,
+        path: &str,
+        command: dynql_storage::TabletCommand,
+    ) -> Result<()> {
+        Ok(self.store.set_tablet_state(path, command).await?)
+    }
+
     /// Removes a table.
     pub async fn remove(&self, path: &str) -> Result<()> {
         Ok(self.store.remove_table(path).await?)

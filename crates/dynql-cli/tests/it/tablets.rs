@@ -75,7 +75,12 @@ fn resharding_never_changes_query_results() {
     store.ok(&["insert-rows", "//t"], Some(&rows));
     let q = "k, v from [//t] where k between 95 and 205 order by k limit 1000";
     let before = query(&store, q);
+    // As in YT, resharding needs the table unmounted.
+    let err = store.fails(&["reshard-table", "//t", "[]", "[100]"], None);
+    assert!(err.contains("unmount-table first"), "{err}");
+    store.ok(&["unmount-table", "//t", "--sync"], None);
     store.ok(&["reshard-table", "//t", "[]", "[100]", "[200]"], None);
+    store.ok(&["mount-table", "//t", "--sync"], None);
     assert_eq!(get(&store, "pivot_keys"), json!([[], [100], [200]]));
     assert_eq!(query(&store, q), before);
     let e: Value = serde_json::from_str(&store.ok(
@@ -90,7 +95,9 @@ fn resharding_never_changes_query_results() {
     .unwrap();
     assert_eq!(e["read"]["tablets"], json!([1, 3]));
     // By count: pivots from the data.
+    store.ok(&["unmount-table", "//t"], None);
     store.ok(&["reshard-table", "//t", "--tablet-count", "5"], None);
+    store.ok(&["mount-table", "//t"], None);
     assert_eq!(get(&store, "tablet_count"), json!(5));
     assert_eq!(
         get(&store, "pivot_keys"),
@@ -99,15 +106,55 @@ fn resharding_never_changes_query_results() {
     assert_eq!(query(&store, q), before);
     assert_eq!(get(&store, "row_count"), json!(300));
     // Bad pivots are refused and change nothing.
+    store.ok(&["unmount-table", "//t"], None);
     let err = store.fails(&["reshard-table", "//t", "[]", "[5]", "[5]"], None);
     assert!(err.contains("strictly increasing"), "{err}");
     assert_eq!(get(&store, "tablet_count"), json!(5));
     let err = store.fails(&["reshard-table", "//t", "[1]"], None);
     assert!(err.contains("first pivot key must be empty"), "{err}");
+    store.ok(&["mount-table", "//t"], None);
     let err = store.fails(&["get", "//t/@no_such_attribute"], None);
     assert!(err.contains("not found"), "{err}");
     let all: Value =
         serde_json::from_str(&store.ok(&["get", "//t/@", "--format", "json"], None)).unwrap();
     assert_eq!(all["key_columns"], json!(["k"]));
     assert_eq!(all["dynamic"], json!(true));
+}
+
+#[test]
+fn tablet_states_gate_reads_and_writes() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+        ],
+        None,
+    );
+    // Created mounted (the conformance runners insert right after create).
+    assert_eq!(get(&store, "tablet_state"), json!("mounted"));
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=1}"));
+    store.ok(&["freeze-table", "//t", "--sync"], None);
+    assert_eq!(get(&store, "tablet_state"), json!("frozen"));
+    let err = store.fails(&["insert-rows", "//t"], Some("{k=2; v=2}"));
+    assert!(err.contains("frozen"), "{err}");
+    assert_eq!(query(&store, "v from [//t]").trim(), r#"{"v":1}"#);
+    store.ok(&["unfreeze-table", "//t"], None);
+    store.ok(&["unmount-table", "//t"], None);
+    let err = store.fails(&["select-rows", "v from [//t]"], None);
+    assert!(err.contains("not mounted"), "{err}");
+    let err = store.fails(&["insert-rows", "//t"], Some("{k=2; v=2}"));
+    assert!(err.contains("not mounted"), "{err}");
+    let err = store.fails(&["freeze-table", "//t"], None);
+    assert!(err.contains("unmounted"), "{err}");
+    store.ok(&["mount-table", "//t"], None);
+    store.ok(&["remount-table", "//t"], None);
+    store.ok(&["insert-rows", "//t"], Some("{k=2; v=2}"));
+    assert_eq!(
+        query(&store, "sum(v) as s from [//t] group by 1").trim(),
+        r#"{"s":3}"#
+    );
 }
