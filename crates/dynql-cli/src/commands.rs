@@ -195,6 +195,15 @@ pub enum Command {
         /// Split the first key column's integer range evenly (for hash-first keys).
         #[arg(long)]
         uniform: bool,
+        /// Ordered tables: the first tablet of the range to reshard (default 0).
+        #[arg(long)]
+        first_tablet_index: Option<usize>,
+        /// Ordered tables: the last tablet of the range to reshard (default the last one).
+        #[arg(long)]
+        last_tablet_index: Option<usize>,
+        /// Ordered tables: first row index of each tablet the reshard creates.
+        #[arg(long, num_args = 1..)]
+        trimmed_row_counts: Vec<u64>,
         /// Accepted for `yt` compatibility: resharding is synchronous in dynql.
         #[arg(long)]
         sync: bool,
@@ -526,8 +535,14 @@ pub async fn run(cli: Cli) -> Result<()> {
             pivot_keys,
             tablet_count,
             uniform,
+            first_tablet_index,
+            last_tablet_index,
+            trimmed_row_counts,
             sync: _,
         } => {
+            let queue_options = first_tablet_index.is_some()
+                || last_tablet_index.is_some()
+                || !trimmed_row_counts.is_empty();
             let reshard = match (pivot_keys.is_empty(), tablet_count) {
                 (false, None) => {
                     let mut list = Vec::new();
@@ -538,6 +553,12 @@ pub async fn run(cli: Cli) -> Result<()> {
                     }
                     dynql::Reshard::Pivots(dynql::parse_pivot_keys(&Yson::List(list))?)
                 }
+                (true, Some(count)) if queue_options => dynql::Reshard::Queues {
+                    tablet_count: count,
+                    first: first_tablet_index,
+                    last: last_tablet_index,
+                    trimmed_row_counts,
+                },
                 (true, Some(count)) => dynql::Reshard::TabletCount { count, uniform },
                 (false, Some(_)) => bail!("give either pivot keys or --tablet-count, not both"),
                 (true, None) => bail!("give pivot keys or --tablet-count"),

@@ -88,6 +88,16 @@ pub enum Action {
         tablet_index: usize,
         trimmed_row_count: u64,
     },
+    /// Ordered tables: tablets `first..=last` become `tablet_count` tablets (see
+    /// [`crate::tablets::Reshard::Queues`]).
+    ReshardQueues {
+        path: String,
+        table_id: String,
+        first: usize,
+        last: usize,
+        tablet_count: usize,
+        trimmed_row_counts: Vec<u64>,
+    },
     /// `mount-table`, `unmount-table`, `freeze-table`, `unfreeze-table`.
     SetTabletState {
         path: String,

@@ -123,6 +123,37 @@ pub(crate) fn trim(data: &mut TableData, tablet: usize, count: u64) {
     }
 }
 
+/// Applies a replayed reshard of tablets `first..=last` into `tablet_count` tablets: growing
+/// adds empty tablets after the range's last one; shrinking appends the removed tablets' rows,
+/// renumbered, to the last kept tablet.
+pub(crate) fn reshard(
+    data: &mut TableData,
+    first: usize,
+    last: usize,
+    tablet_count: usize,
+    trimmed_row_counts: &[u64],
+) {
+    let span = last + 1 - first;
+    if tablet_count >= span {
+        let new = trimmed_row_counts.iter().map(|t| Queue::new(*t));
+        let at = (last + 1).min(data.queues.len());
+        data.queues.splice(at..at, new);
+        return;
+    }
+    let keep_end = first + tablet_count; // exclusive
+    let removed: Vec<Queue> = data
+        .queues
+        .drain(keep_end..=last.min(data.queues.len() - 1))
+        .collect();
+    if let Some(target) = data.queues.get_mut(keep_end - 1) {
+        for q in removed {
+            for (ts, row) in q.rows {
+                target.rows.push((ts, row));
+            }
+        }
+    }
+}
+
 /// A logged row of an ordered table: the written columns plus `$tablet_index`.
 pub(crate) fn encode_row(entry: &TableEntry, tablet: usize, values: &[Option<Value>]) -> String {
     let text = log::encode_row(&entry.schema, values);

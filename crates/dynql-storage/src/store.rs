@@ -819,6 +819,7 @@ pub(crate) fn check_conflicts(
             | Action::Flush { .. }
             | Action::Reshard { .. }
             | Action::SetTabletState { .. }
+            | Action::ReshardQueues { .. }
             | Action::TrimRows { .. } => {}
         }
     }
@@ -921,6 +922,23 @@ fn apply(
                             aggregate: *aggregate,
                         },
                     );
+                }
+            }
+            Action::ReshardQueues {
+                path,
+                table_id,
+                first,
+                last,
+                tablet_count,
+                trimmed_row_counts,
+            } => {
+                if let Some((entry, data)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                {
+                    crate::queue::reshard(data, *first, *last, *tablet_count, trimmed_row_counts);
+                    entry.tablet_count = data.queues.len();
                 }
             }
             Action::SetTabletState {

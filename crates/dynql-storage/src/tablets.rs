@@ -80,6 +80,17 @@ pub enum Reshard {
     /// similar row counts (fewer tablets when there are fewer distinct keys, as YT does for
     /// small tables; an empty table with an integer first key column is split uniformly).
     TabletCount { count: usize, uniform: bool },
+    /// Ordered tables: replace tablets `first..=last` (default: all) with `tablet_count`
+    /// tablets. Growing keeps the existing tablets and adds empty ones after them, starting at
+    /// `trimmed_row_counts` (one per new tablet, default 0); shrinking appends the rows of the
+    /// removed tablets to the last kept one, and is refused when a removed tablet has trimmed
+    /// rows (they could become readable again).
+    Queues {
+        tablet_count: usize,
+        first: Option<usize>,
+        last: Option<usize>,
+        trimmed_row_counts: Vec<u64>,
+    },
 }
 
 /// Pivot keys as text YSON lists (the catalog's form).
@@ -204,6 +215,85 @@ pub(crate) fn validate_tablets(
 }
 
 impl Store {
+    async fn reshard_queues(
+        &self,
+        path: &str,
+        entry: &TableEntry,
+        reshard: Reshard,
+    ) -> Result<usize> {
+        let (tablet_count, first, last, trimmed_row_counts) = match reshard {
+            Reshard::Queues {
+                tablet_count,
+                first,
+                last,
+                trimmed_row_counts,
+            } => (tablet_count, first, last, trimmed_row_counts),
+            Reshard::TabletCount { count, uniform: false } => (count, None, None, vec![]),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "{path} is an ordered table: reshard it by tablet count only (no pivot keys, no --uniform)"
+                )))
+            }
+        };
+        let current = entry.tablet_count;
+        let first = first.unwrap_or(0);
+        let last = last.unwrap_or(current.saturating_sub(1));
+        if tablet_count == 0 {
+            return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
+        }
+        if first > last || last >= current {
+            return Err(Error::Invalid(format!(
+                "Invalid tablet range {first}..{last}: {path} has {current} tablets"
+            )));
+        }
+        let span = last - first + 1;
+        let new = tablet_count.saturating_sub(span);
+        if !trimmed_row_counts.is_empty() && trimmed_row_counts.len() != new {
+            return Err(Error::Invalid(format!(
+                "--trimmed-row-counts has {} values but the reshard creates {new} tablets",
+                trimmed_row_counts.len()
+            )));
+        }
+        let result = current - span + tablet_count;
+        let table_id = entry.id.clone();
+        self.commit(|state| {
+            let (e, data) = state
+                .tables
+                .get(path)
+                .filter(|(e, _)| e.id == table_id)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            if e.tablet_state != TabletState::Unmounted {
+                return Err(Error::Invalid(format!(
+                    "Cannot reshard table {path} since it is {}: unmount-table first",
+                    e.tablet_state.name()
+                )));
+            }
+            if tablet_count < span {
+                for t in first + tablet_count..=last {
+                    if data.queues.get(t).is_some_and(|q| q.trimmed > 0) {
+                        return Err(Error::Invalid(format!(
+                            "Cannot reshard {path}: tablet {t} would be removed but has trimmed rows, which could become readable again"
+                        )));
+                    }
+                }
+            }
+            Ok(vec![Action::ReshardQueues {
+                path: path.into(),
+                table_id: table_id.clone(),
+                first,
+                last,
+                tablet_count,
+                trimmed_row_counts: if trimmed_row_counts.is_empty() {
+                    vec![0; new]
+                } else {
+                    trimmed_row_counts.clone()
+                },
+            }])
+        })
+        .await?;
+        Ok(result)
+    }
+
     /// Mounts, unmounts, remounts, freezes or unfreezes a table's tablets (synchronously).
     ///
     /// # Errors
@@ -266,11 +356,14 @@ impl Store {
             )));
         }
         if !schema.is_sorted() {
-            return Err(Error::Invalid(format!(
-                "Resharding ordered table {path} is not supported by dynql yet"
-            )));
+            return self.reshard_queues(path, &entry, reshard).await;
         }
         let pivots = match reshard {
+            Reshard::Queues { .. } => {
+                return Err(Error::Invalid(format!(
+                    "{path} is a sorted table: give pivot keys or a tablet count (--first-tablet-index, --last-tablet-index and --trimmed-row-counts are for ordered tables)"
+                )))
+            }
             Reshard::Pivots(p) => {
                 check_pivots(schema, &p)?;
                 p

@@ -160,3 +160,94 @@ fn appends_in_a_transaction_appear_at_commit_with_sorted_writes() {
         json!([{"lower": [0, 1], "upper": [0, 5, {"$max": true}]}])
     );
 }
+
+#[test]
+fn resharding_a_queue_follows_the_seed_example() {
+    let store = TestStore::new();
+    create(
+        &store,
+        "{dynamic=%true; tablet_count=5; schema=[{name=a; type=int64}]}",
+    );
+    let rows_text: String = (0..5)
+        .map(|t| format!("{{\"$tablet_index\"={t}; a={t}}};"))
+        .collect();
+    store.ok(&["insert-rows", "//q"], Some(&rows_text));
+    let err = store.fails(&["reshard-table", "//q", "--tablet-count", "5"], None);
+    assert!(err.contains("unmount-table first"), "{err}");
+    store.ok(&["unmount-table", "//q"], None);
+    store.ok(
+        &[
+            "reshard-table",
+            "//q",
+            "--tablet-count",
+            "5",
+            "--first-tablet-index",
+            "1",
+            "--last-tablet-index",
+            "3",
+            "--trimmed-row-counts",
+            "10",
+            "20",
+        ],
+        None,
+    );
+    store.ok(&["mount-table", "//q"], None);
+    // (old #0) (old #1) (old #2) (old #3) 10 20 (old #4)
+    let tablets: Value =
+        serde_json::from_str(&store.ok(&["get", "//q/@tablets", "--format", "json"], None))
+            .unwrap();
+    let trimmed: Vec<i64> = tablets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trimmed_row_count"].as_i64().unwrap())
+        .collect();
+    assert_eq!(trimmed, vec![0, 0, 0, 0, 10, 20, 0]);
+    assert_eq!(
+        rows(
+            &store,
+            "[$tablet_index], a from [//q] where [$tablet_index] = 6"
+        ),
+        vec![json!({"$tablet_index": 6, "a": 4})]
+    );
+    store.ok(&["insert-rows", "//q"], Some("{\"$tablet_index\"=5; a=55}"));
+    assert_eq!(
+        rows(
+            &store,
+            "[$row_index], a from [//q] where [$tablet_index] = 5"
+        ),
+        vec![json!({"$row_index": 20, "a": 55})]
+    );
+    // Shrinking appends the removed tablets' rows to the last kept one, unless one of them
+    // has trimmed rows.
+    store.ok(&["unmount-table", "//q"], None);
+    let err = store.fails(&["reshard-table", "//q", "--tablet-count", "2"], None);
+    assert!(err.contains("trimmed rows"), "{err}");
+    store.ok(
+        &[
+            "reshard-table",
+            "//q",
+            "--tablet-count",
+            "1",
+            "--first-tablet-index",
+            "0",
+            "--last-tablet-index",
+            "3",
+        ],
+        None,
+    );
+    store.ok(&["mount-table", "//q"], None);
+    assert_eq!(
+        rows(
+            &store,
+            "[$row_index], a from [//q] where [$tablet_index] = 0"
+        ),
+        vec![
+            json!({"$row_index": 0, "a": 0}),
+            json!({"$row_index": 1, "a": 1}),
+            json!({"$row_index": 2, "a": 2}),
+            json!({"$row_index": 3, "a": 3})
+        ]
+    );
+    assert_eq!(rows(&store, "a from [//q]").len(), 6);
+}
