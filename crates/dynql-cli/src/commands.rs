@@ -208,6 +208,17 @@ pub enum Command {
         #[arg(long)]
         sync: bool,
     },
+    /// Change an unmounted table: a compatible schema (new nullable columns at the end of an
+    /// ordered table) and/or --dynamic false|true.
+    AlterTable {
+        path: String,
+        /// The new schema (YSON or JSON list).
+        #[arg(long)]
+        schema: Option<String>,
+        /// Make the table static (false) or dynamic again (true).
+        #[arg(long, value_parser = parse_bool)]
+        dynamic: Option<bool>,
+    },
     /// Mount a table's tablets (tables are created mounted in dynql).
     MountTable {
         path: String,
@@ -567,6 +578,18 @@ pub async fn run(cli: Cli) -> Result<()> {
                 bail!("--uniform needs --tablet-count");
             }
             db.reshard_table(&path, reshard).await?;
+        }
+        Command::AlterTable {
+            path,
+            schema,
+            dynamic,
+        } => {
+            let schema = schema
+                .map(|text| {
+                    dynql::parse_document(&text).context("--schema must be a YSON or JSON list")
+                })
+                .transpose()?;
+            db.alter_table(&path, schema.as_ref(), dynamic).await?;
         }
         Command::MountTable { path, sync: _ } => {
             db.set_tablet_state(&path, dynql::TabletCommand::Mount)

@@ -205,14 +205,18 @@ impl Store {
                     if !fresh {
                         return Ok(vec![]);
                     }
-                    Ok(vec![Action::Compact {
+                    let mut actions = vec![Action::Compact {
                         path: path.into(),
                         table_id: table_id.clone(),
                         now: now.0,
                         up_to: sorted.then_some(up_to.0),
                         chunks: chunks.clone(),
                         replaces: replaces.clone(),
-                    }])
+                    }];
+                    if let Some((entry, data)) = state.tables.get(path).filter(|_| !sorted) {
+                        actions.extend(crate::queue::expired_trims(path, entry, data, now));
+                    }
+                    Ok(actions)
                 })
                 .await;
             let stale = *stale.lock().unwrap_or_else(|p| p.into_inner());

@@ -98,6 +98,15 @@ pub enum Action {
         tablet_count: usize,
         trimmed_row_counts: Vec<u64>,
     },
+    /// `alter-table`: a new (compatible) schema and/or the dynamic flag.
+    AlterTable {
+        path: String,
+        table_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schema: Option<TableSchema>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+    },
     /// `mount-table`, `unmount-table`, `freeze-table`, `unfreeze-table`.
     SetTabletState {
         path: String,

@@ -55,9 +55,27 @@ impl Queue {
             return;
         }
         self.trimmed = count;
-        let drop = (count.saturating_sub(self.first_stored) as usize).min(self.rows.len());
+        // Storage is freed by whole chunks: the rows one commit appended go together, only
+        // once all of them are trimmed (YT frees whole chunks the same way).
+        let mut drop = (count.saturating_sub(self.first_stored) as usize).min(self.rows.len());
+        if let Some((next, _)) = self.rows.get(drop) {
+            let next = *next;
+            while drop > 0 && self.rows[drop - 1].0 == next {
+                drop -= 1;
+            }
+        }
         self.rows.drain(..drop);
         self.first_stored += drop as u64;
+    }
+
+    /// Data weight of the readable rows.
+    pub(crate) fn readable_weight(&self) -> u64 {
+        let skip = self.trimmed.saturating_sub(self.first_stored) as usize;
+        self.rows
+            .iter()
+            .skip(skip)
+            .map(|(_, r)| 1 + r.iter().map(value_weight).sum::<u64>())
+            .sum()
     }
 }
 
@@ -150,6 +168,66 @@ pub(crate) fn reshard(
             for (ts, row) in q.rows {
                 target.rows.push((ts, row));
             }
+        }
+    }
+}
+
+/// Retention of an ordered table at `now`, as trims (a row has one version, so the settings
+/// read: `min_data_versions > 0` keeps everything; otherwise rows older than `min_data_ttl`
+/// may go when `max_data_versions = 0`, and rows older than `max_data_ttl` otherwise). Rows go
+/// by whole commits, from the front of each tablet, and only while every row of the commit has
+/// expired.
+pub(crate) fn expired_trims(
+    path: &str,
+    entry: &TableEntry,
+    data: &TableData,
+    now: Timestamp,
+) -> Vec<Action> {
+    let r = &entry.retention;
+    if r.min_data_versions > 0 {
+        return vec![];
+    }
+    let ttl = if r.max_data_versions == 0 {
+        r.min_data_ttl
+    } else {
+        r.max_data_ttl.max(r.min_data_ttl)
+    };
+    let now_ms = crate::compaction::timestamp_ms(now);
+    let mut trims = Vec::new();
+    for (t, q) in data.queues.iter().enumerate() {
+        let skip = q.trimmed.saturating_sub(q.first_stored) as usize;
+        let expired = q.rows[skip.min(q.rows.len())..]
+            .iter()
+            .take_while(|(ts, _)| {
+                crate::compaction::timestamp_ms(*ts).saturating_add(ttl) <= now_ms
+            })
+            .count();
+        if expired > 0 {
+            trims.push(Action::TrimRows {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                tablet_index: t,
+                trimmed_row_count: q.first_stored + (skip + expired) as u64,
+            });
+        }
+    }
+    trims
+}
+
+/// Replays `alter-table --dynamic true` on an ordered table: what is still stored becomes
+/// readable again, numbered from 0 (YT loses trimming across a static round trip).
+pub(crate) fn forget_trimming(data: &mut TableData) {
+    for q in &mut data.queues {
+        q.trimmed = 0;
+        q.first_stored = 0;
+    }
+}
+
+/// Replays a schema change that appended `added` columns: existing rows read null there.
+pub(crate) fn widen(data: &mut TableData, added: usize) {
+    for q in &mut data.queues {
+        for (_, row) in &mut q.rows {
+            row.extend(std::iter::repeat_n(Value::Null, added));
         }
     }
 }
@@ -301,6 +379,7 @@ impl Store {
             as usize
             % entry.tablet_count.max(1);
         let mut logged = Vec::with_capacity(rows.len());
+        let mut added = vec![0u64; entry.tablet_count];
         for (n, (tablet, values)) in rows.iter().enumerate() {
             if values.len() != width {
                 return Err(Error::Invalid(format!(
@@ -315,7 +394,30 @@ impl Store {
                     entry.tablet_count
                 )));
             }
+            // System columns are filled on replay: count them as 8 bytes each.
+            let system = entry
+                .schema
+                .columns()
+                .iter()
+                .filter(|c| c.name.starts_with('$'))
+                .count() as u64;
+            added[tablet] +=
+                1 + 8 * system + values.iter().flatten().map(value_weight).sum::<u64>();
             logged.push(encode_row(&entry, tablet, values));
+        }
+        if let Some(limit) = entry.max_ordered_tablet_data_weight {
+            let state = self.refresh().await?;
+            if let Some((_, data)) = state.tables.get(path) {
+                for (t, extra) in added.iter().enumerate().filter(|(_, w)| **w > 0) {
+                    let current = data.queues.get(t).map(Queue::readable_weight).unwrap_or(0);
+                    if current + extra > limit {
+                        return Err(Error::Invalid(format!(
+                            "Tablet {t} of {path} would hold {} bytes of data, over its max_ordered_tablet_data_weight {limit}; trim rows first",
+                            current + extra
+                        )));
+                    }
+                }
+            }
         }
         Ok(Action::WriteRows {
             path: path.into(),

@@ -59,6 +59,11 @@ pub struct TableOptions {
     /// First row index of each tablet of an ordered table (`trimmed_row_counts`; needs
     /// `tablet_count` of the same length).
     pub trimmed_row_counts: Option<Vec<u64>>,
+    /// `commit_ordering` (`weak` or `strong`).
+    pub commit_ordering: Option<String>,
+    /// `mount_config/max_ordered_tablet_data_weight`: most data weight a tablet of an ordered
+    /// table may hold.
+    pub max_ordered_tablet_data_weight: Option<u64>,
 }
 
 /// What the catalog records of a table.
@@ -79,6 +84,25 @@ pub struct TableEntry {
     /// Mounted (default: tables are created mounted), frozen or unmounted.
     #[serde(default)]
     pub tablet_state: crate::tablets::TabletState,
+    /// `commit_ordering`: `weak` (default) or `strong`; with one totally ordered log both
+    /// append rows in commit order.
+    #[serde(default = "weak")]
+    pub commit_ordering: String,
+    /// `mount_config/max_ordered_tablet_data_weight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ordered_tablet_data_weight: Option<u64>,
+    /// False after `alter-table --dynamic false`: the table is static, and neither
+    /// `select_rows` nor writes accept it.
+    #[serde(default = "yes")]
+    pub dynamic: bool,
+}
+
+fn weak() -> String {
+    "weak".into()
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
@@ -475,6 +499,17 @@ impl Store {
             retention,
             trimmed_row_counts,
             tablet_state: crate::tablets::TabletState::Mounted,
+            commit_ordering: match options.commit_ordering.as_deref() {
+                None | Some("weak") => "weak".into(),
+                Some("strong") => "strong".into(),
+                Some(other) => {
+                    return Err(Error::Invalid(format!(
+                        "Invalid \"commit_ordering\" {other:?}: expected weak or strong"
+                    )))
+                }
+            },
+            max_ordered_tablet_data_weight: options.max_ordered_tablet_data_weight,
+            dynamic: true,
         };
         self.commit(|state| {
             if state.tables.contains_key(path) {
@@ -819,6 +854,7 @@ pub(crate) fn check_conflicts(
             | Action::Flush { .. }
             | Action::Reshard { .. }
             | Action::SetTabletState { .. }
+            | Action::AlterTable { .. }
             | Action::ReshardQueues { .. }
             | Action::TrimRows { .. } => {}
         }
@@ -939,6 +975,33 @@ fn apply(
                 {
                     crate::queue::reshard(data, *first, *last, *tablet_count, trimmed_row_counts);
                     entry.tablet_count = data.queues.len();
+                }
+            }
+            Action::AlterTable {
+                path,
+                table_id,
+                schema,
+                dynamic,
+            } => {
+                if let Some((entry, data)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                {
+                    if let Some(schema) = schema {
+                        let added = schema
+                            .columns()
+                            .len()
+                            .saturating_sub(entry.schema.columns().len());
+                        crate::queue::widen(data, added);
+                        entry.schema = schema.clone();
+                    }
+                    if let Some(dynamic) = dynamic {
+                        if *dynamic && !entry.dynamic {
+                            crate::queue::forget_trimming(data);
+                        }
+                        entry.dynamic = *dynamic;
+                    }
                 }
             }
             Action::SetTabletState {

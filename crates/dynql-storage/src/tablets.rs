@@ -49,6 +49,11 @@ pub enum TabletCommand {
 
 /// Checks that `path` (in `state`) accepts writes.
 pub(crate) fn check_writable(entry: &TableEntry, path: &str) -> Result<()> {
+    if !entry.dynamic {
+        return Err(Error::Invalid(format!(
+            "Cannot write to table {path}: it is static (alter-table --dynamic true first)"
+        )));
+    }
     match entry.tablet_state {
         TabletState::Mounted => Ok(()),
         TabletState::Frozen => Err(Error::Invalid(format!(
@@ -62,10 +67,56 @@ pub(crate) fn check_writable(entry: &TableEntry, path: &str) -> Result<()> {
 
 /// Checks that `path` can be read.
 pub fn check_readable(entry: &TableEntry, path: &str) -> Result<()> {
+    if !entry.dynamic {
+        return Err(Error::Invalid(format!(
+            "Cannot read table {path} with select_rows: it is static, not dynamic"
+        )));
+    }
     if entry.tablet_state == TabletState::Unmounted {
         return Err(Error::Invalid(format!(
             "Cannot read table {path}: it is not mounted (mount-table first)"
         )));
+    }
+    Ok(())
+}
+
+/// A schema change `alter-table` accepts: the old columns unchanged and first, new columns
+/// nullable, not key, not computed, not aggregating; ordered tables only for now.
+fn check_compatible(path: &str, old: &TableSchema, new: &TableSchema) -> Result<()> {
+    if old.is_sorted() {
+        if old == new {
+            return Ok(());
+        }
+        return Err(Error::Invalid(format!(
+            "Changing the schema of sorted table {path} is not supported by dynql yet"
+        )));
+    }
+    let incompatible = |why: String| {
+        Err(Error::Invalid(format!(
+            "Cannot alter table {path}: the new schema is incompatible: {why}"
+        )))
+    };
+    if new.columns().len() < old.columns().len() {
+        return incompatible("columns cannot be removed".into());
+    }
+    for (o, n) in old.columns().iter().zip(new.columns()) {
+        if o != n {
+            return incompatible(format!("column {:?} changed", o.name));
+        }
+    }
+    for c in &new.columns()[old.columns().len()..] {
+        if c.is_key() || c.required || c.is_computed() || c.aggregate.is_some() {
+            return incompatible(format!(
+                "new column {:?} must be a nullable non-key column",
+                c.name
+            ));
+        }
+        if c.name.starts_with('$') {
+            return incompatible(format!(
+                "system column {:?} cannot be added to an existing table",
+                c.name
+            ));
+        }
     }
     Ok(())
 }
@@ -215,6 +266,48 @@ pub(crate) fn validate_tablets(
 }
 
 impl Store {
+    /// `alter-table`: a compatible new schema (an ordered table may gain nullable columns at
+    /// the end) and/or converting a table to static (`dynamic = false`) and back. Needs an
+    /// unmounted table. An ordered table made static and dynamic again loses its trimming:
+    /// rows still stored become readable again, numbered from 0, as YT warns.
+    ///
+    /// # Errors
+    /// A mounted table; an incompatible schema (changed or removed columns, new key or required
+    /// columns); a schema change of a sorted table (not supported yet).
+    pub async fn alter_table(
+        &self,
+        path: &str,
+        schema: Option<TableSchema>,
+        dynamic: Option<bool>,
+    ) -> Result<()> {
+        self.commit(|state| {
+            let (entry, _) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            if entry.tablet_state != TabletState::Unmounted {
+                return Err(Error::Invalid(format!(
+                    "Cannot alter table {path} since it is {}: unmount-table first",
+                    entry.tablet_state.name()
+                )));
+            }
+            if let Some(new) = &schema {
+                check_compatible(path, &entry.schema, new)?;
+            }
+            if schema.is_none() && dynamic.is_none_or(|d| d == entry.dynamic) {
+                return Ok(vec![]);
+            }
+            Ok(vec![Action::AlterTable {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                schema: schema.clone(),
+                dynamic,
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
     async fn reshard_queues(
         &self,
         path: &str,

@@ -12,6 +12,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "type",
     "dynamic",
     "sorted",
+    "commit_ordering",
     "schema",
     "key_columns",
     "tablet_state",
@@ -57,7 +58,8 @@ impl Database {
         Ok(match name {
             "id" => text(&entry.id),
             "type" => text("table"),
-            "dynamic" => Yson::Boolean(true),
+            "dynamic" => Yson::Boolean(entry.dynamic),
+            "commit_ordering" => text(&entry.commit_ordering),
             "sorted" => Yson::Boolean(entry.schema.is_sorted()),
             "schema" => entry.schema.to_yson(),
             "key_columns" => Yson::List(

@@ -95,6 +95,27 @@ impl Database {
                     })
                 }
                 "pivot_keys" => options.pivot_keys = Some(parse_pivot_keys(v)?),
+                "commit_ordering" => {
+                    // Checked by the store: weak or strong.
+                    options.commit_ordering = Some(
+                        unwrap_attributes(v)
+                            .as_str()
+                            .ok_or_else(|| {
+                                Error::Invalid(
+                                    "Attribute \"commit_ordering\" must be weak or strong".into(),
+                                )
+                            })?
+                            .to_string(),
+                    )
+                }
+                "mount_config" => {
+                    // Only max_ordered_tablet_data_weight has an effect; the other keys of YT's
+                    // mount config are accepted and ignored.
+                    if let Some(w) = unwrap_attributes(v).get("max_ordered_tablet_data_weight") {
+                        options.max_ordered_tablet_data_weight =
+                            Some(non_negative("max_ordered_tablet_data_weight", w)?);
+                    }
+                }
                 "trimmed_row_counts" => {
                     let Yson::List(items) = unwrap_attributes(v) else {
                         return Err(Error::Invalid(
@@ -115,7 +136,7 @@ impl Database {
                 other if IGNORED_ATTRIBUTES.contains(&other) => {}
                 other => {
                     return Err(Error::Invalid(format!(
-                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
+                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
                     )))
                 }
             }
@@ -465,6 +486,21 @@ impl Database {
             .store
             .trim_rows(path, tablet_index, trimmed_row_count)
             .await?)
+    }
+
+    /// `alter-table`: a compatible new schema (see [`dynql_storage::Store::alter_table`])
+    /// and/or the dynamic flag; the table must be unmounted.
+    pub async fn alter_table(
+        &self,
+        path: &str,
+        schema: Option<&Yson>,
+        dynamic: Option<bool>,
+    ) -> Result<()> {
+        let schema = schema.map(TableSchema::from_yson).transpose()?;
+        if let Some(s) = &schema {
+            ComputedColumns::compile(s)?;
+        }
+        Ok(self.store.alter_table(path, schema, dynamic).await?)
     }
 
     /// Mounts, unmounts, remounts, freezes or unfreezes a table (`mount-table` …); synchronous.

@@ -251,3 +251,106 @@ fn resharding_a_queue_follows_the_seed_example() {
     );
     assert_eq!(rows(&store, "a from [//q]").len(), 6);
 }
+
+#[test]
+fn alter_table_adds_columns_and_a_static_round_trip_forgets_trimming() {
+    let store = TestStore::new();
+    create(
+        &store,
+        "{dynamic=%true; commit_ordering=strong; schema=[{name=a; type=int64}]}",
+    );
+    assert_eq!(
+        store.ok(&["get", "//q/@commit_ordering"], None).trim(),
+        "\"strong\""
+    );
+    // Two commits of two rows each: storage is freed by whole commits.
+    store.ok(&["insert-rows", "//q"], Some("{a=0}; {a=1}"));
+    store.ok(&["insert-rows", "//q"], Some("{a=2}; {a=3}"));
+    store.ok(&["trim-rows", "//q", "0", "3"], None);
+    assert_eq!(rows(&store, "a from [//q]"), vec![json!({"a": 3})]);
+    let err = store.fails(
+        &[
+            "alter-table",
+            "//q",
+            "--schema",
+            "[{name=a; type=int64}; {name=b; type=string}]",
+        ],
+        None,
+    );
+    assert!(err.contains("unmount-table first"), "{err}");
+    store.ok(&["unmount-table", "//q"], None);
+    store.ok(
+        &[
+            "alter-table",
+            "//q",
+            "--schema",
+            "[{name=a; type=int64}; {name=b; type=string}]",
+        ],
+        None,
+    );
+    let err = store.fails(
+        &[
+            "alter-table",
+            "//q",
+            "--schema",
+            "[{name=a; type=string}; {name=b; type=string}]",
+        ],
+        None,
+    );
+    assert!(err.contains("incompatible"), "{err}");
+    // Static and back: the trim is forgotten; what the second commit stored reappears.
+    store.ok(&["alter-table", "//q", "--dynamic", "false"], None);
+    assert_eq!(store.ok(&["get", "//q/@dynamic"], None).trim(), "%false");
+    store.ok(&["mount-table", "//q"], None);
+    let err = store.fails(&["select-rows", "a from [//q]"], None);
+    assert!(err.contains("static"), "{err}");
+    let err = store.fails(&["insert-rows", "//q"], Some("{a=9}"));
+    assert!(err.contains("static"), "{err}");
+    store.ok(&["unmount-table", "//q"], None);
+    store.ok(&["alter-table", "//q", "--dynamic", "true"], None);
+    store.ok(&["mount-table", "//q"], None);
+    assert_eq!(
+        rows(&store, "[$row_index], a, b from [//q]"),
+        vec![
+            json!({"$row_index": 0, "a": 2, "b": null}),
+            json!({"$row_index": 1, "a": 3, "b": null})
+        ]
+    );
+    store.ok(&["insert-rows", "//q"], Some("{a=4; b=x}"));
+    assert_eq!(
+        rows(&store, "a, b from [//q] where [$row_index] = 2"),
+        vec![json!({"a": 4, "b": "x"})]
+    );
+}
+
+#[test]
+fn retention_trims_expired_commits_and_the_data_weight_limit_refuses_appends() {
+    let store = TestStore::new();
+    create(
+        &store,
+        "{dynamic=%true; min_data_versions=0; max_data_versions=0; min_data_ttl=0; max_data_ttl=0; mount_config={max_ordered_tablet_data_weight=100}; schema=[{name=s; type=string}]}",
+    );
+    // Each row weighs 1 + its string's length.
+    store.ok(
+        &["insert-rows", "//q"],
+        Some("{s=\"0123456789\"}; {s=\"0123456789\"}"),
+    );
+    let err = store.fails(
+        &["insert-rows", "//q"],
+        Some(&format!("{{s=\"{}\"}}", "x".repeat(90))),
+    );
+    assert!(err.contains("max_ordered_tablet_data_weight"), "{err}");
+    assert_eq!(rows(&store, "s from [//q]").len(), 2);
+    // With all ttls 0 and min_data_versions 0, compaction trims every committed row.
+    store.ok(&["compact", "//q"], None);
+    assert!(rows(&store, "s from [//q]").is_empty());
+    let tablets: Value =
+        serde_json::from_str(&store.ok(&["get", "//q/@tablets", "--format", "json"], None))
+            .unwrap();
+    assert_eq!(tablets[0]["trimmed_row_count"], json!(2));
+    // Trimmed rows no longer count against the limit.
+    store.ok(
+        &["insert-rows", "//q"],
+        Some(&format!("{{s=\"{}\"}}", "x".repeat(90))),
+    );
+}
