@@ -6,7 +6,8 @@
 //! Run: `cargo bench -p dynql-benches --bench peers -- DIR` prints one JSON object per query:
 //! `{"query": NAME, "ms": MEDIAN, "rows": N, "rows_read": N, "row_groups": [READ, TOTAL]}`.
 //! DIR keeps the store and the Parquet files between runs (delete it to regenerate).
-//! N = DYNQL_BENCH_ROWS (default 10,000,000), runs = DYNQL_BENCH_RUNS (default 5).
+//! N = DYNQL_BENCH_ROWS (default 10,000,000), runs = DYNQL_BENCH_RUNS (default 5); one query
+//! only with DYNQL_BENCH_ONLY=NAME (for profiling).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -139,8 +140,12 @@ fn main() {
         output_row_limit: u64::MAX,
         ..SelectOptions::default()
     };
+    let only = std::env::var("DYNQL_BENCH_ONLY").ok();
     for path in names {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if only.as_ref().is_some_and(|o| *o != name) {
+            continue;
+        }
         let query = std::fs::read_to_string(&path).unwrap();
         let query = query.trim();
         let mut last = None;

@@ -340,11 +340,20 @@ impl Store {
         if records.is_empty() {
             return Ok(current);
         }
+        let flushed = flushed_later(&records);
         // Fetch the chunks of large writes before taking the lock (no I/O under it).
         let mut chunks = HashMap::new();
         for r in &records {
             for a in &r.actions {
-                if let Action::WriteRows { chunk: Some(c), .. } = a {
+                if let Action::WriteRows {
+                    chunk: Some(c),
+                    table_id,
+                    ..
+                } = a
+                {
+                    if is_flushed(&flushed, table_id, r.timestamp) {
+                        continue;
+                    }
                     let bytes = self
                         .objects
                         .get(&ObjectPath::from(c.as_str()))
@@ -362,7 +371,7 @@ impl Store {
         let state = Arc::make_mut(&mut guard);
         for r in records {
             if r.seq == state.seq + 1 {
-                apply(state, &r, &chunks)?;
+                apply(state, &r, &chunks, &flushed)?;
             }
         }
         Ok(guard.clone())
@@ -863,10 +872,43 @@ pub(crate) fn check_conflicts(
 }
 
 /// Applies a record to the replayed state.
+/// Per table id, the newest timestamp up to which a flush or compaction among `records`
+/// moved the dynamic store into chunks: replaying a write of that table at or before it would
+/// only put versions in memory for that record to drop again, so replay skips it (and its
+/// chunk is not fetched). Opening a store after a bulk load then costs the log, not the rows.
+fn flushed_later(records: &[CommitRecord]) -> HashMap<String, u64> {
+    let mut flushed: HashMap<String, u64> = HashMap::new();
+    for r in records {
+        for a in &r.actions {
+            let (table_id, up_to) = match a {
+                Action::Flush {
+                    table_id, up_to, ..
+                } => (table_id, *up_to),
+                Action::Compact {
+                    table_id,
+                    up_to: Some(up_to),
+                    ..
+                } => (table_id, *up_to),
+                _ => continue,
+            };
+            let e = flushed.entry(table_id.clone()).or_insert(0);
+            *e = (*e).max(up_to);
+        }
+    }
+    flushed
+}
+
+fn is_flushed(flushed: &HashMap<String, u64>, table_id: &str, timestamp: u64) -> bool {
+    flushed
+        .get(table_id)
+        .is_some_and(|up_to| timestamp <= *up_to)
+}
+
 fn apply(
     state: &mut State,
     record: &CommitRecord,
     chunks: &HashMap<String, bytes::Bytes>,
+    flushed: &HashMap<String, u64>,
 ) -> Result<()> {
     let ts = Timestamp(record.timestamp);
     for action in &record.actions {
@@ -921,6 +963,9 @@ fn apply(
                     continue;
                 };
                 let key_count = entry.schema.key_column_count();
+                if key_count > 0 && is_flushed(flushed, table_id, record.timestamp) {
+                    continue;
+                }
                 if key_count == 0 {
                     for text in rows {
                         let (tablet, values) = crate::queue::decode_row(entry, text)?;
