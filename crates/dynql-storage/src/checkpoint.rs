@@ -315,11 +315,14 @@ impl Store {
         // Log records covered by the older kept checkpoint are no longer needed to open the
         // store; a reader still behind them reloads a checkpoint.
         if let Some((oldest_kept, _)) = seqs.get(1) {
-            let records: Vec<_> = self
+            let mut records: Vec<_> = self
                 .objects
                 .list(Some(&ObjectPath::from(crate::log::LOG_DIR)))
                 .try_collect()
                 .await?;
+            // Oldest first: while record N exists, no record after N is gone, which lets a
+            // reader check that it is current with two HEAD requests (Store::refresh).
+            records.sort_by(|a, b| a.location.cmp(&b.location));
             for r in records {
                 let seq = r
                     .location

@@ -72,6 +72,19 @@ impl ChunkRef {
             && dynql_core::compare_rows(key, &self.max_key) != Ordering::Greater
     }
 
+    /// Number of units a scan can decode separately (row groups, or 1).
+    pub fn row_group_count(&self) -> usize {
+        self.row_groups.len().max(1)
+    }
+
+    /// Key bounds of row group `g` (see [`ChunkRef::row_group_bounds`]).
+    pub fn row_group_bound(&self, g: usize) -> (&[Value], &[Value]) {
+        match self.row_groups.get(g) {
+            Some(r) => (&r.min_key, &r.max_key),
+            None => (&self.min_key, &self.max_key),
+        }
+    }
+
     /// Key bounds of the units a scan can decode separately: the row groups, or the whole
     /// chunk when it records none.
     pub fn row_group_bounds(&self) -> Vec<(&[Value], &[Value])> {

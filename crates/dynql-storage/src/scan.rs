@@ -208,19 +208,36 @@ fn plan_scan(
     let mut selected_row_groups = 0;
     let mut total_row_groups = 0;
     for (ci, c) in data.chunks.iter().enumerate() {
-        let groups = c.row_group_bounds();
-        total_row_groups += groups.len();
+        total_row_groups += c.row_group_count();
         if c.min_timestamp > timestamp.0
             || !clipped.iter().any(|r| r.meets_keys(&c.min_key, &c.max_key))
         {
             continue;
         }
-        let needed: Vec<usize> = groups
-            .iter()
-            .enumerate()
-            .filter(|(_, (min, max))| clipped.iter().any(|r| r.meets_keys(min, max)))
-            .map(|(i, _)| i)
-            .collect();
+        // Row groups are in key order: per range, binary-search the first one it meets.
+        let count = c.row_group_count();
+        let mut needed = std::collections::BTreeSet::new();
+        for r in &clipped {
+            let (mut lo, mut hi) = (0, count);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if r.lower.is_after(c.row_group_bound(mid).1) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            for g in lo..count {
+                let (min, max) = c.row_group_bound(g);
+                if !r.upper.is_after(min) {
+                    break;
+                }
+                if r.meets_keys(min, max) {
+                    needed.insert(g);
+                }
+            }
+        }
+        let needed: Vec<usize> = needed.into_iter().collect();
         if !needed.is_empty() {
             selected_row_groups += needed.len();
             row_groups.push((ci, needed));
@@ -430,14 +447,29 @@ impl Store {
             for range in tablet_ranges {
                 // Cut the range where row groups start, so that each piece decodes only the
                 // row groups it meets and a visit that stops early decodes little.
+                // The row groups this range meets, in chunk list order (most ranges of a point
+                // query meet one).
+                let in_range: Vec<(usize, usize)> = plan
+                    .row_groups
+                    .iter()
+                    .flat_map(|(ci, groups)| {
+                        let chunk = &data.chunks[*ci];
+                        groups
+                            .iter()
+                            .filter(|&&g| {
+                                let (min, max) = chunk.row_group_bound(g);
+                                range.meets_keys(min, max)
+                            })
+                            .map(|&g| (*ci, g))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
                 let mut cuts: Vec<KeyBound> = Vec::new();
-                for (ci, groups) in &plan.row_groups {
-                    let bounds = data.chunks[*ci].row_group_bounds();
-                    for &g in groups {
-                        let cut = KeyBound::new(bounds[g].0.to_vec(), false);
-                        if range.lower.compare(&cut).is_lt() && cut.compare(&range.upper).is_lt() {
-                            cuts.push(cut);
-                        }
+                for &(ci, g) in &in_range {
+                    let (min, _) = data.chunks[ci].row_group_bound(g);
+                    let cut = KeyBound::new(min.to_vec(), false);
+                    if range.lower.compare(&cut).is_lt() && cut.compare(&range.upper).is_lt() {
+                        cuts.push(cut);
                     }
                 }
                 cuts.sort_by(|a, b| a.compare(b));
@@ -450,16 +482,12 @@ impl Store {
                     };
                     // The piece's row groups, in chunk list order (the merge's source order is
                     // commit order).
-                    let meeting: Vec<(usize, usize)> = plan
-                        .row_groups
+                    let meeting: Vec<(usize, usize)> = in_range
                         .iter()
-                        .flat_map(|(ci, groups)| {
-                            let bounds = data.chunks[*ci].row_group_bounds();
-                            groups
-                                .iter()
-                                .filter(|&&g| piece.meets_keys(bounds[g].0, bounds[g].1))
-                                .map(|&g| (*ci, g))
-                                .collect::<Vec<_>>()
+                        .copied()
+                        .filter(|&(ci, g)| {
+                            let (min, max) = data.chunks[ci].row_group_bound(g);
+                            piece.meets_keys(min, max)
                         })
                         .collect();
                     if columnar && meeting.len() == 1 && memory_range(data, &piece).next().is_none()

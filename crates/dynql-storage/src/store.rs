@@ -312,6 +312,9 @@ impl Store {
                 current = guard.clone();
             }
         }
+        if current.seq > 0 && self.is_current(current.seq).await? {
+            return Ok(current);
+        }
         let records = match log::read_after(self.objects.as_ref(), current.seq).await {
             Err(Error::LogTruncated { expected, first }) => {
                 // This reader fell behind a collected part of the log: start again from the
@@ -375,6 +378,20 @@ impl Store {
             }
         }
         Ok(guard.clone())
+    }
+
+    /// Whether record `seq` is the newest, checked without listing the log: record `seq + 1`
+    /// does not exist and record `seq` still does (garbage collection deletes records oldest
+    /// first, so then nothing after `seq` was collected either).
+    async fn is_current(&self, seq: u64) -> Result<bool> {
+        let exists = |seq: u64| async move {
+            match self.objects.head(&log::record_path(seq)).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(Error::from(e)),
+            }
+        };
+        Ok(!exists(seq + 1).await? && exists(seq).await?)
     }
 
     /// Validates and appends one commit built from the current state, retrying when another
