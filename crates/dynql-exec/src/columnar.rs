@@ -63,6 +63,24 @@ pub(crate) fn groups_in_datafusion(plan: &QueryPlan) -> bool {
         })
 }
 
+fn views(schema: &arrow::datatypes::Schema) -> arrow::datatypes::SchemaRef {
+    use arrow::datatypes::{DataType, Field};
+    Arc::new(arrow::datatypes::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let f = Field::clone(f);
+                if f.data_type() == &DataType::Binary {
+                    f.with_data_type(DataType::BinaryView)
+                } else {
+                    f
+                }
+            })
+            .collect::<Vec<_>>(),
+    ))
+}
+
 fn literal(v: &Value) -> Option<Expr> {
     Some(lit(match v {
         Value::Int64(i) => ScalarValue::Int64(Some(*i)),
@@ -87,7 +105,7 @@ pub(crate) async fn group_in_datafusion(
         return Ok(None);
     };
     let (batches, scan) = store
-        .scan_batches(&source.path, Some(ranges), options.timestamp)
+        .scan_batches_as(&source.path, Some(ranges), options.timestamp, true)
         .await?;
     if scan.rows_read > options.input_row_limit {
         if options.fail_on_incomplete_result {
@@ -95,7 +113,8 @@ pub(crate) async fn group_in_datafusion(
         }
         return Ok(None);
     }
-    let schema = table_arrow_schema(&source.schema);
+    // Byte strings come as views (see Store::scan_batches_as).
+    let schema = views(&table_arrow_schema(&source.schema));
     let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let expr = |e: &TypedExpr| -> Result<Expr> {
         match &e.kind {

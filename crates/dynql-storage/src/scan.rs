@@ -348,7 +348,7 @@ impl Store {
             path,
             ranges,
             timestamp,
-            false,
+            None,
             &mut |tablet, piece| match piece {
                 Piece::Row(row) => visit(tablet, row),
                 // Not produced without `columnar`.
@@ -369,6 +369,19 @@ impl Store {
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
     ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
+        self.scan_batches_as(path, ranges, timestamp, false).await
+    }
+
+    /// [`Store::scan_batches`] with byte-string columns as `BinaryView` when `views` (the
+    /// clean row groups' views are cast once and cached), which DataFusion groups and hashes
+    /// much faster.
+    pub async fn scan_batches_as(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+        views: bool,
+    ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
         let entry = self.table(path).await?;
         // Ordered tables scan in the query layout (`$tablet_index`, `$row_index` first).
         let arrow_schema = table_arrow_schema(&entry.schema.query_schema());
@@ -379,13 +392,16 @@ impl Store {
             if rows.is_empty() {
                 return Ok(());
             }
-            let b = rows_to_batch(&arrow_schema, rows)?;
+            let mut b = rows_to_batch(&arrow_schema, rows)?;
+            if views {
+                b = crate::chunk_cache::binary_as_views(&b)?;
+            }
             rows.clear();
             batches.push(b);
             Ok::<(), Error>(())
         };
         let statistics = self
-            .scan_pieces(path, ranges, timestamp, true, &mut |_, piece| {
+            .scan_pieces(path, ranges, timestamp, Some(views), &mut |_, piece| {
                 match piece {
                     Piece::Row(row) => {
                         rows.push(row);
@@ -421,7 +437,7 @@ impl Store {
         path: &str,
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
-        columnar: bool,
+        columnar: Option<bool>,
         sink: &mut (dyn FnMut(usize, Piece) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
         let state = self.refresh().await?;
@@ -490,7 +506,9 @@ impl Store {
                             piece.meets_keys(min, max)
                         })
                         .collect();
-                    if columnar && meeting.len() == 1 && memory_range(data, &piece).next().is_none()
+                    if columnar.is_some()
+                        && meeting.len() == 1
+                        && memory_range(data, &piece).next().is_none()
                     {
                         let (ci, g) = meeting[0];
                         let chunk = &data.chunks[ci];
@@ -504,8 +522,15 @@ impl Store {
                                 let lo = raw.partition(|k| piece.lower.is_after(k));
                                 let hi = raw.partition(|k| piece.upper.is_after(k));
                                 if hi > lo {
-                                    let columns: Vec<usize> = (0..width).collect();
-                                    let batch = raw.batch.slice(lo, hi - lo).project(&columns)?;
+                                    let batch = if columnar == Some(true) {
+                                        self.cache
+                                            .viewed_row_group(&self.objects, schema, chunk, g)
+                                            .await?
+                                            .slice(lo, hi - lo)
+                                    } else {
+                                        let columns: Vec<usize> = (0..width).collect();
+                                        raw.batch.slice(lo, hi - lo).project(&columns)?
+                                    };
                                     statistics.rows_read += batch.num_rows() as u64;
                                     statistics.data_weight += batch_weight(&batch);
                                     if !sink(*tablet_index, Piece::Batch(batch))? {
