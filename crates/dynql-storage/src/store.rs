@@ -183,6 +183,9 @@ pub struct Store {
     pub(crate) cache: Arc<ChunkCache>,
     /// How long garbage collection spares a chunk nothing references (it may be in flight).
     pub(crate) gc_grace_ms: u64,
+    /// The directory of a `file://` store: the freshness check stats log records directly
+    /// (the object store would hop to a blocking thread for each).
+    local_root: Option<std::path::PathBuf>,
 }
 
 /// Default of [`Store::with_gc_grace_ms`]: one hour.
@@ -263,7 +266,12 @@ impl Store {
         } else {
             local(url)?
         };
-        Ok(Store::from_object_store(objects, url))
+        let mut store = Store::from_object_store(objects, url);
+        let dir = url.strip_prefix("file://").unwrap_or(url);
+        if !url.contains("://") || url.starts_with("file://") {
+            store.local_root = std::fs::canonicalize(dir).ok();
+        }
+        Ok(store)
     }
 
     /// A store over an existing object store (tests wrap one to inject faults).
@@ -274,6 +282,7 @@ impl Store {
             state: Arc::new(Mutex::new(Arc::new(State::default()))),
             cache: Arc::new(ChunkCache::default()),
             gc_grace_ms: GC_GRACE_MS,
+            local_root: None,
         }
     }
 
@@ -384,6 +393,16 @@ impl Store {
     /// does not exist and record `seq` still does (garbage collection deletes records oldest
     /// first, so then nothing after `seq` was collected either).
     async fn is_current(&self, seq: u64) -> Result<bool> {
+        if let Some(root) = &self.local_root {
+            // Some(true/false) when known; an I/O error other than "not found" means "list".
+            let exists =
+                |seq: u64| match std::fs::metadata(root.join(log::record_path(seq).as_ref())) {
+                    Ok(_) => Some(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+                    Err(_) => None,
+                };
+            return Ok(exists(seq + 1) == Some(false) && exists(seq) == Some(true));
+        }
         let exists = |seq: u64| async move {
             match self.objects.head(&log::record_path(seq)).await {
                 Ok(_) => Ok(true),
