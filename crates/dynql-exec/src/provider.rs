@@ -15,8 +15,29 @@ use datafusion::physical_plan::ExecutionPlan;
 use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
-/// A dynamic table as a DataFusion table read at one timestamp: one partition, rows in key
-/// order (sorted tables) or append order (ordered tables), compacted data passed through
+/// Batches grouped into one partition per tablet (at least one partition).
+pub(crate) fn partitions_by_tablet(
+    batches: Vec<(usize, datafusion::arrow::record_batch::RecordBatch)>,
+) -> Vec<Vec<datafusion::arrow::record_batch::RecordBatch>> {
+    let mut partitions: Vec<Vec<_>> = Vec::new();
+    let mut current = None;
+    for (tablet, b) in batches {
+        if current != Some(tablet) {
+            partitions.push(Vec::new());
+            current = Some(tablet);
+        }
+        if let Some(p) = partitions.last_mut() {
+            p.push(b);
+        }
+    }
+    if partitions.is_empty() {
+        partitions.push(Vec::new());
+    }
+    partitions
+}
+
+/// A dynamic table as a DataFusion table read at one timestamp: one partition per tablet, rows in key
+/// order within each (sorted tables) or append order (ordered tables), compacted data passed through
 /// column-wise ([`Store::scan_batches`]). With key ranges, the scan reads only the tablets,
 /// chunks and row groups that meet them.
 pub struct StoreTable {
@@ -94,11 +115,11 @@ impl TableProvider for StoreTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let (batches, statistics) = self
             .store
-            .scan_batches(&self.path, self.ranges.as_deref(), self.timestamp)
+            .scan_batches_as(&self.path, self.ranges.as_deref(), self.timestamp, false)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         *self.statistics.lock().unwrap_or_else(|p| p.into_inner()) = statistics;
-        let partitions = vec![batches];
+        let partitions = partitions_by_tablet(batches);
         let exec = MemorySourceConfig::try_new_exec(
             &partitions,
             self.schema.clone(),

@@ -369,10 +369,12 @@ impl Store {
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
     ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
-        self.scan_batches_as(path, ranges, timestamp, false).await
+        let (batches, statistics) = self.scan_batches_as(path, ranges, timestamp, false).await?;
+        Ok((batches.into_iter().map(|(_, b)| b).collect(), statistics))
     }
 
-    /// [`Store::scan_batches`] with byte-string columns as `BinaryView` when `views` (the
+    /// [`Store::scan_batches`] with each batch's tablet index (batches of a tablet are
+    /// contiguous, in key order), and byte-string columns as `BinaryView` when `views` (the
     /// clean row groups' views are cast once and cached), which DataFusion groups and hashes
     /// much faster.
     pub async fn scan_batches_as(
@@ -381,52 +383,57 @@ impl Store {
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
         views: bool,
-    ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
+    ) -> Result<(Vec<(usize, RecordBatch)>, ScanStatistics)> {
         let entry = self.table(path).await?;
         // Ordered tables scan in the query layout (`$tablet_index`, `$row_index` first).
         let arrow_schema = table_arrow_schema(&entry.schema.query_schema());
-        let mut batches = Vec::new();
+        let mut batches: Vec<(usize, RecordBatch)> = Vec::new();
+        // Resolved rows waiting to become a batch, and their tablet.
         let mut rows: Vec<Vec<Value>> = Vec::new();
+        let mut rows_tablet = 0;
         let mut failure = None;
-        let flush = |rows: &mut Vec<Vec<Value>>, batches: &mut Vec<RecordBatch>| {
-            if rows.is_empty() {
-                return Ok(());
-            }
-            let mut b = rows_to_batch(&arrow_schema, rows)?;
-            if views {
-                b = crate::chunk_cache::binary_as_views(&b)?;
-            }
-            rows.clear();
-            batches.push(b);
-            Ok::<(), Error>(())
-        };
+        let flush =
+            |rows: &mut Vec<Vec<Value>>, tablet: usize, batches: &mut Vec<(usize, RecordBatch)>| {
+                if rows.is_empty() {
+                    return Ok(());
+                }
+                let mut b = rows_to_batch(&arrow_schema, rows)?;
+                if views {
+                    b = crate::chunk_cache::binary_as_views(&b)?;
+                }
+                rows.clear();
+                batches.push((tablet, b));
+                Ok::<(), Error>(())
+            };
         let statistics = self
-            .scan_pieces(path, ranges, timestamp, Some(views), &mut |_, piece| {
-                match piece {
-                    Piece::Row(row) => {
-                        rows.push(row);
-                        if rows.len() >= 64 * 1024 {
-                            if let Err(e) = flush(&mut rows, &mut batches) {
-                                failure = Some(e);
-                                return Ok(false);
-                            }
-                        }
-                    }
-                    Piece::Batch(b) => {
-                        if let Err(e) = flush(&mut rows, &mut batches) {
+            .scan_pieces(
+                path,
+                ranges,
+                timestamp,
+                Some(views),
+                &mut |tablet, piece| {
+                    if tablet != rows_tablet
+                        || rows.len() >= 64 * 1024
+                        || matches!(piece, Piece::Batch(_))
+                    {
+                        if let Err(e) = flush(&mut rows, rows_tablet, &mut batches) {
                             failure = Some(e);
                             return Ok(false);
                         }
-                        batches.push(b);
+                        rows_tablet = tablet;
                     }
-                }
-                Ok(true)
-            })
+                    match piece {
+                        Piece::Row(row) => rows.push(row),
+                        Piece::Batch(b) => batches.push((tablet, b)),
+                    }
+                    Ok(true)
+                },
+            )
             .await?;
         if let Some(e) = failure {
             return Err(e);
         }
-        flush(&mut rows, &mut batches)?;
+        flush(&mut rows, rows_tablet, &mut batches)?;
         Ok((batches, statistics))
     }
 
