@@ -274,11 +274,20 @@ pub(crate) fn encode_versions(schema: &TableSchema, deltas: &[&RowDelta]) -> Res
     Ok(RecordBatch::try_new(versioned_schema(schema), columns)?)
 }
 
-pub(crate) fn decode_versions(
+/// The version columns of a versioned chunk's batch (after the table's columns).
+pub(crate) struct VersionColumns<'a> {
+    pub(crate) timestamps: &'a UInt64Array,
+    pub(crate) kinds: &'a UInt8Array,
+    pub(crate) aggregates: &'a BooleanArray,
+    pub(crate) written: &'a BinaryArray,
+}
+
+/// Finds and type-checks the version columns of `batch`.
+pub(crate) fn version_columns<'a>(
     path: &str,
     schema: &TableSchema,
-    batch: &RecordBatch,
-) -> Result<Vec<RowDelta>> {
+    batch: &'a RecordBatch,
+) -> Result<VersionColumns<'a>> {
     let corrupt = |m: &str| Error::Corrupt {
         path: path.to_string(),
         message: m.to_string(),
@@ -289,26 +298,45 @@ pub(crate) fn decode_versions(
             "versioned chunk has an unexpected number of columns",
         ));
     }
-    let ts = batch
-        .column(width)
-        .as_any()
-        .downcast_ref::<UInt64Array>()
-        .ok_or_else(|| corrupt("bad $timestamp"))?;
-    let kinds = batch
-        .column(width + 1)
-        .as_any()
-        .downcast_ref::<UInt8Array>()
-        .ok_or_else(|| corrupt("bad $kind"))?;
-    let aggs = batch
-        .column(width + 2)
-        .as_any()
-        .downcast_ref::<BooleanArray>()
-        .ok_or_else(|| corrupt("bad $aggregate"))?;
-    let written = batch
-        .column(width + 3)
-        .as_any()
-        .downcast_ref::<BinaryArray>()
-        .ok_or_else(|| corrupt("bad $written"))?;
+    Ok(VersionColumns {
+        timestamps: batch
+            .column(width)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .ok_or_else(|| corrupt("bad $timestamp"))?,
+        kinds: batch
+            .column(width + 1)
+            .as_any()
+            .downcast_ref::<UInt8Array>()
+            .ok_or_else(|| corrupt("bad $kind"))?,
+        aggregates: batch
+            .column(width + 2)
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| corrupt("bad $aggregate"))?,
+        written: batch
+            .column(width + 3)
+            .as_any()
+            .downcast_ref::<BinaryArray>()
+            .ok_or_else(|| corrupt("bad $written"))?,
+    })
+}
+
+pub(crate) fn decode_versions(
+    path: &str,
+    schema: &TableSchema,
+    batch: &RecordBatch,
+) -> Result<Vec<RowDelta>> {
+    let corrupt = |m: &str| Error::Corrupt {
+        path: path.to_string(),
+        message: m.to_string(),
+    };
+    let VersionColumns {
+        timestamps: ts,
+        kinds,
+        aggregates: aggs,
+        written,
+    } = version_columns(path, schema, batch)?;
     let mut out = Vec::with_capacity(batch.num_rows());
     for r in 0..batch.num_rows() {
         let bits = written.value(r);

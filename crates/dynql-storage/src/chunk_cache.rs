@@ -363,37 +363,15 @@ impl ChunkCache {
 
 /// Checks a raw row group's version columns: whether it is clean (see [`RawRowGroup`]).
 fn inspect_raw(path: &str, schema: &TableSchema, batch: RecordBatch) -> Result<RawRowGroup> {
-    use arrow::array::{Array, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
+    use arrow::array::Array;
     let width = schema.columns().len();
-    let corrupt = |m: &str| Error::Corrupt {
-        path: path.to_string(),
-        message: m.to_string(),
-    };
-    if batch.num_columns() != width + 4 {
-        return Err(corrupt(
-            "versioned chunk has an unexpected number of columns",
-        ));
-    }
-    let ts = batch
-        .column(width)
-        .as_any()
-        .downcast_ref::<UInt64Array>()
-        .ok_or_else(|| corrupt("bad $timestamp"))?;
-    let kinds = batch
-        .column(width + 1)
-        .as_any()
-        .downcast_ref::<UInt8Array>()
-        .ok_or_else(|| corrupt("bad $kind"))?;
-    let aggregates = batch
-        .column(width + 2)
-        .as_any()
-        .downcast_ref::<BooleanArray>()
-        .ok_or_else(|| corrupt("bad $aggregate"))?;
-    let written = batch
-        .column(width + 3)
-        .as_any()
-        .downcast_ref::<BinaryArray>()
-        .ok_or_else(|| corrupt("bad $written"))?;
+    let columns = crate::chunk::version_columns(path, schema, &batch)?;
+    let (ts, kinds, aggregates, written) = (
+        columns.timestamps,
+        columns.kinds,
+        columns.aggregates,
+        columns.written,
+    );
     let max_timestamp = arrow::compute::max(ts).unwrap_or(0);
     let full: Vec<u8> = (0..width.div_ceil(8))
         .map(|b| {

@@ -219,26 +219,7 @@ fn run_file(name: &str) {
         .map(|l| serde_json::from_str(l).expect("case"))
         .collect();
     assert!(!cases.is_empty());
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = cases
-            .chunks(cases.len().div_ceil(4))
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .filter_map(|c| {
-                            run_case(c)
-                                .err()
-                                .map(|e| format!("{}: {e}", c["id"].as_str().unwrap_or("?")))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("runner thread"))
-            .collect()
-    });
+    let failures = crate::run_cases(&cases, 4, run_case);
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",

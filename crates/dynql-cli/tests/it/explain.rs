@@ -89,26 +89,7 @@ fn public_range_cases_pass_through_the_cli() {
         .map(|l| serde_json::from_str(l).expect("case"))
         .collect();
     assert!(cases.len() >= 21);
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = cases
-            .chunks(cases.len().div_ceil(2))
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .filter_map(|c| {
-                            run_case(c)
-                                .err()
-                                .map(|e| format!("{}: {e}", c["id"].as_str().unwrap_or("?")))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("runner thread"))
-            .collect()
-    });
+    let failures = crate::run_cases(&cases, 2, run_case);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

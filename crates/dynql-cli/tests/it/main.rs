@@ -65,3 +65,31 @@ impl TestStore {
         String::from_utf8(out.stderr).expect("utf-8 stderr")
     }
 }
+
+/// Runs `run` over `cases` on `threads` threads; returns "id: message" for each failure.
+pub fn run_cases(
+    cases: &[serde_json::Value],
+    threads: usize,
+    run: fn(&serde_json::Value) -> Result<(), String>,
+) -> Vec<String> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = cases
+            .chunks(cases.len().div_ceil(threads).max(1))
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .filter_map(|c| {
+                            run(c)
+                                .err()
+                                .map(|e| format!("{}: {e}", c["id"].as_str().unwrap_or("?")))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("runner thread"))
+            .collect()
+    })
+}
