@@ -256,6 +256,13 @@ pub enum Command {
         tablet_index: usize,
         trimmed_row_count: u64,
     },
+    /// Set a writable attribute: `set //t/@min_data_versions 0` (retention settings,
+    /// commit_ordering, mount_config/max_ordered_tablet_data_weight).
+    Set {
+        path: String,
+        /// The value as YSON or JSON (`0`, `strong`, `"strong"`).
+        value: String,
+    },
     /// Print an attribute: `get //t/@pivot_keys`, or `get //t/@` for all of them.
     Get {
         path: String,
@@ -616,6 +623,16 @@ pub async fn run(cli: Cli) -> Result<()> {
             tablet_index,
             trimmed_row_count,
         } => db.trim_rows(&path, tablet_index, trimmed_row_count).await?,
+        Command::Set { path, value } => {
+            let Some((table, attribute)) = path.split_once("/@") else {
+                bail!("set supports attributes only: PATH/@NAME (got {path:?})");
+            };
+            // A bare word (strong) is a YSON string; anything else parses as YSON or JSON.
+            let value = dynql::parse_document(&value)
+                .or_else(|_| dynql::parse_document(&format!("\"{value}\"")))
+                .with_context(|| format!("value {value:?} is neither YSON nor JSON"))?;
+            db.set_attribute(table, attribute, &value).await?;
+        }
         Command::Get { path, format } => {
             let Some((table, attribute)) = path.split_once("/@") else {
                 bail!("get supports attributes only: PATH/@NAME or PATH/@ (got {path:?})");

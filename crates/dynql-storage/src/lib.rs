@@ -30,7 +30,10 @@ pub use error::{Error, Result};
 pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
-pub use store::{validate_path, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS};
+pub use store::{
+    validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS,
+    WRITABLE_ATTRIBUTES,
+};
 pub use tablets::{Reshard, TabletCommand, TabletState};
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

@@ -107,6 +107,14 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dynamic: Option<bool>,
     },
+    /// `set PATH/@NAME`: a writable attribute's new value (see
+    /// [`crate::store::Store::set_attribute`]).
+    SetAttribute {
+        path: String,
+        table_id: String,
+        name: String,
+        value: crate::store::AttributeValue,
+    },
     /// `mount-table`, `unmount-table`, `freeze-table`, `unfreeze-table`.
     SetTabletState {
         path: String,

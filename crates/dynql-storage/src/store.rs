@@ -171,6 +171,75 @@ pub(crate) struct State {
     pub(crate) committed_transactions: HashSet<String>,
 }
 
+/// The value of a writable attribute (`set PATH/@NAME`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AttributeValue {
+    Number(u64),
+    Text(String),
+}
+
+/// Attributes `set` can change: the retention settings, `commit_ordering` and
+/// `mount_config/max_ordered_tablet_data_weight`.
+pub const WRITABLE_ATTRIBUTES: &[&str] = &[
+    "min_data_versions",
+    "max_data_versions",
+    "min_data_ttl",
+    "max_data_ttl",
+    "commit_ordering",
+    "mount_config/max_ordered_tablet_data_weight",
+];
+
+/// Applies a writable attribute to a catalog entry, checking it (the same check runs when
+/// the change is made and when it is replayed).
+pub(crate) fn set_attribute(
+    entry: &mut TableEntry,
+    name: &str,
+    value: &AttributeValue,
+) -> Result<()> {
+    let number = || match value {
+        AttributeValue::Number(n) => Ok(*n),
+        AttributeValue::Text(t) => Err(Error::Invalid(format!(
+            "Attribute {name:?} must be a non-negative integer, not {t:?}"
+        ))),
+    };
+    let mut next = entry.clone();
+    match name {
+        "min_data_versions" => next.retention.min_data_versions = number()?,
+        "max_data_versions" => next.retention.max_data_versions = number()?,
+        "min_data_ttl" => next.retention.min_data_ttl = number()?,
+        "max_data_ttl" => next.retention.max_data_ttl = number()?,
+        "mount_config/max_ordered_tablet_data_weight" => {
+            next.max_ordered_tablet_data_weight = Some(number()?)
+        }
+        "commit_ordering" => match value {
+            AttributeValue::Text(t) if t == "weak" || t == "strong" => {
+                next.commit_ordering = t.clone()
+            }
+            _ => {
+                return Err(Error::Invalid(
+                    "Attribute \"commit_ordering\" must be weak or strong".into(),
+                ))
+            }
+        },
+        other => {
+            return Err(Error::Invalid(format!(
+                "Attribute {other:?} cannot be set (writable: {})",
+                WRITABLE_ATTRIBUTES.join(", ")
+            )))
+        }
+    }
+    let r = next.retention;
+    if r.min_data_versions > r.max_data_versions || r.min_data_ttl > r.max_data_ttl {
+        return Err(Error::Invalid(
+            "min_data_versions must not exceed max_data_versions, nor min_data_ttl max_data_ttl"
+                .into(),
+        ));
+    }
+    *entry = next;
+    Ok(())
+}
+
 /// A row write: values in schema order (`None` = not written; computed columns filled).
 pub type RowValues = Vec<Option<Value>>;
 
@@ -292,6 +361,29 @@ impl Store {
     pub fn with_gc_grace_ms(mut self, ms: u64) -> Store {
         self.gc_grace_ms = ms;
         self
+    }
+
+    /// Sets a writable attribute (see [`WRITABLE_ATTRIBUTES`]); takes effect for the
+    /// following reads, writes and compactions (no remount needed).
+    ///
+    /// # Errors
+    /// No such table, an attribute that cannot be set, or a value of the wrong kind.
+    pub async fn set_attribute(&self, path: &str, name: &str, value: AttributeValue) -> Result<()> {
+        self.commit(|state| {
+            let (entry, _) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            set_attribute(&mut entry.clone(), name, &value)?;
+            Ok(vec![Action::SetAttribute {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                name: name.into(),
+                value: value.clone(),
+            }])
+        })
+        .await?;
+        Ok(())
     }
 
     /// The URL the store was opened with.
@@ -899,6 +991,7 @@ pub(crate) fn check_conflicts(
             | Action::Flush { .. }
             | Action::Reshard { .. }
             | Action::SetTabletState { .. }
+            | Action::SetAttribute { .. }
             | Action::AlterTable { .. }
             | Action::ReshardQueues { .. }
             | Action::TrimRows { .. } => {}
@@ -1083,6 +1176,21 @@ fn apply(
                         }
                         entry.dynamic = *dynamic;
                     }
+                }
+            }
+            Action::SetAttribute {
+                path,
+                table_id,
+                name,
+                value,
+            } => {
+                if let Some((entry, _)) = state
+                    .tables
+                    .get_mut(path)
+                    .filter(|(e, _)| e.id == *table_id)
+                {
+                    // Checked when made; a record that fails the check now changes nothing.
+                    let _ = set_attribute(entry, name, value);
                 }
             }
             Action::SetTabletState {

@@ -28,6 +28,13 @@ pub const ATTRIBUTES: &[&str] = &[
     "max_data_ttl",
 ];
 
+fn unwrap(v: &Yson) -> &Yson {
+    match v {
+        Yson::Attributed { value, .. } => value,
+        other => other,
+    }
+}
+
 fn text(s: &str) -> Yson {
     Yson::String(s.as_bytes().to_vec())
 }
@@ -137,6 +144,26 @@ impl Database {
                 )))
             }
         })
+    }
+
+    /// Sets a writable attribute (`yt set PATH/@NAME VALUE`): `min_data_versions`,
+    /// `max_data_versions`, `min_data_ttl`, `max_data_ttl`, `commit_ordering`,
+    /// `mount_config/max_ordered_tablet_data_weight`. The value is a YSON or JSON scalar.
+    pub async fn set_attribute(&self, path: &str, name: &str, value: &Yson) -> Result<()> {
+        let value = match unwrap(value) {
+            Yson::Int64(n) if *n >= 0 => dynql_storage::AttributeValue::Number(*n as u64),
+            Yson::Uint64(n) => dynql_storage::AttributeValue::Number(*n),
+            Yson::String(s) => {
+                dynql_storage::AttributeValue::Text(String::from_utf8_lossy(s).into_owned())
+            }
+            other => {
+                return Err(Error::Invalid(format!(
+                    "Attribute {name:?}: expected a non-negative integer or a string, got {}",
+                    dynql_core::yson::to_text(other)
+                )))
+            }
+        };
+        Ok(self.store().set_attribute(path, name, value).await?)
     }
 
     /// Reshards an unmounted sorted table: explicit pivot keys, or a tablet count (`uniform`

@@ -158,3 +158,40 @@ fn tablet_states_gate_reads_and_writes() {
         r#"{"s":3}"#
     );
 }
+
+#[test]
+fn set_changes_writable_attributes_and_refuses_the_rest() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+        ],
+        None,
+    );
+    store.ok(&["set", "//t/@min_data_versions", "0"], None);
+    store.ok(&["set", "//t/@min_data_ttl", "0"], None);
+    store.ok(&["set", "//t/@commit_ordering", "strong"], None);
+    assert_eq!(get(&store, "min_data_versions"), json!(0));
+    assert_eq!(get(&store, "min_data_ttl"), json!(0));
+    assert_eq!(get(&store, "commit_ordering"), json!("strong"));
+    let err = store.fails(&["set", "//t/@tablet_count", "3"], None);
+    assert!(err.contains("cannot be set"), "{err}");
+    let err = store.fails(&["set", "//t/@max_data_versions", "\"many\""], None);
+    assert!(err.contains("non-negative integer"), "{err}");
+    // min above max is refused and changes nothing.
+    let err = store.fails(&["set", "//t/@min_data_versions", "5"], None);
+    assert!(err.contains("must not exceed"), "{err}");
+    assert_eq!(get(&store, "min_data_versions"), json!(0));
+    // Retention set this way drives compaction: with min_data_versions 0 and both ttls 0,
+    // every version may go, as in YT.
+    store.ok(&["set", "//t/@max_data_ttl", "0"], None);
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=1}"));
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=2}"));
+    assert_eq!(query(&store, "v from [//t]").trim(), r#"{"v":2}"#);
+    store.ok(&["compact", "//t"], None);
+    assert_eq!(query(&store, "v from [//t]").trim(), "");
+}
