@@ -269,6 +269,10 @@ pub enum Command {
         #[arg(long, default_value = "yson")]
         format: String,
     },
+    /// Copy a table to a new path (rows and history; chunks are shared).
+    Copy { source: String, destination: String },
+    /// Move (rename) a table.
+    Move { source: String, destination: String },
     /// Remove a table.
     Remove {
         path: String,
@@ -645,6 +649,14 @@ pub async fn run(cli: Cli) -> Result<()> {
                 other => bail!("--format must be yson or json, not {other:?}"),
             }
         }
+        Command::Copy {
+            source,
+            destination,
+        } => db.copy(&source, &destination).await?,
+        Command::Move {
+            source,
+            destination,
+        } => db.move_table(&source, &destination).await?,
         Command::Remove { path, force } => {
             if force && !db.exists(&path).await? {
                 return Ok(());

@@ -47,6 +47,15 @@ pub enum Action {
         path: String,
         table_id: String,
     },
+    /// `copy` (`keep_source`) or `move` of a table to a new path; a copy gets `new_id` and
+    /// shares the source's chunks (they are immutable).
+    CopyTable {
+        source: String,
+        table_id: String,
+        destination: String,
+        new_id: String,
+        keep_source: bool,
+    },
     WriteRows {
         path: String,
         table_id: String,

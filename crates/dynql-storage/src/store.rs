@@ -686,6 +686,50 @@ impl Store {
         Ok(())
     }
 
+    /// Copies (`keep_source`) or moves a table to `destination` (a new path). A copy is a
+    /// new table with the source's rows and history as of the commit; it shares the source's
+    /// chunks, which are immutable.
+    ///
+    /// # Errors
+    /// No source table, an existing destination, or a destination under a table.
+    pub async fn copy_table(
+        &self,
+        source: &str,
+        destination: &str,
+        keep_source: bool,
+    ) -> Result<()> {
+        validate_path(destination)?;
+        let new_id = fresh_id();
+        self.commit(|state| {
+            let (entry, _) = state.tables.get(source).ok_or_else(|| Error::NoSuchTable {
+                path: source.into(),
+            })?;
+            if state.tables.contains_key(destination) {
+                return Err(Error::AlreadyExists {
+                    path: destination.into(),
+                });
+            }
+            if let Some(prefix) = state
+                .tables
+                .keys()
+                .find(|p| destination.starts_with(&format!("{p}/")))
+            {
+                return Err(Error::Invalid(format!(
+                    "Cannot create {destination}: {prefix} is a table, not a directory"
+                )));
+            }
+            Ok(vec![Action::CopyTable {
+                source: source.into(),
+                table_id: entry.id.clone(),
+                destination: destination.into(),
+                new_id: new_id.clone(),
+                keep_source,
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
     /// Writes rows in one commit and returns its timestamp.
     ///
     /// Sorted tables: every row carries its full key; `Overwrite` replaces the row, `Update`
@@ -987,6 +1031,7 @@ pub(crate) fn check_conflicts(
             }
             Action::CreateTable { .. }
             | Action::RemoveTable { .. }
+            | Action::CopyTable { .. }
             | Action::Compact { .. }
             | Action::Flush { .. }
             | Action::Reshard { .. }
@@ -1024,6 +1069,14 @@ fn flushed_later(records: &[CommitRecord]) -> HashMap<String, u64> {
             *e = (*e).max(up_to);
         }
     }
+    // A copy takes the source's dynamic store as it is at the copy: replay must keep it.
+    for r in records {
+        for a in &r.actions {
+            if let Action::CopyTable { table_id, .. } = a {
+                flushed.remove(table_id);
+            }
+        }
+    }
     flushed
 }
 
@@ -1052,6 +1105,32 @@ fn apply(
                     ..TableData::default()
                 };
                 state.tables.insert(path.clone(), (entry.clone(), data));
+            }
+            Action::CopyTable {
+                source,
+                table_id,
+                destination,
+                new_id,
+                keep_source,
+            } => {
+                let Some((entry, data)) = state
+                    .tables
+                    .get(source)
+                    .filter(|(e, _)| e.id == *table_id)
+                    .cloned()
+                else {
+                    continue;
+                };
+                let entry = if *keep_source {
+                    TableEntry {
+                        id: new_id.clone(),
+                        ..entry
+                    }
+                } else {
+                    state.tables.remove(source);
+                    entry
+                };
+                state.tables.insert(destination.clone(), (entry, data));
             }
             Action::TrimRows {
                 path,

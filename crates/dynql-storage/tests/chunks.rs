@@ -424,3 +424,39 @@ async fn a_narrow_range_decodes_one_row_group() {
     assert_eq!(rows[7][2], Value::Int64(-7));
     assert_eq!(rows[8][2], Value::Int64(8));
 }
+
+#[tokio::test]
+async fn a_copy_survives_reopening_after_its_source_was_flushed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let s = Store::open(&url).unwrap();
+    s.create_table("//t", two_key_schema(), TableOptions::default())
+        .await
+        .unwrap();
+    let row = |a: i64| {
+        vec![
+            Some(Value::Int64(a)),
+            Some(Value::Int64(0)),
+            Some(Value::Int64(a)),
+        ]
+    };
+    s.write_rows("//t", WriteKind::Overwrite, false, vec![row(1), row(2)])
+        .await
+        .unwrap();
+    s.copy_table("//t", "//c", true).await.unwrap();
+    // The source's flush comes after the copy in the log: replay must still give the copy
+    // the versions it took from the source's dynamic store.
+    assert!(!s.flush_table("//t").await.unwrap().is_empty());
+    let reopened = Store::open(&url).unwrap();
+    for path in ["//t", "//c"] {
+        assert_eq!(
+            reopened
+                .read_rows(path, Timestamp::MAX)
+                .await
+                .unwrap()
+                .len(),
+            2,
+            "{path}"
+        );
+    }
+}

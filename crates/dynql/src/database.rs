@@ -512,6 +512,16 @@ impl Database {
         Ok(self.store.set_tablet_state(path, command).await?)
     }
 
+    /// Copies a table to a new path (`yt copy`): the copy has the source's rows and history.
+    pub async fn copy(&self, source: &str, destination: &str) -> Result<()> {
+        Ok(self.store.copy_table(source, destination, true).await?)
+    }
+
+    /// Moves a table to a new path (`yt move`).
+    pub async fn move_table(&self, source: &str, destination: &str) -> Result<()> {
+        Ok(self.store.copy_table(source, destination, false).await?)
+    }
+
     /// Removes a table.
     pub async fn remove(&self, path: &str) -> Result<()> {
         Ok(self.store.remove_table(path).await?)

@@ -195,3 +195,52 @@ fn set_changes_writable_attributes_and_refuses_the_rest() {
     store.ok(&["compact", "//t"], None);
     assert_eq!(query(&store, "v from [//t]").trim(), "");
 }
+
+#[test]
+fn copy_and_move_keep_rows_and_history() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+        ],
+        None,
+    );
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=1}; {k=2; v=2}"));
+    let before = store.ok(&["generate-timestamp"], None).trim().to_string();
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=10}"));
+    store.ok(&["copy", "//t", "//c"], None);
+    // The copy is independent of its source.
+    store.ok(&["insert-rows", "//t"], Some("{k=3; v=3}"));
+    store.ok(&["insert-rows", "//c"], Some("{k=4; v=4}"));
+    assert_eq!(
+        query(&store, "k, v from [//c]"),
+        "{\"k\":1,\"v\":10}\n{\"k\":2,\"v\":2}\n{\"k\":4,\"v\":4}\n"
+    );
+    // History came along: time travel on the copy sees the source's past.
+    let old = store.ok(
+        &[
+            "select-rows",
+            "v from [//c] where k = 1",
+            "--format",
+            "json",
+            "--timestamp",
+            &before,
+        ],
+        None,
+    );
+    assert_eq!(old.trim(), r#"{"v":1}"#);
+    store.ok(&["move", "//t", "//dir/moved"], None);
+    assert_eq!(store.ok(&["exists", "//t"], None).trim(), "false");
+    assert_eq!(
+        query(&store, "k from [//dir/moved] where k = 3").trim(),
+        r#"{"k":3}"#
+    );
+    let err = store.fails(&["copy", "//c", "//dir/moved"], None);
+    assert!(err.contains("already exists"), "{err}");
+    let err = store.fails(&["move", "//missing", "//x"], None);
+    assert!(err.contains("no such table"), "{err}");
+}
