@@ -78,7 +78,12 @@ impl<'de> Deserialize<'de> for Timestamp {
 impl Store {
     /// Starts a transaction that expires `timeout_ms` after its last ping.
     pub async fn start_transaction(&self, timeout_ms: u64) -> Result<TransactionInfo> {
-        let start_timestamp = self.generate_timestamp().await?;
+        // The snapshot is the last commit this handle sees (after a refresh), not a fresh
+        // clock reading: a commit whose timestamp was drawn just before a clock-based start
+        // could become visible only after the transaction read, and a conflict check that
+        // looks for commits after the start would then miss it (a lost update). Every commit
+        // not in this snapshot has a larger timestamp, so the check sees it.
+        let start_timestamp = self.last_committed_timestamp().await?;
         let info = TransactionInfo {
             id: fresh_id(),
             start_timestamp,
