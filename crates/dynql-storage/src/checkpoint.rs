@@ -8,7 +8,7 @@
 //!
 //! A checkpoint first flushes the dynamic store of every sorted table (one commit of
 //! [`Action::Flush`](crate::log::Action)) and compacts tables holding more than
-//! [`AUTO_COMPACTION_CHUNKS`] chunks; the manifest then lists each table's chunks plus a
+//! [`AUTO_COMPACTION_CHUNKS`] chunks (and ordered tables whose retention may trim rows); the manifest then lists each table's chunks plus a
 //! *tail* chunk for what is still in memory (writes that raced the flush, ordered tables). The
 //! manifest is created with `PutMode::Create` after its chunks, so a checkpoint is either
 //! complete or absent. The two newest checkpoints are kept; older ones, the log records they
@@ -190,7 +190,14 @@ impl Store {
         let crowded: Vec<String> = state
             .tables
             .iter()
-            .filter(|(_, (_, d))| d.chunks.len() > AUTO_COMPACTION_CHUNKS)
+            .filter(|(_, (e, d))| {
+                d.chunks.len() > AUTO_COMPACTION_CHUNKS
+                    // Ordered tables whose retention allows deleting rows: compaction trims
+                    // the expired commits (it rewrites nothing).
+                    || (!e.schema.is_sorted()
+                        && e.retention.min_data_versions == 0
+                        && d.queues.iter().any(|q| !q.rows.is_empty()))
+            })
             .map(|(p, _)| p.clone())
             .collect();
         for path in crowded {
@@ -632,6 +639,46 @@ mod tests {
             .unwrap()
             .iter()
             .all(|r| r[1] == Value::Int64(last)));
+    }
+
+    #[tokio::test]
+    async fn checkpoints_trim_expired_rows_of_ordered_tables() {
+        let s = Store::open("memory://").unwrap();
+        let queue = TableSchema::parse("[{name=a;type=int64}]").unwrap();
+        let options = |min_data_versions| TableOptions {
+            retention: crate::compaction::Retention {
+                min_data_versions,
+                max_data_versions: min_data_versions,
+                min_data_ttl: 0,
+                max_data_ttl: 0,
+            },
+            ..TableOptions::default()
+        };
+        s.create_table("//expiring", queue.clone(), options(0))
+            .await
+            .unwrap();
+        s.create_table("//kept", queue, options(1)).await.unwrap();
+        for path in ["//expiring", "//kept"] {
+            s.append_rows(path, vec![(None, vec![Some(Value::Int64(1))])])
+                .await
+                .unwrap();
+        }
+        s.checkpoint().await.unwrap();
+        // min_data_versions = 0 with both ttls 0: the row may go; min_data_versions > 0 keeps
+        // everything.
+        assert!(s
+            .read_rows("//expiring", Timestamp::MAX)
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            s.queue_tablets("//expiring").await.unwrap()[0].trimmed_row_count,
+            1
+        );
+        assert_eq!(
+            s.read_rows("//kept", Timestamp::MAX).await.unwrap().len(),
+            1
+        );
     }
 
     #[tokio::test]
