@@ -17,6 +17,8 @@ use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_ql::{bind_query, BindOptions, Catalog};
 use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
+use dynql_storage::scan::row_weight;
+
 use crate::error::{Error, Result};
 use crate::scan::{join_ranges, main_table_ranges, storage_ranges, Explanation};
 
@@ -294,14 +296,6 @@ async fn scan_until_limit(
     stats.rows_read = read;
     stats.scan = scan;
     Ok((rows, stats))
-}
-
-/// YT's data weight of a row.
-fn row_weight(row: &[Value]) -> u64 {
-    1 + row
-        .iter()
-        .map(dynql_storage::scan::value_weight)
-        .sum::<u64>()
 }
 
 /// Reads a table (only `ranges`, when given) as rows in schema order, tablet by tablet in key

@@ -17,7 +17,7 @@ use dynql_core::{Value, Yson};
 
 use crate::error::{Error, Result};
 use crate::log::{self, Action};
-use crate::scan::{value_weight, KeyBound, KeyRange, ScanStatistics};
+use crate::scan::{row_weight, value_weight, KeyBound, KeyRange, ScanStatistics};
 use crate::store::{fresh_id, RowValues, State, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
 
@@ -74,7 +74,7 @@ impl Queue {
         self.rows
             .iter()
             .skip(skip)
-            .map(|(_, r)| 1 + r.iter().map(value_weight).sum::<u64>())
+            .map(|(_, r)| row_weight(r))
             .sum()
     }
 }
@@ -126,7 +126,7 @@ pub(crate) fn append(
             _ => {}
         }
     }
-    let weight = 1 + row.iter().map(value_weight).sum::<u64>() as i64;
+    let weight = row_weight(&row) as i64;
     queue.cumulative_weight += weight;
     if let Some(i) = cumulative {
         row[i] = Value::Int64(queue.cumulative_weight);
@@ -312,7 +312,7 @@ pub(crate) fn scan_queues(
                 out.extend(key(t, first + i as u64));
                 out.extend(row.iter().cloned());
                 statistics.rows_read += 1;
-                statistics.data_weight += 1 + row.iter().map(value_weight).sum::<u64>();
+                statistics.data_weight += row_weight(row);
                 if !sink(t, out)? {
                     return Ok(statistics);
                 }

@@ -613,8 +613,8 @@ fn batch_weight(batch: &RecordBatch) -> u64 {
     weight
 }
 
-/// One byte per row plus the values' weights.
-fn row_weight(row: &[Value]) -> u64 {
+/// YT's data weight of a row: one byte plus the values' weights.
+pub fn row_weight(row: &[Value]) -> u64 {
     1 + row.iter().map(value_weight).sum::<u64>()
 }
 

@@ -240,6 +240,23 @@ pub(crate) fn set_attribute(
     Ok(())
 }
 
+/// Checks that a table can be created at `path`: nothing is there, and no table is a parent.
+fn check_new_path(state: &State, path: &str) -> Result<()> {
+    if state.tables.contains_key(path) {
+        return Err(Error::AlreadyExists { path: path.into() });
+    }
+    if let Some(prefix) = state
+        .tables
+        .keys()
+        .find(|p| path.starts_with(&format!("{p}/")))
+    {
+        return Err(Error::Invalid(format!(
+            "Cannot create {path}: {prefix} is a table, not a directory"
+        )));
+    }
+    Ok(())
+}
+
 /// A row write: values in schema order (`None` = not written; computed columns filled).
 pub type RowValues = Vec<Option<Value>>;
 
@@ -649,18 +666,7 @@ impl Store {
             dynamic: true,
         };
         self.commit(|state| {
-            if state.tables.contains_key(path) {
-                return Err(Error::AlreadyExists { path: path.into() });
-            }
-            if let Some(prefix) = state
-                .tables
-                .keys()
-                .find(|p| path.starts_with(&format!("{p}/")))
-            {
-                return Err(Error::Invalid(format!(
-                    "Cannot create {path}: {prefix} is a table, not a directory"
-                )));
-            }
+            check_new_path(state, path)?;
             Ok(vec![Action::CreateTable {
                 path: path.into(),
                 entry: entry.clone(),
@@ -704,20 +710,7 @@ impl Store {
             let (entry, _) = state.tables.get(source).ok_or_else(|| Error::NoSuchTable {
                 path: source.into(),
             })?;
-            if state.tables.contains_key(destination) {
-                return Err(Error::AlreadyExists {
-                    path: destination.into(),
-                });
-            }
-            if let Some(prefix) = state
-                .tables
-                .keys()
-                .find(|p| destination.starts_with(&format!("{p}/")))
-            {
-                return Err(Error::Invalid(format!(
-                    "Cannot create {destination}: {prefix} is a table, not a directory"
-                )));
-            }
+            check_new_path(state, destination)?;
             Ok(vec![Action::CopyTable {
                 source: source.into(),
                 table_id: entry.id.clone(),
