@@ -3,7 +3,9 @@
 //! 1. bulk `insert_rows` of N rows vs writing the same rows to one Parquet file;
 //! 2. `lookup_rows` of 10k random keys on an N-row table vs SQLite primary-key lookups;
 //! 3. a full-scan aggregate over a table with 8 uncompacted delta layers vs the same table
-//!    compacted.
+//!    compacted;
+//! 4. cold point scans (one per row group, nothing cached) reading page windows chosen by
+//!    the page index vs reading whole row groups.
 //!
 //! Run: `cargo bench -p dynql-benches` (N = DYNQL_BENCH_ROWS, default 1,000,000;
 //! runs per measurement = DYNQL_BENCH_RUNS, default 3).
@@ -139,6 +141,45 @@ fn main() {
         lookup,
         "sqlite pk lookups",
         sqlite_lookup,
+    );
+
+    // 4 (after 3's setup of the lookup table). Cold point scans, one per row group of the
+    // flushed table, each from a fresh handle: page windows vs whole row groups.
+    rt.block_on(db.flush("//t")).unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let groups = (n / dynql_storage::chunk::ROW_GROUP_ROWS).max(1);
+    let points: Vec<dynql_storage::KeyRange> = (0..groups)
+        .map(|g| {
+            let k = (g * dynql_storage::chunk::ROW_GROUP_ROWS + 4321 % n) as i64;
+            let key = vec![dynql_core::Value::Int64(k)];
+            dynql_storage::KeyRange {
+                lower: dynql_storage::KeyBound::new(key.clone(), false),
+                upper: dynql_storage::KeyBound::new(key, true),
+            }
+        })
+        .collect();
+    let cold_points = |page_windows: bool| {
+        let store = dynql_storage::Store::open(&url)
+            .unwrap()
+            .with_page_windows(page_windows);
+        for point in &points {
+            let (rows, _) = rt
+                .block_on(store.scan_ranges(
+                    "//t",
+                    Some(std::slice::from_ref(point)),
+                    dynql_storage::Timestamp::MAX,
+                ))
+                .unwrap();
+            assert_eq!(rows.iter().map(|t| t.rows.len()).sum::<usize>(), 1);
+        }
+    };
+    let windows = median(runs, || cold_points(true));
+    let whole = median(runs, || cold_points(false));
+    report(
+        &format!("cold point scans, {groups} row groups"),
+        windows,
+        "whole row groups",
+        whole,
     );
 
     // 3. Full-scan aggregate over 8 delta layers (8 chunks) vs compacted (1 chunk).

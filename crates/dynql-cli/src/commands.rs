@@ -504,7 +504,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             if print_statistics {
                 let s = &result.statistics;
                 eprintln!(
-                    "statistics: rows_read={} data_weight_read={} rows_written={} incomplete_input={} incomplete_output={} tablets_read={}/{} chunks_read={}/{} row_groups_read={}/{}",
+                    "statistics: rows_read={} data_weight_read={} rows_written={} incomplete_input={} incomplete_output={} tablets_read={}/{} chunks_read={}/{} row_groups_read={}/{} rows_decoded={}",
                     s.rows_read,
                     s.data_weight_read,
                     s.rows_written,
@@ -516,6 +516,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                     s.scan.chunks.1,
                     s.scan.row_groups.0,
                     s.scan.row_groups.1,
+                    s.scan.rows_decoded,
                 );
             }
         }

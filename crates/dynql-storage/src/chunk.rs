@@ -64,6 +64,10 @@ pub struct RowGroupRef {
 /// Versions per Parquet row group of a chunk: the unit a pruned scan decodes.
 pub const ROW_GROUP_ROWS: usize = 16 * 1024;
 
+/// Rows per Parquet data page at most: the unit a narrow scan of a row group decodes (see
+/// the page index pruning in `page_index.rs`).
+pub const PAGE_ROWS: usize = 1024;
+
 impl ChunkRef {
     /// Whether the chunk may hold versions of `key` visible at `timestamp`.
     pub fn may_contain(&self, key: &[Value], timestamp: u64) -> bool {
@@ -185,6 +189,8 @@ pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes
     let props = WriterProperties::builder()
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_data_page_row_count_limit(PAGE_ROWS)
+        .set_write_batch_size(PAGE_ROWS)
         .build();
     let mut buf = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?;

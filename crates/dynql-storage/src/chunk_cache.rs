@@ -15,10 +15,10 @@ use futures::future::{BoxFuture, FutureExt};
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
 use dynql_core::TableSchema;
 
@@ -35,8 +35,20 @@ const CACHED_FOOTERS: usize = 4096;
 /// The unit index of a whole chunk.
 const WHOLE: usize = usize::MAX;
 
-/// A cached unit: (chunk path, row group or [`WHOLE`], what: versions, raw, viewed).
-type Unit = (String, usize, u8);
+/// The rows of a unit that is a whole row group (or chunk).
+const ALL_ROWS: (usize, usize) = (0, usize::MAX);
+
+/// A cached unit: (chunk path, row group or [`WHOLE`], what: versions, raw, viewed, the row
+/// window `[start, end)` of the row group, or [`ALL_ROWS`]).
+type Unit = (String, usize, u8, (usize, usize));
+
+/// A row window of a row group, or all of it.
+fn window_rows(window: &Option<std::ops::Range<usize>>) -> (usize, usize) {
+    window
+        .as_ref()
+        .map(|w| (w.start, w.end))
+        .unwrap_or(ALL_ROWS)
+}
 
 const VERSIONS: u8 = 0;
 const RAW: u8 = 1;
@@ -227,7 +239,7 @@ impl ChunkCache {
         schema: &TableSchema,
         chunk: &ChunkRef,
     ) -> Result<Arc<Vec<RowDelta>>> {
-        let unit = (chunk.path.clone(), WHOLE, VERSIONS);
+        let unit = (chunk.path.clone(), WHOLE, VERSIONS, ALL_ROWS);
         if let Some(v) = self.get_versions(&unit) {
             return Ok(v);
         }
@@ -242,65 +254,96 @@ impl ChunkCache {
     }
 
     /// The versions of row group `index` of `chunk` (the whole chunk when it records no row
-    /// groups), read with ranged requests on a miss.
+    /// groups), or of the row window `rows` of it, read with ranged requests on a miss.
     pub(crate) async fn row_group(
         &self,
         objects: &Arc<dyn ObjectStore>,
         schema: &TableSchema,
         chunk: &ChunkRef,
         index: usize,
+        rows: Option<std::ops::Range<usize>>,
     ) -> Result<Arc<Vec<RowDelta>>> {
         if chunk.row_groups.is_empty() {
             return self.versions(objects.as_ref(), schema, chunk).await;
         }
-        let unit = (chunk.path.clone(), index, VERSIONS);
+        let unit = (chunk.path.clone(), index, VERSIONS, window_rows(&rows));
         if let Some(v) = self.get_versions(&unit) {
             return Ok(v);
         }
-        let raw = self.raw_row_group(objects, schema, chunk, index).await?;
+        let raw = self
+            .raw_row_group(objects, schema, chunk, index, rows)
+            .await?;
         let versions = Arc::new(decode_versions(&chunk.path, schema, &raw.batch)?);
         check_key_order(&chunk.path, schema, &versions)?;
         self.insert(unit, Cached::Versions(versions.clone()));
         Ok(versions)
     }
 
-    /// The table columns of raw row group `index` of `chunk`, byte strings as `BinaryView`
-    /// (cast once and cached: DataFusion groups views much faster).
+    /// The table columns of raw row group `index` of `chunk` (or of its row window `rows`),
+    /// byte strings as `BinaryView` (cast once and cached: DataFusion groups views much
+    /// faster).
     pub(crate) async fn viewed_row_group(
         &self,
         objects: &Arc<dyn ObjectStore>,
         schema: &TableSchema,
         chunk: &ChunkRef,
         index: usize,
+        rows: Option<std::ops::Range<usize>>,
     ) -> Result<RecordBatch> {
-        let unit = (chunk.path.clone(), index, VIEWED);
+        let unit = (chunk.path.clone(), index, VIEWED, window_rows(&rows));
         if let Some(Cached::Viewed(b)) = self.get(&unit) {
             return Ok(b);
         }
-        let raw = self.raw_row_group(objects, schema, chunk, index).await?;
+        let raw = self
+            .raw_row_group(objects, schema, chunk, index, rows)
+            .await?;
         let columns: Vec<usize> = (0..schema.columns().len()).collect();
         let viewed = binary_as_views(&raw.batch.project(&columns)?)?;
         self.insert(unit, Cached::Viewed(viewed.clone()));
         Ok(viewed)
     }
 
-    /// Row group `index` of `chunk` as Parquet decodes it, read with ranged requests on a miss.
-    /// The chunk must record its row groups.
-    pub(crate) async fn raw_row_group(
+    /// The rows of row group `index` of `chunk` a scan of `range` must read, when the page
+    /// index narrows them to at most half of the row group (`None`: read it whole, which is
+    /// also what is cached for the next scans). Nothing is fetched when the row group is
+    /// already cached whole.
+    pub(crate) async fn window(
         &self,
         objects: &Arc<dyn ObjectStore>,
         schema: &TableSchema,
         chunk: &ChunkRef,
         index: usize,
-    ) -> Result<Arc<RawRowGroup>> {
-        let unit = (chunk.path.clone(), index, RAW);
-        if let Some(Cached::Raw(r)) = self.get(&unit) {
-            return Ok(r);
+        range: &crate::scan::KeyRange,
+    ) -> Result<Option<std::ops::Range<usize>>> {
+        if chunk.row_groups.is_empty() {
+            return Ok(None);
         }
-        let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
-            path: chunk.path.clone(),
-            message: e.to_string(),
-        };
+        {
+            let e = self.lock();
+            let whole = |what| {
+                e.units
+                    .contains_key(&(chunk.path.clone(), index, what, ALL_ROWS))
+            };
+            if whole(RAW) || whole(VERSIONS) {
+                return Ok(None);
+            }
+        }
+        let (footer, _) = self.footer(objects, chunk).await?;
+        let window = crate::page_index::key_window(footer.metadata(), schema, index, range);
+        let rows = chunk
+            .row_groups
+            .get(index)
+            .map(|g| g.rows as usize)
+            .unwrap_or(0);
+        Ok(window.filter(|w| w.len() * 2 <= rows))
+    }
+
+    /// The parsed footer of `chunk` with its page index, and a reader of the file.
+    async fn footer(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        chunk: &ChunkRef,
+    ) -> Result<(ArrowReaderMetadata, ObjectFile)> {
         let path = ObjectPath::from(chunk.path.as_str());
         let size = match chunk.bytes {
             0 => objects.head(&path).await?.size,
@@ -315,9 +358,15 @@ impl ChunkCache {
         let footer = match cached_footer {
             Some(f) => f,
             None => {
-                let f = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+                // Chunks written before pages were indexed have no page index: optional.
+                let options =
+                    ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+                let f = ArrowReaderMetadata::load_async(&mut reader, options)
                     .await
-                    .map_err(corrupt)?;
+                    .map_err(|e| Error::Corrupt {
+                        path: chunk.path.clone(),
+                        message: e.to_string(),
+                    })?;
                 let mut e = self.lock();
                 if e.footers.len() >= CACHED_FOOTERS {
                     e.footers.clear();
@@ -326,7 +375,30 @@ impl ChunkCache {
                 f
             }
         };
-        if index >= footer.metadata().num_row_groups() {
+        Ok((footer, reader))
+    }
+
+    /// Row group `index` of `chunk` (or its row window `rows`) as Parquet decodes it, read
+    /// with ranged requests on a miss: with a window, only the pages holding its rows. The
+    /// chunk must record its row groups.
+    pub(crate) async fn raw_row_group(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        schema: &TableSchema,
+        chunk: &ChunkRef,
+        index: usize,
+        rows: Option<std::ops::Range<usize>>,
+    ) -> Result<Arc<RawRowGroup>> {
+        let unit = (chunk.path.clone(), index, RAW, window_rows(&rows));
+        if let Some(Cached::Raw(r)) = self.get(&unit) {
+            return Ok(r);
+        }
+        let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
+            path: chunk.path.clone(),
+            message: e.to_string(),
+        };
+        let (footer, reader) = self.footer(objects, chunk).await?;
+        let Some(group) = footer.metadata().row_groups().get(index) else {
             return Err(Error::Corrupt {
                 path: chunk.path.clone(),
                 message: format!(
@@ -334,12 +406,26 @@ impl ChunkCache {
                     footer.metadata().num_row_groups()
                 ),
             });
-        }
-        let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, footer)
+        };
+        let total = group.num_rows().max(0) as usize;
+        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, footer)
             .with_row_groups(vec![index])
-            .with_batch_size(8192)
-            .build()
-            .map_err(corrupt)?;
+            .with_batch_size(8192);
+        let mut expected = total;
+        if let Some(w) = &rows {
+            if w.end > total || w.start >= w.end {
+                return Err(Error::Corrupt {
+                    path: chunk.path.clone(),
+                    message: format!("rows {w:?} are not in row group {index} of {total} rows"),
+                });
+            }
+            expected = w.len();
+            builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
+                std::iter::once(w.clone()),
+                total,
+            ));
+        }
+        let stream = builder.build().map_err(corrupt)?;
         let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(corrupt)?;
         let mut batches = batches;
         let batch = if batches.len() == 1 {
@@ -351,10 +437,12 @@ impl ChunkCache {
                 .map(|schema| arrow::compute::concat_batches(&schema, &batches))
                 .transpose()?
         };
-        let batch = batch.ok_or_else(|| Error::Corrupt {
-            path: chunk.path.clone(),
-            message: format!("row group {index} is empty"),
-        })?;
+        let batch = batch
+            .filter(|b| b.num_rows() == expected)
+            .ok_or_else(|| Error::Corrupt {
+                path: chunk.path.clone(),
+                message: format!("row group {index} does not hold the {expected} rows expected"),
+            })?;
         let raw = Arc::new(inspect_raw(&chunk.path, schema, batch)?);
         self.insert(unit, Cached::Raw(raw.clone()));
         Ok(raw)

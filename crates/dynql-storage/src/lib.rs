@@ -15,6 +15,7 @@ mod flush;
 pub mod log;
 mod merge;
 pub mod mvcc;
+mod page_index;
 pub mod queue;
 mod read;
 pub mod scan;

@@ -141,6 +141,9 @@ pub struct ScanStatistics {
     pub rows_read: u64,
     /// Their data weight, as YT counts it: one byte per row plus each value's size.
     pub data_weight: u64,
+    /// Row versions decoded from chunks: whole row groups, or the page windows of them that
+    /// the page index selects for narrow ranges.
+    pub rows_decoded: u64,
 }
 
 /// The rows of one tablet, in key order.
@@ -249,6 +252,7 @@ fn plan_scan(
         row_groups: (selected_row_groups, total_row_groups),
         rows_read: 0,
         data_weight: 0,
+        rows_decoded: 0,
     };
     Ok(ScanPlan {
         tablets: selected_tablets,
@@ -437,6 +441,22 @@ impl Store {
         Ok((batches, statistics))
     }
 
+    /// The row window of row group `g` of `chunk` a scan of `range` reads (`None`: all).
+    async fn page_window(
+        &self,
+        schema: &dynql_core::TableSchema,
+        chunk: &crate::chunk::ChunkRef,
+        g: usize,
+        range: &KeyRange,
+    ) -> Result<Option<std::ops::Range<usize>>> {
+        if !self.page_windows {
+            return Ok(None);
+        }
+        self.cache
+            .window(&self.objects, schema, chunk, g, range)
+            .await
+    }
+
     /// The scan behind [`Store::scan_visit`] and [`Store::scan_batches`]: rows one by one, or
     /// (with `columnar`) whole slices of clean row groups.
     async fn scan_pieces(
@@ -520,10 +540,17 @@ impl Store {
                         let (ci, g) = meeting[0];
                         let chunk = &data.chunks[ci];
                         if !chunk.row_groups.is_empty() {
+                            let window = self.page_window(schema, chunk, g, &piece).await?;
+                            if window.as_ref().is_some_and(|w| w.is_empty()) {
+                                // The page index rules out every row of the piece.
+                                decoded.insert((ci, g));
+                                continue;
+                            }
                             let raw = self
                                 .cache
-                                .raw_row_group(&self.objects, schema, chunk, g)
+                                .raw_row_group(&self.objects, schema, chunk, g, window.clone())
                                 .await?;
+                            statistics.rows_decoded += raw.batch.num_rows() as u64;
                             if raw.clean && raw.max_timestamp <= timestamp.0 {
                                 decoded.insert((ci, g));
                                 let lo = raw.partition(|k| piece.lower.is_after(k));
@@ -531,7 +558,13 @@ impl Store {
                                 if hi > lo {
                                     let batch = if columnar == Some(true) {
                                         self.cache
-                                            .viewed_row_group(&self.objects, schema, chunk, g)
+                                            .viewed_row_group(
+                                                &self.objects,
+                                                schema,
+                                                chunk,
+                                                g,
+                                                window,
+                                            )
                                             .await?
                                             .slice(lo, hi - lo)
                                     } else {
@@ -551,11 +584,17 @@ impl Store {
                     let mut runs = Vec::new();
                     for &(ci, g) in &meeting {
                         decoded.insert((ci, g));
-                        runs.push(
-                            self.cache
-                                .row_group(&self.objects, schema, &data.chunks[ci], g)
-                                .await?,
-                        );
+                        let chunk = &data.chunks[ci];
+                        let window = self.page_window(schema, chunk, g, &piece).await?;
+                        if window.as_ref().is_some_and(|w| w.is_empty()) {
+                            continue;
+                        }
+                        let run = self
+                            .cache
+                            .row_group(&self.objects, schema, chunk, g, window)
+                            .await?;
+                        statistics.rows_decoded += run.len() as u64;
+                        runs.push(run);
                     }
                     let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
                         .iter()

@@ -272,6 +272,8 @@ pub struct Store {
     /// The directory of a `file://` store: the freshness check stats log records directly
     /// (the object store would hop to a blocking thread for each).
     local_root: Option<std::path::PathBuf>,
+    /// See [`Store::with_page_windows`].
+    pub(crate) page_windows: bool,
 }
 
 /// Default of [`Store::with_gc_grace_ms`]: one hour.
@@ -369,7 +371,16 @@ impl Store {
             cache: Arc::new(ChunkCache::default()),
             gc_grace_ms: GC_GRACE_MS,
             local_root: None,
+            page_windows: true,
         }
+    }
+
+    /// Whether narrow scans read only the pages of a row group that the page index selects
+    /// (default `true`). Off, they read whole row groups: for comparison benchmarks and for
+    /// diagnosing a suspect page index.
+    pub fn with_page_windows(mut self, on: bool) -> Store {
+        self.page_windows = on;
+        self
     }
 
     /// Sets how long garbage collection spares an unreferenced chunk (default
