@@ -125,10 +125,10 @@ struct Entries {
 }
 
 /// Ranged reads of one chunk file, for Parquet's async reader.
-struct ObjectFile {
-    objects: Arc<dyn ObjectStore>,
-    path: ObjectPath,
-    size: u64,
+pub(crate) struct ObjectFile {
+    pub(crate) objects: Arc<dyn ObjectStore>,
+    pub(crate) path: ObjectPath,
+    pub(crate) size: u64,
 }
 
 fn external(e: object_store::Error) -> ParquetError {

@@ -11,6 +11,7 @@ mod chunk_cache;
 pub mod compaction;
 pub mod conflict;
 pub mod error;
+pub mod files;
 mod flush;
 pub mod log;
 mod merge;

@@ -60,9 +60,6 @@ pub(crate) fn key_window(
     let mut page = vec![0usize; key_count];
     for (i, &start) in starts.iter().enumerate() {
         let end = starts.get(i + 1).copied().unwrap_or(rows);
-        let mut lower = Vec::with_capacity(key_count);
-        let mut upper = Vec::with_capacity(key_count);
-        let (mut lower_open, mut upper_open) = (true, true);
         let mut bounds = Vec::with_capacity(key_count);
         let mut aligned = true;
         for c in 0..key_count {
@@ -73,25 +70,10 @@ pub(crate) fn key_window(
             }
             let page_end = starts_c.get(page[c] + 1).copied().unwrap_or(rows);
             aligned &= starts_c.get(page[c]) == Some(&start) && page_end == end;
-            let (min, max) = page_bounds(&column_index[c], key_types[c], page[c]);
-            match &min {
-                Some(v) if lower_open => lower.push(v.clone()),
-                _ => lower_open = false,
-            }
-            match &max {
-                Some(v) if upper_open => upper.push(v.clone()),
-                _ => upper_open = false,
-            }
-            bounds.push((min, max));
+            bounds.push(page_bounds(&column_index[c], key_types[c], page[c]));
         }
         ends.push(aligned.then(|| edge_prefixes(&bounds, &key_types)));
-        segments.push((
-            start..end,
-            KeyRange {
-                lower: KeyBound::new(lower, false),
-                upper: KeyBound::new(upper, true),
-            },
-        ));
+        segments.push((start..end, tuple_interval(&bounds)));
     }
     // Rows are sorted across segments: a segment's keys are at most the next segment's first
     // key and at least the previous segment's last key. This tightens the segments where a
@@ -121,6 +103,17 @@ pub(crate) fn key_window(
     }
     let window = window.unwrap_or(0..0);
     (window.len() < rows).then_some(window)
+}
+
+/// The key interval of rows whose key columns lie within per-column `(min, max)` bounds:
+/// `[(min₀, min₁, …), (max₀, max₁, …)]`, each tuple cut before its first unknown bound.
+pub(crate) fn tuple_interval(bounds: &[(Option<Value>, Option<Value>)]) -> KeyRange {
+    let lower = bounds.iter().map_while(|(min, _)| min.clone()).collect();
+    let upper = bounds.iter().map_while(|(_, max)| max.clone()).collect();
+    KeyRange {
+        lower: KeyBound::new(lower, false),
+        upper: KeyBound::new(upper, true),
+    }
 }
 
 /// The exact key prefixes of the first and last row of a segment that is one page in every

@@ -1,0 +1,712 @@
+//! Parquet files queried as a table: exported chunk files, or any Parquet.
+//!
+//! A [`FileTable`] is opened from a location with an optional glob
+//! (`./exports/*.parquet`, `s3://bucket/dump/**/*.parquet`). Its schema comes from the
+//! files: the `dynql.schema` key-value metadata that `dynql export` writes (exact YT types
+//! and key), otherwise the Arrow schema, with key columns from the files' declared sort
+//! order (`sorting_columns`) or given by the caller. Scans of key ranges skip the row groups
+//! whose statistics rule the ranges out, with the same tuple-interval reasoning as page
+//! windows (see `page_index.rs`), and return only rows inside the ranges.
+//!
+//! A key is a promise that rows are sorted by it, file after file in path order. It is
+//! checked where it is cheap and sure: row groups' statistics at open, and every row a scan
+//! reads; a violation is an error, never a silently wrong answer on the rows read.
+
+mod glob;
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef};
+use arrow::datatypes::{DataType, Schema};
+use arrow::record_batch::RecordBatch;
+use futures::{StreamExt, TryStreamExt};
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::ProjectionMask;
+use parquet::file::statistics::Statistics;
+
+use dynql_core::arrow_convert::{array_value, arrow_type, batch_to_rows, table_arrow_schema};
+use dynql_core::{compare_rows, ColumnSchema, LogicalType, TableSchema, Value, ValueType};
+
+use crate::chunk_cache::ObjectFile;
+use crate::error::{Error, Result};
+use crate::page_index::tuple_interval;
+use crate::scan::{normalize_ranges, KeyRange, ScanStatistics};
+
+/// Key-value metadata holding the YT schema of exported files (YSON text).
+pub const SCHEMA_METADATA_KEY: &str = "dynql.schema";
+
+/// Footers read at once while opening many files.
+const FOOTER_READS: usize = 8;
+
+/// One Parquet file of a [`FileTable`].
+#[derive(Debug, Clone)]
+struct FileRef {
+    path: object_store::path::Path,
+    size: u64,
+    metadata: ArrowReaderMetadata,
+}
+
+/// Parquet files read as one table.
+///
+/// ```no_run
+/// # async fn example() -> dynql_storage::Result<()> {
+/// use dynql_storage::files::FileTable;
+/// let logs = FileTable::open("./exports/*.parquet", None).await?;
+/// println!("{} files, key {:?}", logs.file_count(), logs.schema().key_columns());
+/// let (rows, statistics) = logs.scan_rows(None).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileTable {
+    location: String,
+    objects: Arc<dyn ObjectStore>,
+    files: Vec<FileRef>,
+    schema: TableSchema,
+    /// Per schema column: its index among the files' top-level fields.
+    file_columns: Vec<usize>,
+    /// Columns of the files the table leaves out, with why.
+    skipped: Vec<(String, String)>,
+}
+
+impl FileTable {
+    /// Opens the files at `location` (a path, `file:///path` or `s3://bucket/path`, with an
+    /// optional glob; a directory means every `.parquet` file under it). `key` names the key
+    /// columns, overriding what the files declare.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when nothing matches, the files' schemas differ, a key column is
+    /// missing or not sortable, or the row groups' statistics show the files are not sorted
+    /// by the key; [`Error::Corrupt`] for a file that is not Parquet.
+    pub async fn open(location: &str, key: Option<&[String]>) -> Result<FileTable> {
+        let resolved = glob::resolve(location)?;
+        let objects = resolved.objects.clone();
+        let mut listed: Vec<object_store::ObjectMeta> = Vec::new();
+        match &resolved.pattern {
+            Some(pattern) => {
+                let mut stream = objects.list(Some(&resolved.prefix));
+                while let Some(meta) = stream.next().await {
+                    let meta = meta.map_err(|e| listing_error(location, e))?;
+                    if pattern.is_match(meta.location.as_ref()) {
+                        listed.push(meta);
+                    }
+                }
+            }
+            None => match objects.head(&resolved.prefix).await {
+                Ok(meta) => listed.push(meta),
+                Err(object_store::Error::NotFound { .. }) => {
+                    let mut stream = objects.list(Some(&resolved.prefix));
+                    while let Some(meta) = stream.next().await {
+                        let meta = meta.map_err(|e| listing_error(location, e))?;
+                        if meta.location.as_ref().ends_with(".parquet") {
+                            listed.push(meta);
+                        }
+                    }
+                }
+                Err(e) => return Err(listing_error(location, e)),
+            },
+        }
+        if listed.is_empty() {
+            return Err(Error::Invalid(format!(
+                "No Parquet files match {location:?}"
+            )));
+        }
+        listed.sort_by(|a, b| a.location.cmp(&b.location));
+        let files: Vec<FileRef> = futures::stream::iter(listed)
+            .map(|meta| {
+                let objects = objects.clone();
+                async move {
+                    let mut reader = ObjectFile {
+                        objects,
+                        path: meta.location.clone(),
+                        size: meta.size,
+                    };
+                    let metadata =
+                        ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+                            .await
+                            .map_err(|e| Error::Corrupt {
+                                path: meta.location.to_string(),
+                                message: format!("not a readable Parquet file: {e}"),
+                            })?;
+                    Ok::<_, Error>(FileRef {
+                        path: meta.location,
+                        size: meta.size,
+                        metadata,
+                    })
+                }
+            })
+            .buffered(FOOTER_READS)
+            .try_collect()
+            .await?;
+        let first = files[0].metadata.schema().clone();
+        for f in &files[1..] {
+            if !same_fields(&first, f.metadata.schema()) {
+                return Err(Error::Invalid(format!(
+                    "The files of {location:?} have different schemas: {} has {}, {} has {}",
+                    files[0].path,
+                    describe(&first),
+                    f.path,
+                    describe(f.metadata.schema())
+                )));
+            }
+        }
+        let (schema, file_columns, skipped) = table_schema(location, &files[0], key)?;
+        let table = FileTable {
+            location: location.to_string(),
+            objects,
+            files,
+            schema,
+            file_columns,
+            skipped,
+        };
+        table.check_row_group_order()?;
+        Ok(table)
+    }
+
+    /// The table's schema (key columns first).
+    pub fn schema(&self) -> &TableSchema {
+        &self.schema
+    }
+
+    /// The location the table was opened from.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// How many files the location matched.
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Rows in all files (from their footers).
+    pub fn row_count(&self) -> u64 {
+        self.files
+            .iter()
+            .map(|f| f.metadata.metadata().file_metadata().num_rows().max(0) as u64)
+            .sum()
+    }
+
+    /// Bytes of all files.
+    pub fn byte_size(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+
+    /// Columns of the files that the table leaves out (types dynql cannot hold), with why.
+    pub fn skipped_columns(&self) -> &[(String, String)] {
+        &self.skipped
+    }
+
+    /// What a scan of `ranges` reads, without reading it: files as chunks, row groups.
+    pub fn explain(&self, ranges: Option<&[KeyRange]>) -> ScanStatistics {
+        let plan = self.plan(ranges);
+        ScanStatistics {
+            tablets: (1, 1),
+            chunks: (
+                plan.iter().filter(|(_, g)| !g.is_empty()).count(),
+                self.files.len(),
+            ),
+            row_groups: (
+                plan.iter().map(|(_, g)| g.len()).sum(),
+                self.files
+                    .iter()
+                    .map(|f| f.metadata.metadata().num_row_groups())
+                    .sum(),
+            ),
+            ..ScanStatistics::default()
+        }
+    }
+
+    /// The rows with keys in `ranges` (every row when `None` or when the table has no key),
+    /// in file order, and what the scan read.
+    pub async fn scan_rows(
+        &self,
+        ranges: Option<&[KeyRange]>,
+    ) -> Result<(Vec<Vec<Value>>, ScanStatistics)> {
+        let mut rows = Vec::new();
+        let statistics = self
+            .scan_visit(ranges, &mut |row| {
+                rows.push(row);
+                Ok(true)
+            })
+            .await?;
+        Ok((rows, statistics))
+    }
+
+    /// Hands the rows of [`FileTable::scan_rows`] to `sink` one by one until it returns
+    /// `false`; reads no further row group then.
+    pub async fn scan_visit(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        sink: &mut (dyn FnMut(Vec<Value>) -> Result<bool> + Send),
+    ) -> Result<ScanStatistics> {
+        let types: Vec<ValueType> = self.schema.columns().iter().map(|c| c.wire_type()).collect();
+        self.scan_batches_inner(ranges, false, &mut |batch| {
+            for row in batch_to_rows(&batch, &types) {
+                if !sink(row)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    /// The rows of [`FileTable::scan_rows`] as Arrow batches of the table's Arrow schema
+    /// (byte strings as `BinaryView` with `views`).
+    pub async fn scan_batches(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        views: bool,
+    ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
+        let mut batches = Vec::new();
+        let statistics = self
+            .scan_batches_inner(ranges, views, &mut |b| {
+                batches.push(b);
+                Ok(true)
+            })
+            .await?;
+        Ok((batches, statistics))
+    }
+
+    /// Per file, the row groups a scan of `ranges` reads.
+    fn plan(&self, ranges: Option<&[KeyRange]>) -> Vec<(usize, Vec<usize>)> {
+        let ranges = ranges.map(|r| normalize_ranges(r.to_vec()));
+        let key_count = self.schema.key_column_count();
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let groups = (0..f.metadata.metadata().num_row_groups())
+                    .filter(|&g| match &ranges {
+                        None => true,
+                        Some(_) if key_count == 0 => true,
+                        Some(ranges) => {
+                            let interval = tuple_interval(&self.key_bounds(f, g));
+                            ranges.iter().any(|r| r.intersect(&interval).is_some())
+                        }
+                    })
+                    .collect();
+                (fi, groups)
+            })
+            .collect()
+    }
+
+    /// Per key column, the `(min, max)` of row group `g` of `file` as YT values, where its
+    /// statistics give them in YT's order.
+    fn key_bounds(&self, file: &FileRef, g: usize) -> Vec<(Option<Value>, Option<Value>)> {
+        let group = file.metadata.metadata().row_group(g);
+        let fields = file.metadata.schema().fields();
+        self.schema
+            .key_columns()
+            .iter()
+            .zip(&self.file_columns)
+            .map(|(_, &fc)| {
+                let Some(stats) = group.column(fc).statistics() else {
+                    return (None, None);
+                };
+                let (min, max) = statistics_bounds(stats, fields[fc].data_type());
+                let min = match stats.null_count_opt() {
+                    Some(0) => min,
+                    Some(_) => Some(Value::Null),
+                    None => None,
+                };
+                // A row group of nulls only has no min/max but is all null.
+                let all_null = stats.null_count_opt() == Some(group.num_rows().max(0) as u64)
+                    && group.num_rows() > 0;
+                if all_null {
+                    return (Some(Value::Null), Some(Value::Null));
+                }
+                (min, max)
+            })
+            .collect()
+    }
+
+    /// Checks, from statistics, that consecutive row groups do not go back in the first key
+    /// column: a cheap early answer for files that are not sorted by the key.
+    fn check_row_group_order(&self) -> Result<()> {
+        if self.schema.key_column_count() == 0 {
+            return Ok(());
+        }
+        let mut previous: Option<(Value, String)> = None;
+        for f in &self.files {
+            for g in 0..f.metadata.metadata().num_row_groups() {
+                let bounds = self.key_bounds(f, g);
+                let (Some(min), Some(max)) = bounds[0].clone() else {
+                    previous = None;
+                    continue;
+                };
+                if let Some((prev_max, at)) = &previous {
+                    if dynql_core::compare_values(&min, prev_max).is_lt() {
+                        return Err(self.unsorted(&format!(
+                            "row group {g} of {} starts at {} below {} where {at} ends",
+                            f.path,
+                            min,
+                            prev_max
+                        )));
+                    }
+                }
+                previous = Some((max, format!("row group {g} of {}", f.path)));
+            }
+        }
+        Ok(())
+    }
+
+    fn unsorted(&self, detail: &str) -> Error {
+        let key: Vec<&str> = self
+            .schema
+            .key_columns()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        Error::Invalid(format!(
+            "The files of {:?} are not sorted by the key ({}): {detail}; give a key only for files sorted by it, file after file in path order",
+            self.location,
+            key.join(", ")
+        ))
+    }
+
+    async fn scan_batches_inner(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        views: bool,
+        sink: &mut (dyn FnMut(RecordBatch) -> Result<bool> + Send),
+    ) -> Result<ScanStatistics> {
+        let mut statistics = self.explain(ranges);
+        let ranges = ranges.map(|r| normalize_ranges(r.to_vec()));
+        let everything = ranges
+            .as_ref()
+            .is_none_or(|r| r.iter().any(|r| *r == KeyRange::all()));
+        let key_count = self.schema.key_column_count();
+        let key_types: Vec<ValueType> = self
+            .schema
+            .key_columns()
+            .iter()
+            .map(|c| c.wire_type())
+            .collect();
+        let arrow_schema = table_arrow_schema(&self.schema);
+        let mut last_key: Option<Vec<Value>> = None;
+        let mut read_files = 0;
+        let mut read_groups = 0;
+        for (fi, groups) in self.plan(ranges.as_deref()) {
+            if groups.is_empty() {
+                continue;
+            }
+            read_files += 1;
+            read_groups += groups.len();
+            let file = &self.files[fi];
+            let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
+                path: file.path.to_string(),
+                message: e.to_string(),
+            };
+            let reader = ObjectFile {
+                objects: self.objects.clone(),
+                path: file.path.clone(),
+                size: file.size,
+            };
+            let mask = ProjectionMask::roots(
+                file.metadata.metadata().file_metadata().schema_descr(),
+                self.file_columns.iter().copied(),
+            );
+            let mut stream =
+                ParquetRecordBatchStreamBuilder::new_with_metadata(reader, file.metadata.clone())
+                    .with_row_groups(groups)
+                    .with_projection(mask)
+                    .with_batch_size(8192)
+                    .build()
+                    .map_err(corrupt)?;
+            // The projection keeps the files' column order; map to the schema's.
+            let mut order: Vec<usize> = self.file_columns.clone();
+            order.sort_unstable();
+            let positions: Vec<usize> = self
+                .file_columns
+                .iter()
+                .map(|fc| order.iter().position(|o| o == fc).unwrap_or(0))
+                .collect();
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(corrupt)?;
+                let columns = positions
+                    .iter()
+                    .zip(self.schema.columns())
+                    .map(|(&p, c)| convert(batch.column(p), c.wire_type()))
+                    .collect::<Result<Vec<ArrayRef>>>()?;
+                let mut batch = RecordBatch::try_new(arrow_schema.clone(), columns)?;
+                if key_count > 0 {
+                    let keys = |i: usize| -> Vec<Value> {
+                        (0..key_count)
+                            .map(|c| array_value(batch.column(c).as_ref(), key_types[c], i))
+                            .collect()
+                    };
+                    let mut keep = Vec::with_capacity(batch.num_rows());
+                    for i in 0..batch.num_rows() {
+                        let key = keys(i);
+                        if let Some(last) = &last_key {
+                            if compare_rows(&key, last).is_lt() {
+                                return Err(self.unsorted(&format!(
+                                    "in {}, key {} follows {}",
+                                    file.path,
+                                    format_key(&key),
+                                    format_key(last)
+                                )));
+                            }
+                        }
+                        keep.push(
+                            everything
+                                || ranges
+                                    .as_ref()
+                                    .is_some_and(|r| r.iter().any(|r| r.contains(&key))),
+                        );
+                        last_key = Some(key);
+                    }
+                    if !everything {
+                        let mask = arrow::array::BooleanArray::from(keep);
+                        batch = arrow::compute::filter_record_batch(&batch, &mask)?;
+                    }
+                }
+                if batch.num_rows() == 0 {
+                    continue;
+                }
+                statistics.rows_read += batch.num_rows() as u64;
+                statistics.rows_decoded += batch.num_rows() as u64;
+                statistics.data_weight += crate::scan::batch_weight(&batch);
+                if views {
+                    batch = crate::chunk_cache::binary_as_views(&batch)?;
+                }
+                if !sink(batch)? {
+                    statistics.chunks.0 = read_files;
+                    statistics.row_groups.0 = read_groups;
+                    return Ok(statistics);
+                }
+            }
+        }
+        Ok(statistics)
+    }
+}
+
+fn listing_error(location: &str, e: object_store::Error) -> Error {
+    Error::Invalid(format!("Cannot list {location:?}: {e}"))
+}
+
+fn format_key(key: &[Value]) -> String {
+    let parts: Vec<String> = key.iter().map(|v| v.to_string()).collect();
+    format!("[{}]", parts.join("; "))
+}
+
+fn same_fields(a: &Schema, b: &Schema) -> bool {
+    a.fields().len() == b.fields().len()
+        && a
+            .fields()
+            .iter()
+            .zip(b.fields())
+            .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type())
+}
+
+fn describe(schema: &Schema) -> String {
+    let fields: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect();
+    format!("({})", fields.join(", "))
+}
+
+/// The YT type of an Arrow column (types without a YT equivalent, such as dates and decimals,
+/// are held as their text: see [`convert`]); `Err` for types dynql cannot hold at all.
+fn logical_type(data_type: &DataType) -> std::result::Result<LogicalType, String> {
+    Ok(match data_type {
+        DataType::Int8 => LogicalType::Int8,
+        DataType::Int16 => LogicalType::Int16,
+        DataType::Int32 => LogicalType::Int32,
+        DataType::Int64 => LogicalType::Int64,
+        DataType::UInt8 => LogicalType::Uint8,
+        DataType::UInt16 => LogicalType::Uint16,
+        DataType::UInt32 => LogicalType::Uint32,
+        DataType::UInt64 => LogicalType::Uint64,
+        DataType::Float16 | DataType::Float32 => LogicalType::Float,
+        DataType::Float64 => LogicalType::Double,
+        DataType::Boolean => LogicalType::Boolean,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => LogicalType::Utf8,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => LogicalType::String,
+        // Dates, times and decimals are read as their text form.
+        t if arrow::compute::can_cast_types(t, &DataType::Utf8) && !t.is_nested() => {
+            LogicalType::String
+        }
+        t => return Err(format!("type {t} has no YT equivalent")),
+    })
+}
+
+/// The schema of the table from its first file, the file field of each column, and the
+/// fields left out.
+#[allow(clippy::type_complexity)]
+fn table_schema(
+    location: &str,
+    file: &FileRef,
+    key: Option<&[String]>,
+) -> Result<(TableSchema, Vec<usize>, Vec<(String, String)>)> {
+    let fields = file.metadata.schema().fields().clone();
+    let field_index = |name: &str| fields.iter().position(|f| f.name() == name);
+    let declared = file
+        .metadata
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|e| e.key == SCHEMA_METADATA_KEY))
+        .and_then(|e| e.value.clone());
+    let invalid = |m: String| Error::Invalid(format!("Files {location:?}: {m}"));
+    let mut skipped = Vec::new();
+    let mut columns: Vec<ColumnSchema> = match declared {
+        Some(text) => {
+            let declared = TableSchema::parse(&text)
+                .map_err(|e| invalid(format!("malformed {SCHEMA_METADATA_KEY} metadata: {e}")))?;
+            declared.columns().to_vec()
+        }
+        None => {
+            let mut columns = Vec::new();
+            for f in fields.iter() {
+                match logical_type(f.data_type()) {
+                    Ok(t) => columns.push(ColumnSchema::new(f.name().clone(), t)),
+                    Err(why) => skipped.push((f.name().clone(), why)),
+                }
+            }
+            let sorting = file
+                .metadata
+                .metadata()
+                .row_groups()
+                .first()
+                .and_then(|g| g.sorting_columns().cloned())
+                .unwrap_or_default();
+            // A declared ascending order over top-level columns is the key.
+            let leaves = file.metadata.metadata().file_metadata().schema_descr();
+            let mut sorted = Vec::new();
+            for s in &sorting {
+                if s.descending || s.column_idx < 0 {
+                    break;
+                }
+                let leaf = leaves.column(s.column_idx as usize);
+                let name = leaf.path().parts()[0].clone();
+                if leaf.path().parts().len() != 1 {
+                    break;
+                }
+                sorted.push(name);
+            }
+            for c in &mut columns {
+                c.sort_ascending = sorted.contains(&c.name);
+            }
+            order_key_first(columns, &sorted)
+        }
+    };
+    if let Some(key) = key {
+        for name in key {
+            if !columns.iter().any(|c| &c.name == name) {
+                return Err(invalid(format!("key column {name:?} is not a column of the files")));
+            }
+        }
+        for c in &mut columns {
+            c.sort_ascending = key.contains(&c.name);
+            c.expression = None;
+            c.aggregate = None;
+        }
+        columns = order_key_first(columns, key);
+    }
+    for c in &columns {
+        if c.is_key() && c.wire_type() == ValueType::Any {
+            return Err(invalid(format!("key column {:?} has type any", c.name)));
+        }
+    }
+    let mut file_columns = Vec::with_capacity(columns.len());
+    for c in &columns {
+        let Some(i) = field_index(&c.name) else {
+            return Err(invalid(format!(
+                "column {:?} of the {SCHEMA_METADATA_KEY} metadata is not in the files",
+                c.name
+            )));
+        };
+        file_columns.push(i);
+    }
+    let schema = TableSchema::new(columns).map_err(|e| invalid(e.to_string()))?;
+    Ok((schema, file_columns, skipped))
+}
+
+/// `columns` with the key (in `key` order) first, the rest in their order.
+fn order_key_first(columns: Vec<ColumnSchema>, key: &[String]) -> Vec<ColumnSchema> {
+    let mut ordered: Vec<ColumnSchema> = key
+        .iter()
+        .filter_map(|k| columns.iter().find(|c| &c.name == k).cloned())
+        .collect();
+    ordered.extend(columns.into_iter().filter(|c| !key.contains(&c.name)));
+    ordered
+}
+
+/// Row-group statistics as YT values, where Parquet's order is YT's.
+fn statistics_bounds(stats: &Statistics, data_type: &DataType) -> (Option<Value>, Option<Value>) {
+    let signed = matches!(
+        data_type,
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    );
+    let unsigned = matches!(
+        data_type,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+    );
+    match stats {
+        Statistics::Int32(s) if signed => (
+            s.min_opt().map(|v| Value::Int64(*v as i64)),
+            s.max_opt().map(|v| Value::Int64(*v as i64)),
+        ),
+        Statistics::Int32(s) if unsigned => (
+            s.min_opt().map(|v| Value::Uint64(*v as u32 as u64)),
+            s.max_opt().map(|v| Value::Uint64(*v as u32 as u64)),
+        ),
+        Statistics::Int64(s) if signed => (
+            s.min_opt().map(|v| Value::Int64(*v)),
+            s.max_opt().map(|v| Value::Int64(*v)),
+        ),
+        Statistics::Int64(s) if unsigned => (
+            s.min_opt().map(|v| Value::Uint64(*v as u64)),
+            s.max_opt().map(|v| Value::Uint64(*v as u64)),
+        ),
+        Statistics::Boolean(s) if *data_type == DataType::Boolean => (
+            s.min_opt().map(|v| Value::Boolean(*v)),
+            s.max_opt().map(|v| Value::Boolean(*v)),
+        ),
+        Statistics::ByteArray(s)
+            if matches!(
+                data_type,
+                DataType::Utf8
+                    | DataType::LargeUtf8
+                    | DataType::Utf8View
+                    | DataType::Binary
+                    | DataType::LargeBinary
+                    | DataType::BinaryView
+            ) =>
+        {
+            (
+                s.min_opt().map(|v| Value::String(v.data().to_vec())),
+                s.max_opt().map(|v| Value::String(v.data().to_vec())),
+            )
+        }
+        _ => (None, None),
+    }
+}
+
+/// A file column as the Arrow type of its YT wire type (text for types held as text).
+fn convert(array: &ArrayRef, wire: ValueType) -> Result<ArrayRef> {
+    let target = arrow_type(wire);
+    if array.data_type() == &target {
+        return Ok(array.clone());
+    }
+    let source = if matches!(wire, ValueType::String | ValueType::Any)
+        && !matches!(
+            array.data_type(),
+            DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Binary
+                | DataType::LargeBinary
+                | DataType::BinaryView
+        ) {
+        arrow::compute::cast(array, &DataType::Utf8)?
+    } else {
+        array.clone()
+    };
+    Ok(arrow::compute::cast(&source, &target)?)
+}
