@@ -24,7 +24,7 @@ use dynql_ql::ast::TotalsMode;
 use dynql_ql::functions::AggregateFunction;
 use dynql_ql::plan::QueryPlan;
 use dynql_ql::texpr::{TExpr, TypedExpr};
-use dynql_storage::{KeyRange, Store};
+use dynql_storage::KeyRange;
 
 use crate::error::{Error, Result};
 use crate::select::{finish, QueryResult, SelectOptions, Statistics};
@@ -95,7 +95,7 @@ fn literal(v: &Value) -> Option<Expr> {
 /// Runs a plan accepted by [`groups_in_datafusion`]. `None` when the input is over the input
 /// row limit without `fail_on_incomplete_result` (the row pipeline truncates it as YT does).
 pub(crate) async fn group_in_datafusion(
-    store: &Store,
+    main: &crate::source::Source<'_>,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
@@ -104,9 +104,7 @@ pub(crate) async fn group_in_datafusion(
     let Some(group) = &plan.group else {
         return Ok(None);
     };
-    let (batches, scan) = store
-        .scan_batches_as(&source.path, Some(ranges), options.timestamp, true)
-        .await?;
+    let (batches, scan) = main.viewed_batches(Some(ranges), options.timestamp).await?;
     if scan.rows_read > options.input_row_limit {
         if options.fail_on_incomplete_result {
             return Err(Error::LimitExceeded { what: "input" });

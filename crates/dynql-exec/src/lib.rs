@@ -7,7 +7,10 @@ pub mod error;
 pub mod provider;
 pub mod scan;
 pub mod select;
+pub mod source;
+pub mod sql;
 
 pub use error::{Error, Result};
 pub use scan::Explanation;
 pub use select::{explain_query, select_rows, QueryResult, SelectOptions, Statistics};
+pub use source::FileTables;

@@ -1,4 +1,5 @@
-//! [`StoreTable`]: a DataFusion [`TableProvider`] over a table of the store.
+//! DataFusion [`TableProvider`]s: [`StoreTable`] over a table of the store,
+//! [`FileTableProvider`] over Parquet files read as a table.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
 use dynql_core::arrow_convert::table_arrow_schema;
+use dynql_storage::files::FileTable;
 use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
 
 /// Batches grouped into one partition per tablet (at least one partition).
@@ -125,6 +127,61 @@ impl TableProvider for StoreTable {
             self.schema.clone(),
             projection.cloned(),
         )?;
+        Ok(exec)
+    }
+}
+
+/// Parquet files as a DataFusion table (see [`FileTable`]): columns as the table's schema
+/// types them (strings as `Binary`), one partition.
+pub struct FileTableProvider {
+    table: FileTable,
+    schema: SchemaRef,
+}
+
+impl FileTableProvider {
+    /// A provider over opened files.
+    pub fn new(table: FileTable) -> FileTableProvider {
+        let schema = table_arrow_schema(table.schema());
+        FileTableProvider { table, schema }
+    }
+}
+
+impl fmt::Debug for FileTableProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileTableProvider")
+            .field("location", &self.table.location())
+            .finish()
+    }
+}
+
+#[async_trait]
+impl TableProvider for FileTableProvider {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        // Only the projected columns are read from the files.
+        let batches = self
+            .table
+            .scan_columns(projection.map(|p| p.as_slice()))
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let schema = match projection {
+            Some(p) => Arc::new(self.schema.project(p)?),
+            None => self.schema.clone(),
+        };
+        let exec = MemorySourceConfig::try_new_exec(&[batches], schema, None)?;
         Ok(exec)
     }
 }

@@ -11,16 +11,18 @@ use std::collections::HashMap;
 use dynql_core::{compare_values, Value, ValueType, Yson};
 use dynql_ql::aggregate::AggregateState;
 use dynql_ql::ast::TotalsMode;
+use dynql_ql::binder::query_tables;
 use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
 use dynql_ql::texpr::{TExpr, TypedExpr};
-use dynql_ql::{bind_query, BindOptions, Catalog};
-use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
+use dynql_ql::{bind_query, BindOptions};
+use dynql_storage::{ScanStatistics, Store, Timestamp};
 
 use dynql_storage::scan::row_weight;
 
 use crate::error::{Error, Result};
 use crate::scan::{join_ranges, main_table_ranges, storage_ranges, Explanation};
+use crate::source::{FileTables, Source, Tables};
 
 /// YT's default `input_row_limit` and `output_row_limit`.
 pub const DEFAULT_ROW_LIMIT: u64 = 1_000_000;
@@ -45,6 +47,8 @@ pub struct SelectOptions {
     /// When false, a query whose WHERE fixes no prefix of the key fails instead of reading
     /// the whole table.
     pub allow_full_scan: bool,
+    /// Parquet files the query may read as tables (`[file:LOCATION]` needs no mapping).
+    pub files: FileTables,
 }
 
 impl Default for SelectOptions {
@@ -60,6 +64,7 @@ impl Default for SelectOptions {
             timestamp: Timestamp::SYNC_LAST_COMMITTED,
             range_expansion_limit: dynql_ql::ranges::DEFAULT_RANGE_EXPANSION_LIMIT,
             allow_full_scan: true,
+            files: FileTables::default(),
         }
     }
 }
@@ -86,17 +91,6 @@ pub struct QueryResult {
     pub statistics: Statistics,
 }
 
-struct StoreCatalog {
-    tables: std::collections::BTreeMap<String, TableEntry>,
-}
-
-impl Catalog for StoreCatalog {
-    fn table_schema(&self, path: &str) -> Option<dynql_core::TableSchema> {
-        // Ordered tables are queried through their virtual key ($tablet_index, $row_index).
-        self.tables.get(path).map(|e| e.schema.query_schema())
-    }
-}
-
 /// Parses, binds and runs `query` against `store`.
 ///
 /// # Errors
@@ -113,16 +107,9 @@ pub async fn select_rows(
             message: "must be positive".into(),
         });
     }
-    let catalog = StoreCatalog {
-        tables: store.tables().await?,
-    };
-    let bind = BindOptions {
-        allow_join_without_index: options.allow_join_without_index,
-        canonical_null_relations: options.use_canonical_null_relations,
-    };
-    let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
+    let (catalog, plan) = bind(store, query, options).await?;
     for source in &plan.sources {
-        if let Some(entry) = catalog.tables.get(&source.path) {
+        if let Some(entry) = catalog.store.get(&source.path) {
             dynql_storage::tablets::check_readable(entry, &source.path)?;
         }
     }
@@ -131,36 +118,25 @@ pub async fn select_rows(
         options.range_expansion_limit,
         options.allow_full_scan,
     )?;
-    let entry =
-        |path: &str| -> Result<TableEntry> {
-            catalog.tables.get(path).cloned().ok_or_else(|| {
-                Error::Storage(dynql_storage::Error::NoSuchTable { path: path.into() })
-            })
-        };
     let opts = EvalOptions {
         canonical_null_relations: options.use_canonical_null_relations,
     };
-    let main_source = &plan.sources[0];
+    let main = catalog.source(store, &plan.sources[0].path)?;
     if reads_in_key_order_up_to_limit(&plan) {
-        let (rows, stats) = scan_until_limit(store, &plan, &inferred, options, opts).await?;
+        let (rows, stats) = scan_until_limit(&main, &plan, &inferred, options, opts).await?;
         return execute(&plan, rows, stats, options);
     }
     if crate::columnar::groups_in_datafusion(&plan) {
         if let Some(result) =
-            crate::columnar::group_in_datafusion(store, &plan, &storage_ranges(&inferred), options)
+            crate::columnar::group_in_datafusion(&main, &plan, &storage_ranges(&inferred), options)
                 .await?
         {
             return Ok(result);
         }
     }
-    let (mut rows, scan) = scan_table(
-        store,
-        &main_source.path,
-        entry(&main_source.path)?,
-        Some(storage_ranges(&inferred)),
-        options.timestamp,
-    )
-    .await?;
+    let (mut rows, scan) = main
+        .rows(Some(&storage_ranges(&inferred)), options.timestamp)
+        .await?;
     let mut stats = Statistics {
         scan,
         ..Statistics::default()
@@ -177,14 +153,10 @@ pub async fn select_rows(
     for join in &plan.joins {
         let source = &plan.sources[join.source];
         let ranges = join_ranges(join, &source.schema, &rows, opts)?;
-        let (foreign, _) = scan_table(
-            store,
-            &source.path,
-            entry(&source.path)?,
-            ranges,
-            options.timestamp,
-        )
-        .await?;
+        let (foreign, _) = catalog
+            .source(store, &source.path)?
+            .rows(ranges.as_deref(), options.timestamp)
+            .await?;
         stats.rows_read += foreign.len() as u64;
         stats.data_weight_read += foreign.iter().map(|r| row_weight(r)).sum::<u64>();
         let width = source.schema.columns().len();
@@ -203,27 +175,29 @@ pub async fn explain_query(
     query: &str,
     options: &SelectOptions,
 ) -> Result<Explanation> {
-    let catalog = StoreCatalog {
-        tables: store.tables().await?,
-    };
-    let bind = BindOptions {
-        allow_join_without_index: options.allow_join_without_index,
-        canonical_null_relations: options.use_canonical_null_relations,
-    };
-    let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
+    let (catalog, plan) = bind(store, query, options).await?;
     let ranges = main_table_ranges(
         &plan,
         options.range_expansion_limit,
         options.allow_full_scan,
     )?;
-    let read = store
-        .explain_scan(
-            &plan.sources[0].path,
-            Some(&storage_ranges(&ranges)),
-            options.timestamp,
-        )
+    let read = catalog
+        .source(store, &plan.sources[0].path)?
+        .explain(Some(&storage_ranges(&ranges)), options.timestamp)
         .await?;
     Ok(Explanation { ranges, read })
+}
+
+/// The query's tables (file tables opened) and its bound plan.
+async fn bind(store: &Store, query: &str, options: &SelectOptions) -> Result<(Tables, QueryPlan)> {
+    let paths = query_tables(query, options.placeholder_values.as_ref())?;
+    let catalog = Tables::load(store, &paths, &options.files).await?;
+    let bind = BindOptions {
+        allow_join_without_index: options.allow_join_without_index,
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
+    let plan = bind_query(query, options.placeholder_values.as_ref(), &catalog, bind)?;
+    Ok((catalog, plan))
 }
 
 /// Whether the query only needs the first `OFFSET + LIMIT` rows that pass WHERE in key
@@ -246,7 +220,7 @@ fn reads_in_key_order_up_to_limit(plan: &QueryPlan) -> bool {
 /// Scans the main table in key order, keeping rows that pass WHERE, until `OFFSET + LIMIT`
 /// of them are found (see [`reads_in_key_order_up_to_limit`]).
 async fn scan_until_limit(
-    store: &Store,
+    main: &Source<'_>,
     plan: &QueryPlan,
     inferred: &[dynql_ql::ranges::KeyRange],
     options: &SelectOptions,
@@ -257,12 +231,11 @@ async fn scan_until_limit(
     let mut stats = Statistics::default();
     let mut stopped: Option<Error> = None;
     let mut read = 0u64;
-    let scan = store
-        .scan_visit(
-            &plan.sources[0].path,
+    let scan = main
+        .visit(
             Some(&storage_ranges(inferred)),
             options.timestamp,
-            &mut |_, row| {
+            &mut |row| {
                 if read >= options.input_row_limit {
                     if options.fail_on_incomplete_result {
                         stopped = Some(Error::LimitExceeded { what: "input" });
@@ -296,25 +269,6 @@ async fn scan_until_limit(
     stats.rows_read = read;
     stats.scan = scan;
     Ok((rows, stats))
-}
-
-/// Reads a table (only `ranges`, when given) as rows in schema order, tablet by tablet in key
-/// order; returns what the scan selected too. (The row pipeline evaluates YT semantics row by
-/// row; grouping that DataFusion computes identically goes through [`crate::columnar`].)
-async fn scan_table(
-    store: &Store,
-    path: &str,
-    _entry: TableEntry,
-    ranges: Option<Vec<KeyRange>>,
-    timestamp: Timestamp,
-) -> Result<(Vec<Vec<Value>>, ScanStatistics)> {
-    let (tablets, statistics) = store
-        .scan_ranges(path, ranges.as_deref(), timestamp)
-        .await?;
-    Ok((
-        tablets.into_iter().flat_map(|t| t.rows).collect(),
-        statistics,
-    ))
 }
 
 /// Runs the rest of a bound plan (WHERE onwards) over the joined rows read for it.

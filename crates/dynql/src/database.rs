@@ -434,6 +434,42 @@ impl Database {
         Ok(SelectResult::from(result))
     }
 
+    /// Runs one statement of standard SQL (DataFusion's dialect) over the same tables as
+    /// [`Database::select_rows`]: dynamic tables by path as quoted identifiers, and Parquet
+    /// files by `"file:LOCATION"` or by a name mapped in `files`. Dynamic tables are read at
+    /// `timestamp`.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::{Database, FileTables, Timestamp, Value};
+    /// let db = Database::open("memory://").unwrap();
+    /// db.create_table_from_text(
+    ///     "//t",
+    ///     "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+    /// )
+    /// .await
+    /// .unwrap();
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": "a"}), serde_json::json!({"k": 2, "v": "b"})])
+    ///     .await
+    ///     .unwrap();
+    /// let r = db
+    ///     .sql(r#"SELECT count(*) AS n FROM "//t" WHERE k > 1"#, &FileTables::default(), Timestamp::SYNC_LAST_COMMITTED)
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(r.rows, vec![vec![Value::Int64(1)]]);
+    /// # });
+    /// ```
+    pub async fn sql(
+        &self,
+        query: &str,
+        files: &dynql_exec::FileTables,
+        timestamp: Timestamp,
+    ) -> Result<SelectResult> {
+        let result = dynql_exec::sql::run_sql(&self.store, query, files, timestamp).await?;
+        Ok(SelectResult::from(result))
+    }
+
     /// Infers the key ranges a query reads from its main table and reports what a scan of
     /// them selects (tablets, chunks, row groups), without running it.
     ///

@@ -64,6 +64,22 @@ pub fn bind_query(
     bind_parsed(&query, catalog, options)
 }
 
+/// The tables a query reads: its `FROM` table, then its joined tables, as written.
+///
+/// # Example
+/// ```
+/// let tables = dynql_ql::binder::query_tables(
+///     "* from [//a] join [//b] using k", None).unwrap();
+/// assert_eq!(tables, ["//a", "//b"]);
+/// ```
+pub fn query_tables(text: &str, placeholders: Option<&Yson>) -> Result<Vec<String>> {
+    let tokens = expand_placeholders(tokenize(text)?, placeholders)?;
+    let query = parse_query(&tokens)?;
+    Ok(std::iter::once(query.from.path.clone())
+        .chain(query.joins.iter().map(|j| j.table.path.clone()))
+        .collect())
+}
+
 /// Binds an already parsed query.
 pub fn bind_parsed(
     query: &Query,

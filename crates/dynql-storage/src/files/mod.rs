@@ -240,7 +240,12 @@ impl FileTable {
         ranges: Option<&[KeyRange]>,
         sink: &mut (dyn FnMut(Vec<Value>) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
-        let types: Vec<ValueType> = self.schema.columns().iter().map(|c| c.wire_type()).collect();
+        let types: Vec<ValueType> = self
+            .schema
+            .columns()
+            .iter()
+            .map(|c| c.wire_type())
+            .collect();
         self.scan_batches_inner(ranges, false, &mut |batch| {
             for row in batch_to_rows(&batch, &types) {
                 if !sink(row)? {
@@ -267,6 +272,79 @@ impl FileTable {
             })
             .await?;
         Ok((batches, statistics))
+    }
+
+    /// Every row's values of the schema columns `columns` (all when `None`), file after
+    /// file, as Arrow batches of those columns. Reads only those columns; order is not
+    /// checked (nothing here depends on it).
+    pub async fn scan_columns(&self, columns: Option<&[usize]>) -> Result<Vec<RecordBatch>> {
+        let all: Vec<usize> = (0..self.schema.columns().len()).collect();
+        let columns = columns.unwrap_or(&all);
+        let table_schema = table_arrow_schema(&self.schema);
+        let projected = Arc::new(table_schema.project(columns)?);
+        let mut out = Vec::new();
+        for file in &self.files {
+            let wanted: Vec<usize> = columns.iter().map(|&c| self.file_columns[c]).collect();
+            let mut stream = self.read(file, None, &wanted)?;
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(|e| corrupt(file, e))?;
+                let converted = self.convert_batch(&batch, columns, &wanted)?;
+                out.push(RecordBatch::try_new_with_options(
+                    projected.clone(),
+                    converted,
+                    &arrow::record_batch::RecordBatchOptions::new()
+                        .with_row_count(Some(batch.num_rows())),
+                )?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A stream of the file columns `file_columns` of `file` (row groups `groups`, or all).
+    fn read(
+        &self,
+        file: &FileRef,
+        groups: Option<Vec<usize>>,
+        file_columns: &[usize],
+    ) -> Result<parquet::arrow::async_reader::ParquetRecordBatchStream<ObjectFile>> {
+        let reader = ObjectFile {
+            objects: self.objects.clone(),
+            path: file.path.clone(),
+            size: file.size,
+        };
+        let mask = ProjectionMask::roots(
+            file.metadata.metadata().file_metadata().schema_descr(),
+            file_columns.iter().copied(),
+        );
+        let mut builder =
+            ParquetRecordBatchStreamBuilder::new_with_metadata(reader, file.metadata.clone())
+                .with_projection(mask)
+                .with_batch_size(8192);
+        if let Some(groups) = groups {
+            builder = builder.with_row_groups(groups);
+        }
+        builder.build().map_err(|e| corrupt(file, e))
+    }
+
+    /// The schema columns `columns` of a batch read with the file columns `file_columns`
+    /// (the projection keeps the files' order), as the Arrow types of their wire types.
+    fn convert_batch(
+        &self,
+        batch: &RecordBatch,
+        columns: &[usize],
+        file_columns: &[usize],
+    ) -> Result<Vec<ArrayRef>> {
+        let mut order: Vec<usize> = file_columns.to_vec();
+        order.sort_unstable();
+        order.dedup();
+        columns
+            .iter()
+            .zip(file_columns)
+            .map(|(&c, fc)| {
+                let p = order.iter().position(|o| o == fc).unwrap_or(0);
+                convert(batch.column(p), self.schema.columns()[c].wire_type())
+            })
+            .collect()
     }
 
     /// Per file, the row groups a scan of `ranges` reads.
@@ -340,9 +418,7 @@ impl FileTable {
                     if dynql_core::compare_values(&min, prev_max).is_lt() {
                         return Err(self.unsorted(&format!(
                             "row group {g} of {} starts at {} below {} where {at} ends",
-                            f.path,
-                            min,
-                            prev_max
+                            f.path, min, prev_max
                         )));
                     }
                 }
@@ -395,41 +471,11 @@ impl FileTable {
             read_files += 1;
             read_groups += groups.len();
             let file = &self.files[fi];
-            let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
-                path: file.path.to_string(),
-                message: e.to_string(),
-            };
-            let reader = ObjectFile {
-                objects: self.objects.clone(),
-                path: file.path.clone(),
-                size: file.size,
-            };
-            let mask = ProjectionMask::roots(
-                file.metadata.metadata().file_metadata().schema_descr(),
-                self.file_columns.iter().copied(),
-            );
-            let mut stream =
-                ParquetRecordBatchStreamBuilder::new_with_metadata(reader, file.metadata.clone())
-                    .with_row_groups(groups)
-                    .with_projection(mask)
-                    .with_batch_size(8192)
-                    .build()
-                    .map_err(corrupt)?;
-            // The projection keeps the files' column order; map to the schema's.
-            let mut order: Vec<usize> = self.file_columns.clone();
-            order.sort_unstable();
-            let positions: Vec<usize> = self
-                .file_columns
-                .iter()
-                .map(|fc| order.iter().position(|o| o == fc).unwrap_or(0))
-                .collect();
+            let all: Vec<usize> = (0..self.schema.columns().len()).collect();
+            let mut stream = self.read(file, Some(groups), &self.file_columns)?;
             while let Some(batch) = stream.next().await {
-                let batch = batch.map_err(corrupt)?;
-                let columns = positions
-                    .iter()
-                    .zip(self.schema.columns())
-                    .map(|(&p, c)| convert(batch.column(p), c.wire_type()))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
+                let batch = batch.map_err(|e| corrupt(file, e))?;
+                let columns = self.convert_batch(&batch, &all, &self.file_columns)?;
                 let mut batch = RecordBatch::try_new(arrow_schema.clone(), columns)?;
                 if key_count > 0 {
                     let keys = |i: usize| -> Vec<Value> {
@@ -483,6 +529,13 @@ impl FileTable {
     }
 }
 
+fn corrupt(file: &FileRef, e: parquet::errors::ParquetError) -> Error {
+    Error::Corrupt {
+        path: file.path.to_string(),
+        message: e.to_string(),
+    }
+}
+
 fn listing_error(location: &str, e: object_store::Error) -> Error {
     Error::Invalid(format!("Cannot list {location:?}: {e}"))
 }
@@ -494,8 +547,7 @@ fn format_key(key: &[Value]) -> String {
 
 fn same_fields(a: &Schema, b: &Schema) -> bool {
     a.fields().len() == b.fields().len()
-        && a
-            .fields()
+        && a.fields()
             .iter()
             .zip(b.fields())
             .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type())
@@ -598,7 +650,9 @@ fn table_schema(
     if let Some(key) = key {
         for name in key {
             if !columns.iter().any(|c| &c.name == name) {
-                return Err(invalid(format!("key column {name:?} is not a column of the files")));
+                return Err(invalid(format!(
+                    "key column {name:?} is not a column of the files"
+                )));
             }
         }
         for c in &mut columns {

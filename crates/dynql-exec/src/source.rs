@@ -1,0 +1,180 @@
+//! The tables a query reads: dynamic tables of the store, and Parquet files
+//! ([`FileTable`]) named by `[file:LOCATION]` or by a `--table NAME=LOCATION` mapping.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use dynql_core::{TableSchema, Value};
+use dynql_ql::Catalog;
+use dynql_storage::files::FileTable;
+use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
+
+use crate::error::{Error, Result};
+
+/// The prefix of a table path that names Parquet files directly: `[file:./dump/*.parquet]`.
+pub const FILE_PREFIX: &str = "file:";
+
+/// Parquet files a query may read besides the store's tables.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileTables {
+    /// Table names mapped to file locations (`--table //logs=./exports/*.parquet`).
+    pub tables: Vec<(String, String)>,
+    /// Key columns for file tables whose files declare none, or to override what they
+    /// declare: for the table of that name (a mapping's name or `file:LOCATION`), or for
+    /// every file table (`None`).
+    pub keys: Vec<(Option<String>, Vec<String>)>,
+}
+
+impl FileTables {
+    /// The location of `path` when it names files: a mapping, or `file:LOCATION`.
+    pub(crate) fn location<'a>(&'a self, path: &'a str) -> Option<&'a str> {
+        self.tables
+            .iter()
+            .find(|(name, _)| name == path)
+            .map(|(_, location)| location.as_str())
+            .or_else(|| path.strip_prefix(FILE_PREFIX))
+    }
+
+    /// The key given for the file table `path`, if any.
+    pub(crate) fn key(&self, path: &str) -> Option<&[String]> {
+        self.keys
+            .iter()
+            .find(|(name, _)| name.as_deref() == Some(path))
+            .or_else(|| self.keys.iter().find(|(name, _)| name.is_none()))
+            .map(|(_, key)| key.as_slice())
+    }
+}
+
+/// The tables of one query, with their schemas.
+pub(crate) struct Tables {
+    pub(crate) store: BTreeMap<String, TableEntry>,
+    pub(crate) files: BTreeMap<String, Arc<FileTable>>,
+}
+
+impl Tables {
+    /// The store's tables and the file tables among `paths` (opened: listed, footers read).
+    pub(crate) async fn load(
+        store: &Store,
+        paths: &[String],
+        files: &FileTables,
+    ) -> Result<Tables> {
+        let tables = store.tables().await?;
+        let mut opened = BTreeMap::new();
+        for path in paths {
+            if opened.contains_key(path) {
+                continue;
+            }
+            let Some(location) = files.location(path) else {
+                continue;
+            };
+            if tables.contains_key(path) {
+                return Err(Error::Storage(dynql_storage::Error::Invalid(format!(
+                    "{path} names both a dynamic table and Parquet files ({location}); map the files to another name"
+                ))));
+            }
+            let table = FileTable::open(location, files.key(path)).await?;
+            opened.insert(path.clone(), Arc::new(table));
+        }
+        Ok(Tables {
+            store: tables,
+            files: opened,
+        })
+    }
+
+    /// How to read the table at `path`.
+    pub(crate) fn source<'a>(&'a self, store: &'a Store, path: &'a str) -> Result<Source<'a>> {
+        if let Some(f) = self.files.get(path) {
+            return Ok(Source::Files(f));
+        }
+        if self.store.contains_key(path) {
+            return Ok(Source::Store { store, path });
+        }
+        Err(Error::Storage(dynql_storage::Error::NoSuchTable {
+            path: path.into(),
+        }))
+    }
+}
+
+impl Catalog for Tables {
+    fn table_schema(&self, path: &str) -> Option<TableSchema> {
+        if let Some(f) = self.files.get(path) {
+            return Some(f.schema().clone());
+        }
+        // Ordered tables are queried through their virtual key ($tablet_index, $row_index).
+        self.store.get(path).map(|e| e.schema.query_schema())
+    }
+}
+
+/// A table to read: a dynamic table at a timestamp, or Parquet files.
+pub(crate) enum Source<'a> {
+    Store { store: &'a Store, path: &'a str },
+    Files(&'a FileTable),
+}
+
+impl Source<'_> {
+    /// The rows with keys in `ranges` (all when `None`), in key order per tablet.
+    pub(crate) async fn rows(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<(Vec<Vec<Value>>, ScanStatistics)> {
+        match self {
+            Source::Store { store, path } => {
+                let (tablets, statistics) = store.scan_ranges(path, ranges, timestamp).await?;
+                Ok((
+                    tablets.into_iter().flat_map(|t| t.rows).collect(),
+                    statistics,
+                ))
+            }
+            Source::Files(f) => Ok(f.scan_rows(ranges).await?),
+        }
+    }
+
+    /// Hands the rows of [`Source::rows`] to `sink` until it returns `false`.
+    pub(crate) async fn visit(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+        sink: &mut (dyn FnMut(Vec<Value>) -> dynql_storage::Result<bool> + Send),
+    ) -> Result<ScanStatistics> {
+        match self {
+            Source::Store { store, path } => Ok(store
+                .scan_visit(path, ranges, timestamp, &mut |_, row| sink(row))
+                .await?),
+            Source::Files(f) => Ok(f.scan_visit(ranges, sink).await?),
+        }
+    }
+
+    /// The rows of [`Source::rows`] as Arrow batches with byte strings as views, each with
+    /// its tablet index.
+    pub(crate) async fn viewed_batches(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<(Vec<(usize, RecordBatch)>, ScanStatistics)> {
+        match self {
+            Source::Store { store, path } => {
+                Ok(store.scan_batches_as(path, ranges, timestamp, true).await?)
+            }
+            Source::Files(f) => {
+                let (batches, statistics) = f.scan_batches(ranges, true).await?;
+                Ok((batches.into_iter().map(|b| (0, b)).collect(), statistics))
+            }
+        }
+    }
+
+    /// What a scan of `ranges` would read, without reading it.
+    pub(crate) async fn explain(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<ScanStatistics> {
+        match self {
+            Source::Store { store, path } => {
+                Ok(store.explain_scan(path, ranges, timestamp).await?)
+            }
+            Source::Files(f) => Ok(f.explain(ranges)),
+        }
+    }
+}
