@@ -301,6 +301,64 @@ async fn ordered_tables_append_in_input_order() {
     );
 }
 
+#[tokio::test]
+async fn ordered_tables_export_by_tablet_and_import_with_tablet_indexes() {
+    let db = Database::open("memory://").unwrap();
+    let queue = "{dynamic=%true; schema=[{name=a;type=int64};{name=\"$timestamp\";type=uint64}]; tablet_count=2}";
+    db.create_table_from_text("//q", queue).await.unwrap();
+    db.create_table_from_text("//copy", queue).await.unwrap();
+    db.insert_json_rows(
+        "//q",
+        &[
+            json!({"$tablet_index": 1, "a": 10}),
+            json!({"$tablet_index": 0, "a": 20}),
+        ],
+    )
+    .await
+    .unwrap();
+    db.insert_json_rows("//q", &[json!({"$tablet_index": 1, "a": 30})])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    db.export("//q", dir.path(), &ExportOptions::default())
+        .await
+        .unwrap();
+    let file = std::fs::File::open(dir.path().join("part-00000.parquet")).unwrap();
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    assert!(builder.metadata().row_group(0).sorting_columns().is_none());
+    let batch = builder.build().unwrap().next().unwrap().unwrap();
+    // Schema columns only ($timestamp included), tablet 0 before tablet 1, rows in order.
+    assert_eq!(batch.num_columns(), 2);
+    let a = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(a.values(), &[20, 10, 30]);
+    // The engine stamps $timestamp itself; a $tablet_index column places rows.
+    let csv = write(
+        dir.path(),
+        "q.csv",
+        "$tablet_index,a,$timestamp\n1,1,5\n0,2,5\n1,3,5\n",
+    );
+    db.import("//copy", &[csv], &ImportOptions::default())
+        .await
+        .unwrap();
+    let got = rows(&db, "[$tablet_index], a, [$timestamp] > 5u from [//copy]").await;
+    let row = |t: i64, a: i64| vec![Value::Int64(t), Value::Int64(a), Value::Boolean(true)];
+    assert_eq!(got, vec![row(0, 2), row(1, 1), row(1, 3)]);
+    let bad = write(dir.path(), "bad.csv", "$tablet_index,a\n2,1\n");
+    let err = db
+        .import("//copy", &[bad], &ImportOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("bad.csv:2: Invalid $tablet_index 2: the table has 2 tablets"),
+        "{err}"
+    );
+}
+
 fn read_parts(dir: &Path) -> Vec<PathBuf> {
     let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
