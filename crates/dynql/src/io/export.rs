@@ -1,4 +1,4 @@
-//! [`Database::export`]: a table snapshot as key-sorted Parquet files (see the file contract
+//! [`Database::export`]: a table snapshot as key-sorted Parquet files (design note 0007; the file contract
 //! in the [module docs](crate::io)).
 
 use std::fs::File;

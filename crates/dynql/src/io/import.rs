@@ -1,4 +1,4 @@
-//! [`Database::import`]: bulk-load files into an existing table.
+//! [`Database::import`]: bulk-load files into an existing table (design note 0007).
 //!
 //! ```text
 //! files ─▶ batches of ≤ 8192 rows ─▶ Converter ─▶ accepted rows (Arrow) + keys ─┐
