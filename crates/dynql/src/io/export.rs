@@ -1,5 +1,5 @@
-//! [`Database::export`]: a table snapshot as key-sorted Parquet files (design note 0007; the file contract
-//! in the [module docs](crate::io)).
+//! [`Database::export`]: a table snapshot as key-sorted Parquet files (design note 0007; the
+//! file contract is in the [module docs](crate::io)).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

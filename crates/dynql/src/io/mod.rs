@@ -1,6 +1,6 @@
 //! Import and export of tables: bulk-load Parquet, CSV or JSON-lines files into a dynamic
 //! table ([`Database::import`]) and write a table out as key-sorted Parquet files
-//! ([`Database::export`]).
+//! ([`Database::export`]). Design note: `docs/design/0007-import-export.md`.
 //!
 //! ```text
 //! import:  files ──read (Arrow batches)──▶ convert to the schema ──▶ sort by key, fold duplicates
