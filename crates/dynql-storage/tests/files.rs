@@ -12,8 +12,8 @@ use dynql_core::{Value, ValueType};
 use dynql_storage::files::FileTable;
 use dynql_storage::{KeyBound, KeyRange};
 use parquet::arrow::ArrowWriter;
-use parquet::file::properties::WriterProperties;
 use parquet::file::metadata::SortingColumn;
+use parquet::file::properties::WriterProperties;
 use proptest::prelude::*;
 
 /// Writes rows `(h, id, name, score, day)` for `ids` with row groups of `group_rows`,
@@ -30,19 +30,31 @@ fn write(path: &Path, ids: &[i64], group_rows: usize, sorted: bool) {
         Arc::new(StringArray::from_iter_values(
             ids.iter().map(|i| format!("n{i}")),
         )),
-        Arc::new(Int32Array::from_iter_values(ids.iter().map(|i| (i / 100) as i32))),
+        Arc::new(Int32Array::from_iter_values(
+            ids.iter().map(|i| (i / 100) as i32),
+        )),
         Arc::new(Int64Array::from_iter_values(ids.iter().copied())),
         Arc::new(Float64Array::from_iter(
             ids.iter().map(|i| (i % 5 != 0).then_some(*i as f64 / 2.0)),
         )),
-        Arc::new(Date32Array::from_iter_values(ids.iter().map(|i| (*i % 30) as i32))),
+        Arc::new(Date32Array::from_iter_values(
+            ids.iter().map(|i| (*i % 30) as i32),
+        )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
     let mut props = WriterProperties::builder().set_max_row_group_row_count(Some(group_rows));
     if sorted {
         props = props.set_sorting_columns(Some(vec![
-            SortingColumn { column_idx: 1, descending: false, nulls_first: true },
-            SortingColumn { column_idx: 2, descending: false, nulls_first: true },
+            SortingColumn {
+                column_idx: 1,
+                descending: false,
+                nulls_first: true,
+            },
+            SortingColumn {
+                column_idx: 2,
+                descending: false,
+                nulls_first: true,
+            },
         ]));
     }
     let file = std::fs::File::create(path).unwrap();
@@ -82,7 +94,12 @@ async fn a_declared_sort_order_is_the_key_and_points_read_one_row_group() {
     let t = FileTable::open(&location, None).await.unwrap();
     assert_eq!(t.file_count(), 3);
     assert_eq!(t.row_count(), 3000);
-    let names: Vec<&str> = t.schema().columns().iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<&str> = t
+        .schema()
+        .columns()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
     assert_eq!(names, ["h", "id", "name", "score", "day"]);
     assert_eq!(t.schema().key_column_count(), 2);
     // Dates are held as text.
@@ -112,7 +129,12 @@ async fn a_given_key_orders_columns_and_unsorted_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("u")).unwrap();
     // Sorted by id but not declared: the key is given.
-    write(&dir.path().join("u/a.parquet"), &(0..500).collect::<Vec<_>>(), 64, false);
+    write(
+        &dir.path().join("u/a.parquet"),
+        &(0..500).collect::<Vec<_>>(),
+        64,
+        false,
+    );
     let location = format!("{}/u/a.parquet", dir.path().display());
     let t = FileTable::open(&location, None).await.unwrap();
     assert_eq!(t.schema().key_column_count(), 0);
@@ -163,9 +185,12 @@ async fn bad_locations_and_mismatched_files_are_clear_errors() {
         vec![Arc::new(Int64Array::from(vec![1])) as ArrayRef],
     )
     .unwrap();
-    let mut w =
-        ArrowWriter::try_new(std::fs::File::create(dir.path().join("m/b.parquet")).unwrap(), other, None)
-            .unwrap();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(dir.path().join("m/b.parquet")).unwrap(),
+        other,
+        None,
+    )
+    .unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
     let e = FileTable::open(&format!("{}/m/*.parquet", dir.path().display()), None)
@@ -180,18 +205,14 @@ async fn bad_locations_and_mismatched_files_are_clear_errors() {
 }
 
 fn bound() -> impl Strategy<Value = KeyBound> {
-    (
-        proptest::collection::vec(-5i64..35, 0..3),
-        any::<bool>(),
-    )
-        .prop_map(|(prefix, after)| {
-            let mut values = Vec::new();
-            for (i, v) in prefix.into_iter().enumerate() {
-                // (h, id): h in 0..30, id in 0..3000.
-                values.push(Value::Int64(if i == 0 { v } else { v * 100 }));
-            }
-            KeyBound::new(values, after)
-        })
+    (proptest::collection::vec(-5i64..35, 0..3), any::<bool>()).prop_map(|(prefix, after)| {
+        let mut values = Vec::new();
+        for (i, v) in prefix.into_iter().enumerate() {
+            // (h, id): h in 0..30, id in 0..3000.
+            values.push(Value::Int64(if i == 0 { v } else { v * 100 }));
+        }
+        KeyBound::new(values, after)
+    })
 }
 
 proptest! {

@@ -33,7 +33,10 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
         if let Some(rest) = location.strip_prefix("s3://") {
             let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
             if bucket.is_empty() {
-                return Err(invalid(location, "s3:// needs a bucket, e.g. s3://bucket/dir/*.parquet"));
+                return Err(invalid(
+                    location,
+                    "s3:// needs a bucket, e.g. s3://bucket/dir/*.parquet",
+                ));
             }
             let s3 = object_store::aws::AmazonS3Builder::from_env()
                 .with_bucket_name(bucket)
@@ -67,7 +70,10 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
         Some(at) => {
             let dir_end = path[..at].rfind('/').map(|i| i + 1).unwrap_or(0);
             let prefix = path[..dir_end].trim_end_matches('/').to_string();
-            (prefix, Some(glob_regex(&path).map_err(|m| invalid(location, m))?))
+            (
+                prefix,
+                Some(glob_regex(&path).map_err(|m| invalid(location, m))?),
+            )
         }
     };
     Ok(Location {

@@ -240,7 +240,12 @@ impl FileTable {
         ranges: Option<&[KeyRange]>,
         sink: &mut (dyn FnMut(Vec<Value>) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
-        let types: Vec<ValueType> = self.schema.columns().iter().map(|c| c.wire_type()).collect();
+        let types: Vec<ValueType> = self
+            .schema
+            .columns()
+            .iter()
+            .map(|c| c.wire_type())
+            .collect();
         self.scan_batches_inner(ranges, false, &mut |batch| {
             for row in batch_to_rows(&batch, &types) {
                 if !sink(row)? {
@@ -340,9 +345,7 @@ impl FileTable {
                     if dynql_core::compare_values(&min, prev_max).is_lt() {
                         return Err(self.unsorted(&format!(
                             "row group {g} of {} starts at {} below {} where {at} ends",
-                            f.path,
-                            min,
-                            prev_max
+                            f.path, min, prev_max
                         )));
                     }
                 }
@@ -494,8 +497,7 @@ fn format_key(key: &[Value]) -> String {
 
 fn same_fields(a: &Schema, b: &Schema) -> bool {
     a.fields().len() == b.fields().len()
-        && a
-            .fields()
+        && a.fields()
             .iter()
             .zip(b.fields())
             .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type())
@@ -598,7 +600,9 @@ fn table_schema(
     if let Some(key) = key {
         for name in key {
             if !columns.iter().any(|c| &c.name == name) {
-                return Err(invalid(format!("key column {name:?} is not a column of the files")));
+                return Err(invalid(format!(
+                    "key column {name:?} is not a column of the files"
+                )));
             }
         }
         for c in &mut columns {

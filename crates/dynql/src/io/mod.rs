@@ -42,8 +42,9 @@ pub use import::{ImportOptions, ImportReport, DEFAULT_WRITE_BATCH_ROWS};
 #[cfg(doc)]
 use crate::Database;
 
-/// Parquet key-value metadata key holding the table schema (YSON text of `@schema`).
-pub const SCHEMA_METADATA_KEY: &str = "dynql.schema";
+/// Parquet key-value metadata key holding the table schema (YSON text of `@schema`); the
+/// storage layer's [`FileTable`](dynql_storage::files::FileTable) reads it back.
+pub use dynql_storage::files::SCHEMA_METADATA_KEY;
 
 /// How many rejected rows an error message and an [`ImportReport`] keep as examples.
 pub const REJECTED_EXAMPLES: usize = 10;
