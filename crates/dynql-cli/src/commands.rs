@@ -284,6 +284,11 @@ pub enum Command {
     Exists { path: String },
     /// List the children of a directory path.
     List { path: String },
+    /// Bulk-load Parquet, CSV or JSON-lines files into an existing table (sorted by key,
+    /// duplicates folded: the last row of a key wins).
+    Import(crate::io::ImportArgs),
+    /// Write a table as key-sorted Parquet files DIR/part-00000.parquet, … (one snapshot).
+    Export(crate::io::ExportArgs),
 }
 
 fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
@@ -664,6 +669,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             db.remove(&path).await?;
         }
+        Command::Import(args) => crate::io::import(&db, args).await?,
+        Command::Export(args) => crate::io::export(&db, args).await?,
         Command::Exists { path } => {
             writeln!(stdout, "{}", db.exists(&path).await?)?;
         }

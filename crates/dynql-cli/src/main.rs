@@ -6,11 +6,14 @@
 //! dynql [--store URL] delete-rows PATH [--format json|yson]   < keys
 //! dynql [--store URL] select-rows QUERY [--format json|yson|schemaful_dsv] [options]
 //! dynql [--store URL] remove PATH | exists PATH | list PATH
+//! dynql [--store URL] import PATH --from FILES… [--format parquet|csv|json] [--max-rejected N]
+//! dynql [--store URL] export PATH --to DIR [--timestamp TS] [--rows-per-file N] [--force]
 //! ```
 //! Errors go to stderr with exit status 1; a failed command changes nothing.
 
 mod commands;
 mod format;
+mod io;
 
 use std::process::ExitCode;
 

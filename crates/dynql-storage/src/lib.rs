@@ -5,6 +5,7 @@
 //! ([`mvcc`]). Flush and compaction move versions into key-sorted Parquet [chunks](chunk);
 //! reads merge the chunks with the in-memory dynamic store in key order.
 
+pub mod bulk;
 pub mod checkpoint;
 pub mod chunk;
 mod chunk_cache;
@@ -25,6 +26,7 @@ pub mod tablets;
 pub mod timestamp;
 pub mod transaction;
 
+pub use bulk::BulkWrite;
 pub use chunk::{ChunkRef, RowGroupRef};
 pub use compaction::Retention;
 pub use conflict::LockMode;

@@ -633,7 +633,7 @@ enum Piece {
 }
 
 /// YT's data weight of a batch: one byte per row plus each value's size.
-pub(crate) fn batch_weight(batch: &RecordBatch) -> u64 {
+pub fn batch_weight(batch: &RecordBatch) -> u64 {
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::DataType;
     let mut weight = batch.num_rows() as u64;

@@ -837,7 +837,7 @@ impl Store {
 
     /// `large`: the write may go to a chunk (not inside transactions, whose conflict check
     /// reads the keys from the record).
-    async fn prepare_write(
+    pub(crate) async fn prepare_write(
         &self,
         path: &str,
         kind: WriteKind,

@@ -38,13 +38,36 @@ pub enum Error {
     /// An invalid request detected by the facade (attributes, rows).
     #[error("{0}")]
     Invalid(String),
+    /// An import or export file could not be read or written; the cause is the source.
+    #[error("cannot {action} {path}")]
+    File {
+        /// What failed: `read`, `write`, `list`, …
+        action: &'static str,
+        /// The file or directory.
+        path: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An import found more rejected input rows than allowed; nothing was written.
+    #[error("{}", crate::io::rejected_message(*count, *allowed, examples))]
+    Rejected {
+        /// Rejected rows in all (the whole input was checked).
+        count: u64,
+        /// The most that was allowed ([`crate::io::ImportOptions::max_rejected`]).
+        allowed: u64,
+        /// The first [`crate::io::REJECTED_EXAMPLES`] of them.
+        examples: Vec<crate::io::RejectedRow>,
+    },
 }
 
 impl Error {
     /// The kind of the error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Core(_) | Error::Query(_) | Error::Invalid(_) => ErrorKind::InvalidInput,
+            Error::Core(_) | Error::Query(_) | Error::Invalid(_) | Error::Rejected { .. } => {
+                ErrorKind::InvalidInput
+            }
+            Error::File { source, .. } => file_kind(source.as_ref()),
             Error::Storage(e) => storage_kind(e),
             Error::Exec(e) => match e {
                 dynql_exec::Error::Query(_) | dynql_exec::Error::InvalidOption { .. } => {
@@ -63,6 +86,17 @@ impl Error {
             Error::Query(q) | Error::Exec(dynql_exec::Error::Query(q)) => q.span(),
             _ => None,
         }
+    }
+}
+
+/// A missing or unreadable input file is the caller's to fix; other I/O failures may pass.
+fn file_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
+    use std::io::ErrorKind as Io;
+    match source.downcast_ref::<std::io::Error>().map(|e| e.kind()) {
+        Some(Io::NotFound | Io::PermissionDenied | Io::AlreadyExists | Io::InvalidInput) | None => {
+            ErrorKind::InvalidInput
+        }
+        Some(_) => ErrorKind::Unavailable,
     }
 }
 

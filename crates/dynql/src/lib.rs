@@ -2,11 +2,13 @@
 //!
 //! Open a store with [`Database::open`], create tables with YT schemas, write rows, and run
 //! `select_rows` queries with YT's semantics. See the crate-level example on [`Database`]
-//! and `examples/quickstart.rs`.
+//! and `examples/quickstart.rs`. Bulk import from Parquet, CSV or JSON lines and export to
+//! Parquet are in [`io`].
 
 mod attributes;
 mod database;
 mod error;
+pub mod io;
 
 pub use attributes::ATTRIBUTES;
 pub use database::{

@@ -1,0 +1,294 @@
+//! Import inputs: expanding paths and globs to files, and reading each file as a stream of
+//! bounded batches (Arrow record batches for Parquet and CSV, parsed lines for JSON).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::error::{Error, Result};
+use crate::io::FileFormat;
+
+/// Rows per batch read from a file: bounds what one conversion step holds.
+pub(crate) const READ_BATCH_ROWS: usize = 8192;
+
+/// One input file.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceFile {
+    /// Where it is on the local file system.
+    pub path: PathBuf,
+    /// How reports name it: the path as given or as the glob produced it.
+    pub name: String,
+    pub format: FileFormat,
+    /// Size in bytes (the progress total).
+    pub size: u64,
+}
+
+/// Expands paths, globs (`dump/*.parquet`) and `file://` URLs to files, in the order given
+/// (each glob's matches in name order).
+///
+/// # Errors
+/// A pattern that matches nothing, a directory, another URL scheme, a file whose format is
+/// neither given nor implied by its extension.
+pub(crate) fn expand_sources(
+    patterns: &[String],
+    format: Option<FileFormat>,
+) -> Result<Vec<SourceFile>> {
+    if patterns.is_empty() {
+        return Err(Error::Invalid("no input files given".into()));
+    }
+    let mut files = Vec::new();
+    for pattern in patterns {
+        let local = if let Some(rest) = pattern.strip_prefix("file://") {
+            rest
+        } else if let Some((scheme, _)) = pattern.split_once("://") {
+            return Err(Error::Invalid(format!(
+                "cannot import from {pattern:?}: {scheme}:// is not supported, only local paths and file:// URLs"
+            )));
+        } else {
+            pattern.as_str()
+        };
+        let mut matched: Vec<PathBuf> = Vec::new();
+        if local.contains(['*', '?', '[']) {
+            let paths = glob::glob(local).map_err(|e| {
+                Error::Invalid(format!("invalid file pattern {pattern:?}: {}", e.msg))
+            })?;
+            for p in paths {
+                let p = p.map_err(|e| Error::File {
+                    action: "list",
+                    path: e.path().display().to_string(),
+                    source: Box::new(std::io::Error::from(e)),
+                })?;
+                if p.is_file() {
+                    matched.push(p);
+                }
+            }
+            if matched.is_empty() {
+                return Err(Error::Invalid(format!("no files match {pattern:?}")));
+            }
+        } else {
+            let p = PathBuf::from(local);
+            let meta = std::fs::metadata(&p).map_err(|e| Error::File {
+                action: "read",
+                path: local.to_string(),
+                source: Box::new(e),
+            })?;
+            if meta.is_dir() {
+                return Err(Error::Invalid(format!(
+                    "{local} is a directory: name its files, e.g. {}/*.parquet",
+                    local.trim_end_matches('/')
+                )));
+            }
+            matched.push(p);
+        }
+        for path in matched {
+            let name = path.display().to_string();
+            let format = match format.or_else(|| FileFormat::from_path(&name)) {
+                Some(f) => f,
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "cannot tell the format of {name} from its extension (.parquet, .csv, .jsonl, .json, .ndjson): give the format explicitly"
+                    )))
+                }
+            };
+            let size = std::fs::metadata(&path)
+                .map_err(|e| Error::File {
+                    action: "read",
+                    path: name.clone(),
+                    source: Box::new(e),
+                })?
+                .len();
+            files.push(SourceFile {
+                path,
+                name,
+                format,
+                size,
+            });
+        }
+    }
+    Ok(files)
+}
+
+/// One batch of input rows.
+pub(crate) struct InputBatch {
+    /// 1-based number of the batch's first row among the file's data rows.
+    pub first_row: u64,
+    pub data: InputData,
+    /// Bytes of the file consumed so far (after this batch).
+    pub bytes_read: u64,
+}
+
+/// The rows of an [`InputBatch`].
+pub(crate) enum InputData {
+    /// Typed columns (Parquet): converted to the column types.
+    Typed(RecordBatch),
+    /// Text columns (CSV, all `Utf8`): parsed per column type.
+    Text(RecordBatch),
+    /// JSON lines.
+    Json(Vec<JsonLine>),
+}
+
+/// One non-blank line of a JSON-lines file.
+pub(crate) struct JsonLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// The parsed value, or the parse error and the raw text.
+    pub value: std::result::Result<serde_json::Value, (String, String)>,
+}
+
+/// Opens a file and returns an iterator over its batches.
+pub(crate) fn read_batches(
+    file: &SourceFile,
+) -> Result<Box<dyn Iterator<Item = Result<InputBatch>> + Send>> {
+    let read_error = |e: Box<dyn std::error::Error + Send + Sync>| Error::File {
+        action: "read",
+        path: file.name.clone(),
+        source: e,
+    };
+    let open = || File::open(&file.path).map_err(|e| read_error(Box::new(e)));
+    match file.format {
+        FileFormat::Parquet => {
+            let builder = ParquetRecordBatchReaderBuilder::try_new(open()?)
+                .map_err(|e| read_error(Box::new(e)))?;
+            let total_rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+            let reader = builder
+                .with_batch_size(READ_BATCH_ROWS)
+                .build()
+                .map_err(|e| read_error(Box::new(e)))?;
+            let size = file.size;
+            let name = file.name.clone();
+            let mut next_row = 1u64;
+            Ok(Box::new(reader.map(move |batch| {
+                let batch = batch.map_err(|e| Error::File {
+                    action: "read",
+                    path: name.clone(),
+                    source: Box::new(e),
+                })?;
+                let first_row = next_row;
+                next_row += batch.num_rows() as u64;
+                // Decoded bytes are not counted by the reader: estimate them by rows.
+                let bytes_read =
+                    (size as u128 * (next_row - 1) as u128 / total_rows.max(1) as u128) as u64;
+                Ok(InputBatch {
+                    first_row,
+                    data: InputData::Typed(batch),
+                    bytes_read: bytes_read.min(size),
+                })
+            })))
+        }
+        FileFormat::Csv => {
+            // The header names the columns; every column is read as text and parsed per
+            // the table's column type later (CSV has no types of its own).
+            let (header, _) = arrow::csv::reader::Format::default()
+                .with_header(true)
+                .infer_schema(open()?, Some(0))
+                .map_err(|e| read_error(Box::new(e)))?;
+            let fields: Vec<Field> = header
+                .fields()
+                .iter()
+                .map(|f| Field::new(f.name(), DataType::Utf8, true))
+                .collect();
+            let counter = Arc::new(AtomicU64::new(0));
+            let reader = arrow::csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
+                .with_header(true)
+                .with_batch_size(READ_BATCH_ROWS)
+                .build(CountingRead {
+                    inner: open()?,
+                    count: counter.clone(),
+                })
+                .map_err(|e| read_error(Box::new(e)))?;
+            let name = file.name.clone();
+            let mut next_row = 1u64;
+            Ok(Box::new(reader.map(move |batch| {
+                let batch = batch.map_err(|e| Error::File {
+                    action: "read",
+                    path: name.clone(),
+                    source: Box::new(e),
+                })?;
+                let first_row = next_row;
+                next_row += batch.num_rows() as u64;
+                Ok(InputBatch {
+                    first_row,
+                    data: InputData::Text(batch),
+                    bytes_read: counter.load(Ordering::Relaxed),
+                })
+            })))
+        }
+        FileFormat::Json => {
+            let counter = Arc::new(AtomicU64::new(0));
+            let mut lines = BufReader::new(CountingRead {
+                inner: open()?,
+                count: counter.clone(),
+            });
+            let name = file.name.clone();
+            let mut line_no = 0u64;
+            let mut next_row = 1u64;
+            let mut done = false;
+            Ok(Box::new(std::iter::from_fn(move || {
+                if done {
+                    return None;
+                }
+                let mut batch = Vec::new();
+                let mut text = String::new();
+                while batch.len() < READ_BATCH_ROWS {
+                    text.clear();
+                    match lines.read_line(&mut text) {
+                        Ok(0) => {
+                            done = true;
+                            break;
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            done = true;
+                            return Some(Err(Error::File {
+                                action: "read",
+                                path: name.clone(),
+                                source: Box::new(e),
+                            }));
+                        }
+                    }
+                    line_no += 1;
+                    let trimmed = text.trim();
+                    if trimmed.is_empty() {
+                        continue;
+                    }
+                    let value = serde_json::from_str(trimmed)
+                        .map_err(|e| (format!("invalid JSON: {e}"), trimmed.to_string()));
+                    batch.push(JsonLine {
+                        line: line_no,
+                        value,
+                    });
+                }
+                if batch.is_empty() {
+                    return None;
+                }
+                let first_row = next_row;
+                next_row += batch.len() as u64;
+                Some(Ok(InputBatch {
+                    first_row,
+                    data: InputData::Json(batch),
+                    bytes_read: counter.load(Ordering::Relaxed),
+                }))
+            })))
+        }
+    }
+}
+
+/// A reader that counts the bytes read through it (progress of text formats).
+struct CountingRead<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
