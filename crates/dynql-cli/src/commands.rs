@@ -284,6 +284,10 @@ pub enum Command {
     Exists { path: String },
     /// List the children of a directory path.
     List { path: String },
+    /// Interactive shell: YT QL queries and all of these commands, with line editing, history
+    /// and completion (`dynql` with no command on a terminal starts it too). With stdin not a
+    /// terminal it runs the statements it reads and stops at the first error.
+    Shell,
 }
 
 fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
@@ -309,17 +313,25 @@ fn store_url(cli: &Cli) -> String {
         .unwrap_or_else(|| DEFAULT_STORE.to_string())
 }
 
-/// Runs the command line: opens the store, then runs one command on stdin and stdout.
+/// Runs the command line: opens the store, then runs one command on stdin and stdout, or the
+/// shell.
 pub async fn run(cli: Cli) -> Result<()> {
-    let db = Database::open(&store_url(&cli))?;
-    let mut stdin = std::io::stdin().lock();
-    let mut stdout = std::io::stdout().lock();
-    execute(&db, cli.command, &mut stdin, &mut stdout).await
+    let url = store_url(&cli);
+    let db = Database::open(&url)?;
+    match cli.command {
+        Command::Shell => crate::shell::run(&db, &url).await,
+        command => {
+            let mut stdin = std::io::stdin().lock();
+            let mut stdout = std::io::stdout().lock();
+            execute(&db, command, &mut stdin, &mut stdout).await
+        }
+    }
 }
 
 /// Runs one command against an open store: rows (insert-rows, delete-rows, lookup-rows,
 /// lock-rows) come from `input`, results go to `stdout`. The command line passes its stdin and
-/// stdout; an interactive shell can pass the lines after the command and the terminal.
+/// stdout; the shell passes the lines after the command and the terminal, so both run the same
+/// code.
 ///
 /// # Errors
 /// Whatever the command fails with; query errors carry the query with a caret under the error
@@ -688,6 +700,7 @@ pub async fn execute(
                 writeln!(stdout, "{name}")?;
             }
         }
+        Command::Shell => bail!("the shell is already running"),
     }
     stdout.flush()?;
     Ok(())

@@ -6,19 +6,36 @@
 //! dynql [--store URL] delete-rows PATH [--format json|yson]   < keys
 //! dynql [--store URL] select-rows QUERY [--format json|yson|schemaful_dsv] [options]
 //! dynql [--store URL] remove PATH | exists PATH | list PATH
+//! dynql [--store URL] shell                     # also `dynql` alone on a terminal
 //! ```
 //! Errors go to stderr with exit status 1; a failed command changes nothing.
 
 mod commands;
 mod format;
+mod shell;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    let parsed = match commands::Cli::try_parse() {
+        // `dynql` alone on a terminal is `dynql shell`; elsewhere it stays a usage error, so
+        // a script that forgot its command fails instead of waiting for input.
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) && std::io::stdin().is_terminal() =>
+        {
+            commands::Cli::try_parse_from(std::env::args_os().chain(["shell".into()]))
+        }
+        other => other,
+    };
     // Usage errors exit with 1 like every other failure (clap's default is 2).
-    let cli = match commands::Cli::try_parse() {
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {

@@ -5,6 +5,7 @@ mod conformance;
 mod explain;
 mod mvcc;
 mod queues;
+mod shell;
 mod tablets;
 mod transactions;
 
