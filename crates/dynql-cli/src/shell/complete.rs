@@ -121,10 +121,10 @@ impl Catalog {
         let mut out: Vec<String> = self
             .tables
             .iter()
-            .filter(|(p, _)| p.starts_with(prefix) && p.len() > from)
-            .map(|(p, _)| match p[from..].find('/') {
-                Some(i) => p[..from + i + 1].to_string(),
-                None => p.clone(),
+            .filter(|(p, _)| p.starts_with(prefix))
+            .filter_map(|(p, _)| match p.get(from..)?.find('/') {
+                Some(i) => p.get(..from + i + 1).map(str::to_string),
+                None => Some(p.clone()),
             })
             .collect();
         out.dedup();
@@ -184,6 +184,14 @@ pub fn complete(catalog: &Catalog, buffer: &str, pos: usize) -> (usize, Vec<Stri
     (base + start, candidates)
 }
 
+/// The byte offset just after the last character of `text` that `pred` accepts (0 if none).
+fn after_last(text: &str, pred: impl Fn(char) -> bool) -> usize {
+    text.char_indices()
+        .rev()
+        .find(|&(_, c)| pred(c))
+        .map_or(0, |(i, c)| i + c.len_utf8())
+}
+
 /// The candidates among `words` that start with `prefix` (ignoring ASCII case).
 fn matching<'a>(words: impl IntoIterator<Item = &'a str>, prefix: &str) -> Vec<String> {
     let lower = prefix.to_ascii_lowercase();
@@ -208,7 +216,7 @@ fn complete_first_word(catalog: &Catalog, word: &str) -> (usize, Vec<String>) {
 }
 
 fn complete_meta(catalog: &Catalog, text: &str) -> (usize, Vec<String>) {
-    let word_start = text.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word_start = after_last(text, char::is_whitespace);
     let word = &text[word_start..];
     let candidates = match first_word(text) {
         "\\d" => catalog.paths(word),
@@ -290,13 +298,13 @@ fn complete_query(catalog: &Catalog, text: &str, rest: &str) -> (usize, Vec<Stri
             return (open + 1, catalog.paths(&text[open + 1..]));
         }
     }
-    let word_start = text
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
-        .map_or(0, |i| i + 1);
+    let word_start = after_last(text, |c| {
+        !(c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    });
     let word = &text[word_start..];
     if text[..word_start].ends_with('/') {
         // A path typed without its brackets.
-        let path_start = text.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let path_start = after_last(text, char::is_whitespace);
         return (path_start, catalog.paths(&text[path_start..]));
     }
     let mut statement = text.to_string();
@@ -456,6 +464,25 @@ mod tests {
         assert_eq!(at("\\format j"), (8, vec!["json".into()]));
         // Rows are data: nothing completes there.
         assert_eq!(at("insert-rows //t\n{k=").1, Vec::<String>::new());
+    }
+
+    #[test]
+    fn words_after_non_ascii_characters_do_not_break_completion() {
+        assert_eq!(at("select é").0, 9);
+        assert_eq!(at("select éna"), (9, vec!["name".into()]));
+        assert_eq!(at("\\d\u{a0}//tm"), (4, vec!["//tmp/".into()]));
+        assert_eq!(at("get\u{3000}//home/u").1, ["//home/users".to_string()]);
+        assert_eq!(
+            at("* from [//home/users] where s = 'ü' and na"),
+            (41, vec!["name".into()])
+        );
+        for buffer in ["é", "\\é", "get é", "insert-rows é\né", "'é", "[é"] {
+            for pos in 0..=buffer.len() {
+                if buffer.is_char_boundary(pos) {
+                    complete(&catalog(), buffer, pos);
+                }
+            }
+        }
     }
 
     #[test]

@@ -129,7 +129,7 @@ fn on_off(on: bool) -> &'static str {
 fn help(out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
-        "A statement ends with ; or an empty line. It is one of:
+        "A statement ends with ;, an empty line or a \\ command line. It is one of:
   QUERY            a YT QL query, run as select-rows:  * from [//t] where k = 1;
   COMMAND ARGS     a dynql command, as on the command line:  get //t/@schema;
                    insert-rows, delete-rows, lookup-rows and lock-rows read their rows
