@@ -193,7 +193,8 @@ async fn interactive(db: &Database, url: &str, mut settings: Settings) -> Result
         // A missing or unreadable history file only means no history.
         let _ = editor.load_history(path);
     }
-    println!(
+    // The banner is for the person at the terminal: stderr keeps it out of redirected results.
+    eprintln!(
         "dynql {} on {url}. End statements with ; or an empty line; \\help for help, \\q to quit.",
         env!("CARGO_PKG_VERSION")
     );
