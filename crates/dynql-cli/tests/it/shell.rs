@@ -1,6 +1,6 @@
 //! `dynql shell`: scripts on stdin, and a person at a terminal (driven through tmux).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -88,19 +88,21 @@ fn quit_ends_a_script_and_no_command_without_a_terminal_is_a_usage_error() {
     assert!(err.contains("requires a subcommand"), "{err}");
 }
 
-/// A tmux server of its own (own socket), running one session; killed on drop.
+/// A tmux server of its own, running one session; killed on drop.
 struct Tmux {
-    socket: String,
+    /// The server's socket: in the test's temporary directory, so no other server is touched
+    /// and nothing is left behind.
+    socket: PathBuf,
 }
 
 impl Tmux {
     /// Starts `command` in a detached 200x50 session; `None` if tmux is not installed.
-    fn start(command: &str) -> Option<Tmux> {
+    fn start(dir: &Path, command: &str) -> Option<Tmux> {
         if Command::new("tmux").arg("-V").output().is_err() {
             return None;
         }
         let tmux = Tmux {
-            socket: format!("dynql-test-{}", std::process::id()),
+            socket: dir.join("tmux.sock"),
         };
         let status = tmux
             .command()
@@ -114,7 +116,7 @@ impl Tmux {
 
     fn command(&self) -> Command {
         let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
+        c.arg("-S").arg(&self.socket);
         c
     }
 
@@ -196,7 +198,7 @@ fn a_person_at_a_terminal() {
         shell_quote(Path::new(env!("CARGO_BIN_EXE_dynql"))),
         shell_quote(s.dir.path()),
     );
-    let Some(t) = Tmux::start(&command) else {
+    let Some(t) = Tmux::start(s.dir.path(), &command) else {
         eprintln!("skipped: tmux is not installed");
         return;
     };
