@@ -289,6 +289,10 @@ pub enum Command {
     Import(crate::io::ImportArgs),
     /// Write a table as key-sorted Parquet files DIR/part-00000.parquet, … (one snapshot).
     Export(crate::io::ExportArgs),
+    /// Interactive shell: YT QL queries and all of these commands, with line editing, history
+    /// and completion (`dynql` with no command on a terminal starts it too). With stdin not a
+    /// terminal it runs the statements it reads and stops at the first error.
+    Shell,
 }
 
 fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
@@ -314,11 +318,36 @@ fn store_url(cli: &Cli) -> String {
         .unwrap_or_else(|| DEFAULT_STORE.to_string())
 }
 
-/// Runs one command.
+/// Runs the command line: opens the store, then runs one command on stdin and stdout, or the
+/// shell.
 pub async fn run(cli: Cli) -> Result<()> {
-    let db = Database::open(&store_url(&cli))?;
-    let mut stdout = std::io::stdout().lock();
+    let url = store_url(&cli);
+    let db = Database::open(&url)?;
     match cli.command {
+        Command::Shell => crate::shell::run(&db, &url).await,
+        command => {
+            let mut stdin = std::io::stdin().lock();
+            let mut stdout = std::io::stdout().lock();
+            execute(&db, command, &mut stdin, &mut stdout).await
+        }
+    }
+}
+
+/// Runs one command against an open store: rows (insert-rows, delete-rows, lookup-rows,
+/// lock-rows) come from `input`, results go to `stdout`. The command line passes its stdin and
+/// stdout; the shell passes the lines after the command and the terminal, so both run the same
+/// code.
+///
+/// # Errors
+/// Whatever the command fails with; query errors carry the query with a caret under the error
+/// position.
+pub async fn execute(
+    db: &Database,
+    command: Command,
+    input: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    match command {
         Command::Create {
             node_type,
             path,
@@ -343,7 +372,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             aggregate,
             tx,
         } => {
-            let rows = read_rows(format)?;
+            let rows = read_rows(format, input)?;
             let options = WriteOptions { update, aggregate };
             match tx {
                 Some(id) => {
@@ -367,7 +396,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let mode = LockMode::parse(&lock_type).with_context(|| {
                 format!("--lock-type must be exclusive, shared_weak or shared_strong, not {lock_type:?}")
             })?;
-            let keys = read_rows(format)?;
+            let keys = read_rows(format, input)?;
             db.transaction(&tx)
                 .await?
                 .lock_rows(&path, &keys, mode, locks)
@@ -391,7 +420,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             timestamp,
             tx,
         } => {
-            let keys = read_rows(format)?;
+            let keys = read_rows(format, input)?;
             let column_names = match column_names {
                 None => None,
                 Some(text) if text.trim_start().starts_with('[') => {
@@ -438,7 +467,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;
         }
         Command::DeleteRows { path, format, tx } => {
-            let rows = read_rows(format)?;
+            let rows = read_rows(format, input)?;
             match tx {
                 Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
                 None => db.delete_rows(&path, &rows).await?,
@@ -679,36 +708,50 @@ pub async fn run(cli: Cli) -> Result<()> {
                 writeln!(stdout, "{name}")?;
             }
         }
+        Command::Shell => bail!("the shell is already running"),
     }
     stdout.flush()?;
     Ok(())
 }
 
-/// Adds the query line with a caret under the error position.
-fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
-    let Some(span) = e.query_span() else {
-        return e.into();
-    };
-    if span.start > query.len() || query.contains('\n') {
-        return e.into();
+/// Adds the query line that holds the error position, with a caret under it.
+pub fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
+    match e.query_span().and_then(|span| caret_lines(query, span)) {
+        Some(lines) => anyhow::anyhow!("{e}\n{lines}"),
+        None => e.into(),
     }
-    let caret = " ".repeat(query[..span.start].chars().count());
-    let width = query
-        .get(span.start..span.end.min(query.len()))
-        .map(|s| s.chars().count())
-        .unwrap_or(1)
-        .max(1);
-    anyhow::anyhow!("{e}\n  {query}\n  {caret}{}", "^".repeat(width))
 }
 
-/// Reads rows from stdin: JSON (one object per line) or YSON (a `;`-separated fragment).
-fn read_rows(format: InputFormat) -> Result<Vec<Yson>> {
-    let stdin = std::io::stdin();
+/// The line of `query` that holds `span.start` and a caret line under the span (cut at the
+/// end of that line), both indented by two spaces; `None` if the span is outside the query.
+/// Tabs stay tabs in the caret line so the caret lines up however the terminal expands them.
+pub fn caret_lines(query: &str, span: dynql::ql::Span) -> Option<String> {
+    if span.start > query.len() || !query.is_char_boundary(span.start) {
+        return None;
+    }
+    let line_start = query[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = query[span.start..]
+        .find('\n')
+        .map_or(query.len(), |i| span.start + i);
+    let line = &query[line_start..line_end];
+    let indent: String = query[line_start..span.start]
+        .chars()
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let width = query
+        .get(span.start..span.end.clamp(span.start, line_end))
+        .map_or(1, |s| s.chars().count())
+        .max(1);
+    Some(format!("  {line}\n  {indent}{}", "^".repeat(width)))
+}
+
+/// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
+fn read_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
     match format {
         InputFormat::Json => {
             let mut rows = Vec::new();
-            for (n, line) in stdin.lock().lines().enumerate() {
-                let line = line.context("reading stdin")?;
+            for (n, line) in std::io::BufReader::new(input).lines().enumerate() {
+                let line = line.context("reading rows")?;
                 if line.trim().is_empty() {
                     continue;
                 }
@@ -720,11 +763,28 @@ fn read_rows(format: InputFormat) -> Result<Vec<Yson>> {
         }
         InputFormat::Yson => {
             let mut text = Vec::new();
-            stdin
-                .lock()
-                .read_to_end(&mut text)
-                .context("reading stdin")?;
+            input.read_to_end(&mut text).context("reading rows")?;
             Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynql::ql::Span;
+
+    #[test]
+    fn carets_point_into_the_line_that_holds_the_position() {
+        assert_eq!(
+            caret_lines("k from [//t] limit", Span::new(13, 18)).as_deref(),
+            Some("  k from [//t] limit\n               ^^^^^")
+        );
+        // Multi-line: the second line, the span cut at its end; tabs kept for alignment.
+        assert_eq!(
+            caret_lines("k from [//t]\n\twhere k = = 1\nlimit 1", Span::new(24, 40)).as_deref(),
+            Some("  \twhere k = = 1\n  \t          ^^^")
+        );
+        assert_eq!(caret_lines("k", Span::new(5, 6)), None);
     }
 }

@@ -8,20 +8,37 @@
 //! dynql [--store URL] remove PATH | exists PATH | list PATH
 //! dynql [--store URL] import PATH --from FILES… [--format parquet|csv|json] [--max-rejected N]
 //! dynql [--store URL] export PATH --to DIR [--timestamp TS] [--rows-per-file N] [--force]
+//! dynql [--store URL] shell                     # also `dynql` alone on a terminal
 //! ```
 //! Errors go to stderr with exit status 1; a failed command changes nothing.
 
 mod commands;
 mod format;
 mod io;
+mod shell;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    let parsed = match commands::Cli::try_parse() {
+        // `dynql` alone on a terminal is `dynql shell`; elsewhere it stays a usage error, so
+        // a script that forgot its command fails instead of waiting for input.
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) && std::io::stdin().is_terminal() =>
+        {
+            commands::Cli::try_parse_from(std::env::args_os().chain(["shell".into()]))
+        }
+        other => other,
+    };
     // Usage errors exit with 1 like every other failure (clap's default is 2).
-    let cli = match commands::Cli::try_parse() {
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {

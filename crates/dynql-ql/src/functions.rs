@@ -204,6 +204,109 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "cardinality_merge_state",
 ];
 
+/// The names [`lookup`] knows, scalar functions first, then aggregates, for listing and
+/// completion. A test keeps it equal to the names `lookup` matches.
+pub const NAMES: &[&str] = &[
+    "if",
+    "if_null",
+    "coalesce",
+    "is_prefix",
+    "is_substr",
+    "lower",
+    "length",
+    "concat",
+    "farm_hash",
+    "numeric_to_string",
+    "parse_int64",
+    "parse_uint64",
+    "parse_double",
+    "regex_full_match",
+    "regex_partial_match",
+    "regex_replace_first",
+    "regex_replace_all",
+    "regex_extract",
+    "regex_escape",
+    "format_timestamp",
+    "timestamp_floor_hour",
+    "timestamp_floor_day",
+    "timestamp_floor_week",
+    "timestamp_floor_month",
+    "timestamp_floor_quarter",
+    "timestamp_floor_year",
+    "format_guid",
+    "int64",
+    "uint64",
+    "double",
+    "boolean",
+    "string",
+    "is_nan",
+    "is_finite",
+    "is_inf",
+    "greatest",
+    "abs",
+    "acos",
+    "asin",
+    "cos",
+    "sin",
+    "tan",
+    "cot",
+    "atan",
+    "cbrt",
+    "exp",
+    "ln",
+    "log10",
+    "log2",
+    "sqrt",
+    "degrees",
+    "radians",
+    "ceil",
+    "floor",
+    "round",
+    "trunc",
+    "even",
+    "sign",
+    "atan2",
+    "pow",
+    "log",
+    "signbit",
+    "bit_count",
+    "factorial",
+    "gcd",
+    "lcm",
+    "xor",
+    "sleep",
+    "is_valid_utf8",
+    "to_valid_utf8",
+    "to_any",
+    "try_get_int64",
+    "try_get_uint64",
+    "try_get_double",
+    "try_get_boolean",
+    "try_get_string",
+    "try_get_any",
+    "get_int64",
+    "get_uint64",
+    "get_double",
+    "get_boolean",
+    "get_string",
+    "get_any",
+    "list_contains",
+    "yson_length",
+    "any_to_yson_string",
+    "yson_string_to_any",
+    "make_list",
+    "make_map",
+    "make_entity",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "cardinality",
+    "argmin",
+    "argmax",
+    "first",
+];
+
 /// Looks a function up by name (case-insensitive).
 pub fn lookup(name: &str) -> Option<Function> {
     use ScalarFunction as S;
@@ -958,6 +1061,30 @@ mod tests {
 
     fn s(x: &str) -> Value {
         Value::string(x)
+    }
+
+    #[test]
+    fn names_are_the_names_lookup_knows() {
+        for name in NAMES {
+            assert!(lookup(name).is_some(), "{name} is listed but not found");
+        }
+        // The other direction: every name the match in `lookup` spells is listed.
+        let source = include_str!("functions.rs");
+        let start = source.find("pub fn lookup(").expect("lookup in the source");
+        let end = start + source[start..].find("\n}\n").expect("end of lookup");
+        let matched: Vec<&str> = source[start..end]
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix('"')?
+                    .split_once("\" =>")
+                    .map(|(n, _)| n)
+            })
+            .collect();
+        assert_eq!(matched.len(), NAMES.len());
+        for name in matched {
+            assert!(NAMES.contains(&name), "{name} is missing from NAMES");
+        }
     }
 
     #[test]

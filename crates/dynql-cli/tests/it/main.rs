@@ -6,6 +6,7 @@ mod explain;
 mod io;
 mod mvcc;
 mod queues;
+mod shell;
 mod tablets;
 mod transactions;
 

@@ -1,0 +1,327 @@
+//! `dynql shell`: YT QL queries and every dynql command, one statement at a time.
+//!
+//! ```text
+//! input lines ──> statement::Splitter ──> statement::parse ──┬─ \meta    ──> meta::run
+//!   (rustyline on a terminal,                                 ├─ COMMAND  ──> ShellLine (clap)
+//!    stdin lines otherwise)                                   │               └─> commands::execute
+//!                                                             └─ QUERY    ──> select_rows ──> pretty
+//! ```
+//!
+//! A command is parsed by the same clap [`Command`] enum as the command line and run by the
+//! same [`commands::execute`], so the shell and the command line cannot drift apart; its rows
+//! are the statement's lines after the command instead of stdin.
+//!
+//! On a terminal the shell edits lines with rustyline (history file, multi-line statements,
+//! Tab completion) and reports errors without exiting. With stdin not a terminal it runs the
+//! statements it reads in order, with no prompt, and stops at the first error (exit status 1).
+
+mod complete;
+mod meta;
+mod pretty;
+mod statement;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context, Result};
+use clap::{CommandFactory, Parser};
+use dynql::{Database, SelectOptions};
+use rustyline::config::{Behavior, CompletionType, Config};
+use rustyline::error::ReadlineError;
+use rustyline::history::FileHistory;
+use rustyline::Editor;
+
+use crate::commands::{execute, query_error, Command};
+use crate::format::{write_result, OutputFormat};
+use complete::{Catalog, ShellHelper};
+use statement::{Parsed, Splitter, Statement};
+
+/// A command typed in the shell: the command line without `dynql` and `--store`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dynql",
+    no_binary_name = true,
+    disable_version_flag = true,
+    about = "The commands of the shell, as on the command line without `dynql` and --store \
+             (\\help shows the rest)."
+)]
+pub struct ShellLine {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The names of the commands (`insert-rows`, …, and clap's `help`).
+pub fn command_names() -> &'static [String] {
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<String> = ShellLine::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        names.push("help".into());
+        names
+    })
+}
+
+/// Whether a statement starting with `word` is a command (else it is a query).
+pub fn is_command(word: &str) -> bool {
+    command_names().iter().any(|n| n == word)
+}
+
+/// How query results print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultFormat {
+    /// A drawn table with a row count under it.
+    Pretty,
+    /// One of the formats of `select-rows --format`.
+    Plain(OutputFormat),
+}
+
+impl ResultFormat {
+    /// The name `\format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultFormat::Pretty => "pretty",
+            ResultFormat::Plain(OutputFormat::Json) => "json",
+            ResultFormat::Plain(OutputFormat::Yson) => "yson",
+            ResultFormat::Plain(OutputFormat::SchemafulDsv) => "schemaful_dsv",
+        }
+    }
+}
+
+/// What `\format` and `\timing` set.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// How query results print.
+    pub format: ResultFormat,
+    /// Print how long each statement took.
+    pub timing: bool,
+    /// Confirm setting changes (`format is json`): on a terminal, not in a script's output.
+    pub confirm: bool,
+}
+
+/// Whether the shell goes on after a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+}
+
+/// Runs the shell on the open store: interactive when stdin is a terminal, else a script.
+///
+/// # Errors
+/// In a script, the first failing statement (with its line number); on a terminal, only a
+/// terminal that fails.
+pub async fn run(db: &Database, url: &str) -> Result<()> {
+    if std::io::stdin().is_terminal() {
+        let pretty = std::io::stdout().is_terminal();
+        let settings = Settings {
+            format: if pretty {
+                ResultFormat::Pretty
+            } else {
+                ResultFormat::Plain(OutputFormat::Yson)
+            },
+            timing: pretty,
+            confirm: true,
+        };
+        interactive(db, url, settings).await
+    } else {
+        let settings = Settings {
+            format: ResultFormat::Plain(OutputFormat::Yson),
+            timing: false,
+            confirm: false,
+        };
+        script(db, settings).await
+    }
+}
+
+/// Runs the statements read from stdin in order; stops at the first error or `\q`.
+async fn script(db: &Database, mut settings: Settings) -> Result<()> {
+    let mut splitter = Splitter::new(is_command);
+    for line in std::io::stdin().lock().lines() {
+        let line = line.context("reading stdin")?;
+        for statement in splitter.push_line(line.trim_end_matches('\r')) {
+            if run_in_script(db, &mut settings, &statement).await? == Flow::Quit {
+                return Ok(());
+            }
+        }
+    }
+    if let Some(statement) = splitter.finish() {
+        run_in_script(db, &mut settings, &statement).await?;
+    }
+    Ok(())
+}
+
+async fn run_in_script(db: &Database, settings: &mut Settings, st: &Statement) -> Result<Flow> {
+    let mut stdout = std::io::stdout().lock();
+    let flow = run_statement(db, settings, &st.text, &mut stdout)
+        .await
+        .with_context(|| format!("line {}", st.line))?;
+    stdout.flush()?;
+    Ok(flow)
+}
+
+/// The history file: `$DYNQL_HISTORY`, else `~/.dynql_history`; none if `DYNQL_HISTORY` is
+/// empty or there is no home directory.
+fn history_path() -> Option<PathBuf> {
+    match std::env::var_os("DYNQL_HISTORY") {
+        Some(path) if path.is_empty() => None,
+        Some(path) => Some(path.into()),
+        None => std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|home| PathBuf::from(home).join(".dynql_history")),
+    }
+}
+
+/// The prompt loop on a terminal.
+async fn interactive(db: &Database, url: &str, mut settings: Settings) -> Result<()> {
+    let config = Config::builder()
+        .completion_type(CompletionType::List)
+        .max_history_size(10_000)?
+        .history_ignore_dups(true)?
+        // Prompts and editing go to the terminal even when stdout is redirected.
+        .behavior(Behavior::PreferTerm)
+        .build();
+    let mut editor: Editor<ShellHelper, FileHistory> = Editor::with_config(config)?;
+    editor.set_helper(Some(ShellHelper {
+        catalog: Catalog::load(db).await,
+    }));
+    let history = history_path();
+    if let Some(path) = &history {
+        // A missing or unreadable history file only means no history.
+        let _ = editor.load_history(path);
+    }
+    // The banner is for the person at the terminal: stderr keeps it out of redirected results.
+    eprintln!(
+        "dynql {} on {url}. End statements with ; or an empty line; \\help for help, \\q to quit.",
+        env!("CARGO_PKG_VERSION")
+    );
+    loop {
+        let buffer = match editor.readline("dynql> ") {
+            Ok(buffer) => buffer,
+            // Ctrl-C drops the statement being typed, as in a shell.
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => return Ok(()),
+            Err(e) => return Err(e).context("reading the terminal"),
+        };
+        if buffer.trim().is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(buffer.as_str());
+        if let Some(path) = &history {
+            // An unwritable history file is not worth interrupting anyone for.
+            let _ = editor.append_history(path);
+        }
+        let mut splitter = Splitter::new(is_command);
+        let mut statements = Vec::new();
+        for line in buffer.split('\n') {
+            statements.extend(splitter.push_line(line));
+        }
+        statements.extend(splitter.finish());
+        let mut catalog_changed = false;
+        for st in statements {
+            let mut stdout = std::io::stdout().lock();
+            let result = run_statement(db, &mut settings, &st.text, &mut stdout).await;
+            let _ = stdout.flush();
+            drop(stdout);
+            // Any command may create, move or remove a table.
+            catalog_changed |= is_command(statement::command_word(&st.text));
+            match result {
+                Ok(Flow::Quit) => return Ok(()),
+                Ok(Flow::Continue) => {}
+                Err(e) => eprintln!("Error: {e:#}"),
+            }
+        }
+        if catalog_changed {
+            let catalog = Catalog::load(db).await;
+            if let Some(helper) = editor.helper_mut() {
+                helper.catalog = catalog;
+            }
+        }
+    }
+}
+
+/// Runs one statement; results go to `out`, timings of plain-format results to stderr so
+/// they stay out of the data.
+async fn run_statement(
+    db: &Database,
+    settings: &mut Settings,
+    text: &str,
+    out: &mut dyn Write,
+) -> Result<Flow> {
+    let parsed = statement::parse(text, is_command)?;
+    let started = Instant::now();
+    match parsed {
+        Parsed::Meta { name, args } => return meta::run(db, settings, &name, &args, out).await,
+        Parsed::Command { words, rows } => {
+            let line = match ShellLine::try_parse_from(&words) {
+                Ok(line) => line,
+                Err(e) if !e.use_stderr() => {
+                    // --help and `help COMMAND` print and succeed.
+                    write!(out, "{}", e.render())?;
+                    return Ok(Flow::Continue);
+                }
+                Err(e) => {
+                    let text = e.render().to_string();
+                    return Err(anyhow!(
+                        "{}",
+                        text.trim_end().strip_prefix("error: ").unwrap_or(&text)
+                    ));
+                }
+            };
+            execute(db, line.command, &mut rows.as_bytes(), out).await?;
+            if settings.timing {
+                eprintln!("({})", pretty::duration(started.elapsed()));
+            }
+        }
+        Parsed::Query(query) => {
+            let result = db
+                .select_rows(&query, &SelectOptions::default())
+                .await
+                .map_err(|e| query_error(&query, e))?;
+            let elapsed = settings.timing.then(|| started.elapsed());
+            match settings.format {
+                ResultFormat::Pretty => {
+                    writeln!(out, "{}", pretty::result_table(&result))?;
+                    writeln!(out, "{}", pretty::footer(result.rows.len(), elapsed))?;
+                }
+                ResultFormat::Plain(format) => {
+                    let mut buf = Vec::new();
+                    write_result(&mut buf, &result, format)?;
+                    out.write_all(&buf)?;
+                    if let Some(elapsed) = elapsed {
+                        eprintln!("{}", pretty::footer(result.rows.len(), Some(elapsed)));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_commands_and_names_match_the_clap_commands() {
+        for name in statement::ROW_COMMANDS {
+            assert!(is_command(name), "{name} is not a command");
+        }
+        for name in ["select-rows", "create", "get", "help"] {
+            assert!(is_command(name));
+        }
+        assert!(!is_command("select"));
+    }
+
+    #[test]
+    fn shell_lines_parse_like_the_command_line() {
+        let line = ShellLine::try_parse_from(["get", "//t/@schema", "--format", "json"]).unwrap();
+        assert!(
+            matches!(line.command, Command::Get { ref path, ref format } if path == "//t/@schema" && format == "json")
+        );
+        assert!(ShellLine::try_parse_from(["nope"]).is_err());
+    }
+}

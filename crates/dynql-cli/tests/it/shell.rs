@@ -1,0 +1,267 @@
+//! `dynql shell`: scripts on stdin, and a person at a terminal (driven through tmux).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::TestStore;
+
+const CREATE: &str = r#"create table //home/t --attributes '{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}';"#;
+
+#[test]
+fn a_script_runs_its_statements_in_order() {
+    let s = TestStore::new();
+    let script = format!(
+        "{CREATE}
+insert-rows //home/t
+{{k=1;v=a}};
+{{k=2;v=\"b;c\"}};
+
+-- a comment between statements
+select * from [//home/t] where k = 2;
+\\format json
+k, v
+  from [//home/t]
+  order by k limit 10
+
+get //home/t/@key_columns --format json;
+insert-rows //home/t --format json
+{{\"k\": 3, \"v\": \"json\"}}
+\\format schemaful_dsv
+select v from [//home/t] where k = 3; select-rows 'k from [//home/t] where k = 1' --format json
+"
+    );
+    let out = s.ok(&["shell"], Some(&script));
+    assert_eq!(
+        out,
+        "{\"k\"=2;\"v\"=\"b;c\";};\n\
+         {\"k\":1,\"v\":\"a\"}\n{\"k\":2,\"v\":\"b;c\"}\n\
+         [\"k\"]\n\
+         json\n\
+         {\"k\":1}\n"
+    );
+}
+
+#[test]
+fn a_script_stops_at_the_first_error() {
+    let s = TestStore::new();
+    let script = format!(
+        "{CREATE}
+select * from [//home/t];
+select k from [//home/nope];
+create table //home/later --attributes '{{dynamic=%true; schema=[{{name=k;type=int64;sort_order=ascending}}]}}';
+"
+    );
+    let out = s.run(&["shell"], Some(&script));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("line 3:"), "{stderr}");
+    assert!(stderr.contains("//home/nope"), "{stderr}");
+    assert_eq!(s.ok(&["exists", "//home/t"], None), "true\n");
+    assert_eq!(s.ok(&["exists", "//home/later"], None), "false\n");
+}
+
+#[test]
+fn a_script_error_shows_the_line_of_the_query_with_a_caret() {
+    let s = TestStore::new();
+    let script = format!("{CREATE}\nselect k\nfrom [//home/t]\nwhere k = = 1;\n");
+    let err = s.fails(&["shell"], Some(&script));
+    assert!(
+        err.contains("Error: line 2: Error while parsing query"),
+        "{err}"
+    );
+    assert!(err.contains("\n  where k = = 1\n            ^\n"), "{err}");
+    // Bad command lines and meta commands fail too.
+    let err = s.fails(&["shell"], Some("get //home/t/@schema --bogus;\n"));
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+    let err = s.fails(&["shell"], Some("\\format nope\n"));
+    assert!(err.contains("\\format takes one of pretty, json"), "{err}");
+    let err = s.fails(&["shell"], Some("get '//home/t/@schema;\n"));
+    assert!(err.contains("unclosed ' quote"), "{err}");
+}
+
+#[test]
+fn quit_ends_a_script_and_no_command_without_a_terminal_is_a_usage_error() {
+    let s = TestStore::new();
+    assert_eq!(s.ok(&["shell"], Some("\\q\nselect * from [//nope];\n")), "");
+    let err = s.fails(&[], Some("select 1;\n"));
+    assert!(err.contains("requires a subcommand"), "{err}");
+}
+
+/// A tmux server of its own, running one session; killed on drop.
+struct Tmux {
+    /// The server's socket: in the test's temporary directory, so no other server is touched
+    /// and nothing is left behind.
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// Starts `command` in a detached 200x50 session; `None` if tmux is not installed.
+    fn start(dir: &Path, command: &str) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            return None;
+        }
+        let tmux = Tmux {
+            socket: dir.join("tmux.sock"),
+        };
+        let status = tmux
+            .command()
+            .args(["new-session", "-d", "-s", "shell", "-x", "200", "-y", "50"])
+            .arg(command)
+            .status()
+            .expect("tmux new-session");
+        assert!(status.success(), "tmux new-session failed");
+        Some(tmux)
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-S").arg(&self.socket);
+        c
+    }
+
+    /// Types `text` literally.
+    fn type_text(&self, text: &str) {
+        // tmux reads an argument's final `;` as a command separator unless it is escaped.
+        let text = match text.strip_suffix(';') {
+            Some(head) => format!("{head}\\;"),
+            None => text.to_string(),
+        };
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "shell", "-l", &text])
+            .status()
+            .expect("tmux send-keys");
+        assert!(status.success());
+    }
+
+    /// Presses keys by tmux name (`Enter`, `Tab`, `C-u`).
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "shell"])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys");
+        assert!(status.success());
+    }
+
+    /// Types a line and presses Enter.
+    fn line(&self, text: &str) {
+        self.type_text(text);
+        self.keys(&["Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "shell", "-S", "-1000"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits (up to 10 s) until `needle` appears on the screen at least `count` times.
+    fn wait_for(&self, needle: &str, count: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let screen = self.screen();
+            if screen.matches(needle).count() >= count {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited 10 s for {count} × {needle:?}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+#[test]
+fn a_person_at_a_terminal() {
+    let s = TestStore::new();
+    let history = s.dir.path().join("history");
+    let command = format!(
+        "env DYNQL_HISTORY={} {} --store {}; echo \"[exited $?]\"; sleep 30",
+        shell_quote(&history),
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_dynql"))),
+        shell_quote(s.dir.path()),
+    );
+    let Some(t) = Tmux::start(s.dir.path(), &command) else {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    };
+    // `dynql` with no command on a terminal is the shell.
+    t.wait_for("dynql>", 1);
+    t.line(CREATE);
+    t.wait_for("dynql>", 2);
+    // Rows follow the command, up to an empty line.
+    t.line("insert-rows //home/t");
+    t.line("{k=1;v=alpha};");
+    t.line("{k=2;v=beta};");
+    t.keys(&["Enter"]);
+    t.wait_for("dynql>", 3);
+    // A statement over several lines, ended by `;`.
+    t.line("\\timing off");
+    t.wait_for("timing is off", 1);
+    t.line("select k, v");
+    t.line("from [//home/t]");
+    t.line("where k > 0;");
+    let screen = t.wait_for("(2 rows)", 1);
+    assert!(screen.contains("│ 1 ┆ alpha │"), "{screen}");
+    assert!(screen.contains("│ 2 ┆ beta  │"), "{screen}");
+    t.line("\\timing on");
+    t.wait_for("timing is on", 1);
+    t.line("k from [//home/t] where k = 2;");
+    let screen = t.wait_for("(1 row, ", 1);
+    assert!(screen.contains(" ms)"), "{screen}");
+    t.line("\\d //home/t");
+    let screen = t.wait_for("rows: 2, chunks: 0", 1);
+    assert!(
+        screen.contains("//home/t: sorted dynamic table, mounted"),
+        "{screen}"
+    );
+    assert!(screen.contains("key columns: k"), "{screen}");
+    assert!(screen.contains("│ v    ┆ string ┆"), "{screen}");
+    // A bad query: the message, the line, a caret under the position; the shell goes on.
+    t.line("* from [//home/t] where k = = 1;");
+    let screen = t.wait_for("Error while parsing query", 1);
+    let caret = format!("  * from [//home/t] where k = = 1\n  {}^\n", " ".repeat(28));
+    assert!(screen.contains(&caret), "{screen}");
+    t.wait_for("dynql>", 9);
+    // Tab completes a command word, then a table path, then a column.
+    t.type_text("sel");
+    t.keys(&["Tab"]);
+    t.wait_for("dynql> select", 2);
+    t.type_text(" * from [//ho");
+    t.keys(&["Tab"]);
+    t.wait_for("dynql> select * from [//home/", 1);
+    t.keys(&["Tab"]);
+    t.wait_for("dynql> select * from [//home/t", 1);
+    t.type_text("] where ");
+    t.keys(&["Tab", "Tab"]);
+    let screen = t.wait_for("dynql> select * from [//home/t] where", 2);
+    // The second Tab lists the columns of the table the query names.
+    assert!(screen.contains("\nk  v\n"), "{screen}");
+    t.type_text("k = 1;");
+    t.keys(&["Enter"]);
+    t.wait_for("(1 row, ", 2);
+    t.line("\\q");
+    t.wait_for("[exited 0]", 1);
+    let history = std::fs::read_to_string(&history).expect("the history file");
+    assert!(
+        history.contains("select k, v\\nfrom [//home/t]\\nwhere k > 0;"),
+        "{history}"
+    );
+}
