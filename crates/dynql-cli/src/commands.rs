@@ -15,7 +15,7 @@ pub const DEFAULT_STORE: &str = "file://./dynql-data";
 #[derive(Debug, Parser)]
 #[command(name = "dynql", version, about)]
 pub struct Cli {
-    /// Store URL: file://DIR or memory:// [env: DYNQL_STORE; default: file://./dynql-data]
+    /// Store URL: file://DIR, s3://BUCKET/PREFIX or memory:// [env: DYNQL_STORE; default: file://./dynql-data]
     #[arg(long, global = true)]
     pub store: Option<String>,
     #[command(subcommand)]
@@ -162,6 +162,8 @@ pub enum Command {
         /// Fail instead of reading the whole table when WHERE fixes no key prefix.
         #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
         allow_full_scan: Option<bool>,
+        #[command(flatten)]
+        files: crate::files::FileArgs,
     },
     /// Show the key ranges a query reads and which tablets, chunks and row groups that selects.
     ExplainQuery {
@@ -182,7 +184,12 @@ pub enum Command {
         /// Plan at this timestamp (a number, sync_last_committed or async_last_committed).
         #[arg(long, value_parser = parse_timestamp)]
         timestamp: Option<Timestamp>,
+        #[command(flatten)]
+        files: crate::files::FileArgs,
     },
+    /// Run standard SQL (DataFusion's dialect) over the dynamic tables (`"//path"`) and
+    /// Parquet files (`"file:GLOB"`, or --table NAME=GLOB).
+    Sql(crate::files::SqlArgs),
     /// Change a sorted table's tablets: explicit pivot keys ('[]' '[10]' …), or --tablet-count.
     ReshardTable {
         path: String,
@@ -295,7 +302,7 @@ pub enum Command {
     Shell,
 }
 
-fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
+pub(crate) fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
     Timestamp::parse(s).ok_or_else(|| {
         format!(
             "expected a timestamp number, sync_last_committed or async_last_committed, got {s:?}"
@@ -488,6 +495,7 @@ pub async fn execute(
             tx,
             range_expansion_limit,
             allow_full_scan,
+            files,
         } => {
             let mut options = SelectOptions::default();
             if let Some(v) = range_expansion_limit {
@@ -515,6 +523,7 @@ pub async fn execute(
                 options.use_canonical_null_relations = v;
             }
             options.max_subqueries = max_subqueries;
+            options.files = files.file_tables()?;
             if let Some(text) = placeholder_values {
                 options.placeholder_values = Some(
                     dynql::parse_document(&text)
@@ -561,11 +570,13 @@ pub async fn execute(
             allow_full_scan,
             placeholder_values,
             timestamp,
+            files,
         } => {
             if format != "json" {
                 bail!("explain-query prints JSON only: use --format json, not {format:?}");
             }
             let mut options = SelectOptions::default();
+            options.files = files.file_tables()?;
             if let Some(v) = range_expansion_limit {
                 options.range_expansion_limit = v;
             }
@@ -698,6 +709,7 @@ pub async fn execute(
             }
             db.remove(&path).await?;
         }
+        Command::Sql(args) => crate::files::sql(db, args, stdout).await?,
         Command::Import(args) => crate::io::import(&db, args).await?,
         Command::Export(args) => crate::io::export(&db, args).await?,
         Command::Exists { path } => {

@@ -13,8 +13,11 @@
 //! Errors go to stderr with exit status 1; a failed command changes nothing.
 
 mod commands;
+mod files;
 mod format;
 mod io;
+#[cfg(test)]
+mod reference;
 mod shell;
 
 use std::io::IsTerminal;

@@ -50,6 +50,8 @@ pub struct StoreTable {
     schema: SchemaRef,
     ranges: Option<Vec<KeyRange>>,
     statistics: Arc<Mutex<ScanStatistics>>,
+    /// Whether string columns are shown as UTF-8 text (see [`StoreTable::with_text_strings`]).
+    text: bool,
 }
 
 impl StoreTable {
@@ -69,7 +71,16 @@ impl StoreTable {
             schema,
             ranges: None,
             statistics: Arc::default(),
+            text: false,
         }
+    }
+
+    /// Shows `string`/`utf8` columns as UTF-8 text (`Utf8`) instead of bytes, for SQL's
+    /// string functions; a value that is not valid UTF-8 then fails the scan.
+    pub fn with_text_strings(mut self) -> StoreTable {
+        self.schema = text_schema(&self.schema);
+        self.text = true;
+        self
     }
 
     /// Reads only keys in `ranges` (sorted tables).
@@ -121,6 +132,14 @@ impl TableProvider for StoreTable {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         *self.statistics.lock().unwrap_or_else(|p| p.into_inner()) = statistics;
+        let batches = if self.text {
+            batches
+                .into_iter()
+                .map(|(t, b)| Ok((t, cast_batch(&b, &self.schema, &self.path)?)))
+                .collect::<DfResult<Vec<_>>>()?
+        } else {
+            batches
+        };
         let partitions = partitions_by_tablet(batches);
         let exec = MemorySourceConfig::try_new_exec(
             &partitions,
@@ -139,9 +158,10 @@ pub struct FileTableProvider {
 }
 
 impl FileTableProvider {
-    /// A provider over opened files.
+    /// A provider over opened files; `string`/`utf8` columns are UTF-8 text (`Utf8`), as
+    /// with [`StoreTable::with_text_strings`].
     pub fn new(table: FileTable) -> FileTableProvider {
-        let schema = table_arrow_schema(table.schema());
+        let schema = text_schema(&table_arrow_schema(table.schema()));
         FileTableProvider { table, schema }
     }
 }
@@ -181,7 +201,68 @@ impl TableProvider for FileTableProvider {
             Some(p) => Arc::new(self.schema.project(p)?),
             None => self.schema.clone(),
         };
+        let batches = batches
+            .iter()
+            .map(|b| cast_batch(b, &schema, self.table.location()))
+            .collect::<DfResult<Vec<_>>>()?;
         let exec = MemorySourceConfig::try_new_exec(&[batches], schema, None)?;
         Ok(exec)
     }
+}
+
+/// `schema` with the fields of YT type `string` or `utf8` as `Utf8` (`any` stays bytes).
+fn text_schema(schema: &SchemaRef) -> SchemaRef {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let yt = f.metadata().get(dynql_core::arrow_convert::YT_TYPE_KEY);
+            let text = matches!(yt.map(String::as_str), Some("string" | "utf8"));
+            if text && f.data_type() == &DataType::Binary {
+                Field::clone(f).with_data_type(DataType::Utf8)
+            } else {
+                Field::clone(f)
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// `batch` cast to `schema` (bytes to text): a value that is not UTF-8 is an error naming
+/// the column and the table.
+fn cast_batch(
+    batch: &datafusion::arrow::record_batch::RecordBatch,
+    schema: &SchemaRef,
+    table: &str,
+) -> DfResult<datafusion::arrow::record_batch::RecordBatch> {
+    use datafusion::arrow::compute::{cast_with_options, CastOptions};
+    let options = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                return Ok(c.clone());
+            }
+            cast_with_options(c, f.data_type(), &options).map_err(|e| {
+                DataFusionError::Execution(format!(
+                    "column {} of {table} holds a value that is not UTF-8 text ({e}); SQL reads string columns as text, YT QL (select-rows) reads them as bytes",
+                    f.name()
+                ))
+            })
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    Ok(
+        datafusion::arrow::record_batch::RecordBatch::try_new_with_options(
+            schema.clone(),
+            columns,
+            &datafusion::arrow::record_batch::RecordBatchOptions::new()
+                .with_row_count(Some(batch.num_rows())),
+        )?,
+    )
 }

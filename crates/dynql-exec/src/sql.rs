@@ -3,7 +3,8 @@
 //! or a name mapped with [`FileTables`]).
 //!
 //! Only the tables a statement names are opened. Dynamic tables are read at one timestamp
-//! through [`StoreTable`]; files through [`FileTableProvider`].
+//! through [`StoreTable`]; files through [`FileTableProvider`]. String columns are UTF-8 text
+//! to SQL (its string functions need it); a value that is not UTF-8 fails the statement.
 
 use std::sync::Arc;
 
@@ -69,7 +70,8 @@ pub async fn run_sql(
             ctx.register_table(reference.clone(), Arc::new(FileTableProvider::new(table)))?;
         } else if let Some(entry) = tables.get(name) {
             dynql_storage::tablets::check_readable(entry, name)?;
-            let provider = StoreTable::new(store.clone(), name, entry.clone(), timestamp);
+            let provider =
+                StoreTable::new(store.clone(), name, entry.clone(), timestamp).with_text_strings();
             ctx.register_table(reference.clone(), Arc::new(provider))?;
         }
     }

@@ -3,6 +3,7 @@
 mod cli;
 mod conformance;
 mod explain;
+mod files;
 mod io;
 mod mvcc;
 mod queues;

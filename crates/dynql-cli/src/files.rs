@@ -1,0 +1,123 @@
+//! Options naming Parquet files as tables (`--table NAME=LOCATION`, `--key [NAME=]COLUMNS`),
+//! shared by `select-rows`, `explain-query` and `sql`.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use dynql::{Database, FileTables, Timestamp};
+
+use crate::format::{write_result, OutputFormat};
+
+/// `dynql sql`.
+#[derive(Debug, Clone, Args)]
+pub struct SqlArgs {
+    /// One SQL statement, e.g. `SELECT host, count(*) FROM "//logs" GROUP BY host`.
+    #[arg(allow_hyphen_values = true)]
+    pub query: String,
+    #[arg(long, value_enum, default_value = "yson")]
+    pub format: OutputFormat,
+    /// Read dynamic tables at this timestamp (a number, sync_last_committed or
+    /// async_last_committed).
+    #[arg(long, value_parser = crate::commands::parse_timestamp)]
+    pub timestamp: Option<Timestamp>,
+    #[command(flatten)]
+    pub files: FileArgs,
+}
+
+/// Runs `dynql sql`: the result in `--format`.
+pub async fn sql(db: &Database, args: SqlArgs, out: &mut dyn std::io::Write) -> Result<()> {
+    let files = args.files.file_tables()?;
+    let timestamp = args.timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED);
+    let result = db.sql(&args.query, &files, timestamp).await?;
+    let mut buf = Vec::new();
+    write_result(&mut buf, &result, args.format)?;
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+/// Parquet files to query as tables.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FileArgs {
+    /// Query the Parquet files at LOCATION as the table NAME (repeatable). LOCATION is a
+    /// path or glob (`./exports/*.parquet`, a directory), `file:///…` or `s3://bucket/…`.
+    /// Without a mapping, `[file:LOCATION]` in a query (`"file:LOCATION"` in SQL) names
+    /// files directly.
+    #[arg(long = "table", value_name = "NAME=LOCATION")]
+    pub tables: Vec<String>,
+    /// Key columns of file tables, in order, when the files declare none (or to override
+    /// them): `--key id` for every file table, `--key //logs=host,ts` for one (repeatable).
+    /// The files must be sorted by it, file after file in path order.
+    #[arg(long = "key", value_name = "[NAME=]COLUMNS")]
+    pub keys: Vec<String>,
+}
+
+impl FileArgs {
+    /// The mappings and keys, checked.
+    pub fn file_tables(&self) -> Result<FileTables> {
+        let mut files = FileTables::default();
+        for t in &self.tables {
+            let Some((name, location)) = t.split_once('=') else {
+                bail!("--table takes NAME=LOCATION, e.g. --table //logs=./exports/*.parquet; got {t:?}");
+            };
+            if name.is_empty() || location.is_empty() {
+                bail!("--table takes NAME=LOCATION with both parts non-empty; got {t:?}");
+            }
+            if files.tables.iter().any(|(n, _)| n == name) {
+                bail!("--table maps {name} twice");
+            }
+            files.tables.push((name.to_string(), location.to_string()));
+        }
+        for k in &self.keys {
+            let (name, columns) = match k.rsplit_once('=') {
+                Some((name, columns)) => (Some(name.to_string()), columns),
+                None => (None, k.as_str()),
+            };
+            let columns: Vec<String> = columns.split(',').map(|c| c.trim().to_string()).collect();
+            if columns.iter().any(String::is_empty) {
+                bail!("--key takes comma-separated column names, e.g. --key host,ts; got {k:?}");
+            }
+            if files.keys.iter().any(|(n, _)| *n == name) {
+                match &name {
+                    Some(n) => bail!("--key is given twice for {n}"),
+                    None => bail!("--key without a table name is given twice"),
+                }
+            }
+            files.keys.push((name, columns));
+        }
+        Ok(files)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(tables: &[&str], keys: &[&str]) -> FileArgs {
+        FileArgs {
+            tables: tables.iter().map(|s| s.to_string()).collect(),
+            keys: keys.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn mappings_and_keys_parse_and_mistakes_are_refused() {
+        let f = args(&["//logs=./e/*.parquet"], &["id", "//logs=host, ts"])
+            .file_tables()
+            .unwrap();
+        assert_eq!(f.tables, [("//logs".into(), "./e/*.parquet".into())]);
+        assert_eq!(f.keys[0], (None, vec!["id".to_string()]));
+        assert_eq!(
+            f.keys[1],
+            (Some("//logs".into()), vec!["host".into(), "ts".into()])
+        );
+        // A location may hold `=`; the name is what comes before the first one.
+        let f = args(&["t=s3://b/k=v/*.parquet"], &[])
+            .file_tables()
+            .unwrap();
+        assert_eq!(f.tables[0].1, "s3://b/k=v/*.parquet");
+        assert!(args(&["nolocation"], &[]).file_tables().is_err());
+        assert!(args(&["=x"], &[]).file_tables().is_err());
+        assert!(args(&["a=x", "a=y"], &[]).file_tables().is_err());
+        assert!(args(&[], &["a,,b"]).file_tables().is_err());
+        assert!(args(&[], &["a", "b"]).file_tables().is_err());
+    }
+}
