@@ -477,6 +477,7 @@ impl FileTable {
                 let batch = batch.map_err(|e| corrupt(file, e))?;
                 let columns = self.convert_batch(&batch, &all, &self.file_columns)?;
                 let mut batch = RecordBatch::try_new(arrow_schema.clone(), columns)?;
+                statistics.rows_decoded += batch.num_rows() as u64;
                 if key_count > 0 {
                     let keys = |i: usize| -> Vec<Value> {
                         (0..key_count)
@@ -513,7 +514,6 @@ impl FileTable {
                     continue;
                 }
                 statistics.rows_read += batch.num_rows() as u64;
-                statistics.rows_decoded += batch.num_rows() as u64;
                 statistics.data_weight += crate::scan::batch_weight(&batch);
                 if views {
                     batch = crate::chunk_cache::binary_as_views(&batch)?;
