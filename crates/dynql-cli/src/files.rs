@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use dynql::{Database, FileTables, Timestamp};
+use dynql::{Database, FileTables, SelectResult, Timestamp};
 
 use crate::format::{write_result, OutputFormat};
 
@@ -13,8 +13,9 @@ pub struct SqlArgs {
     /// One SQL statement, e.g. `SELECT host, count(*) FROM "//logs" GROUP BY host`.
     #[arg(allow_hyphen_values = true)]
     pub query: String,
-    #[arg(long, value_enum, default_value = "yson")]
-    pub format: OutputFormat,
+    /// Output format [default: yson; in the shell, the shell's \format].
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
     /// Read dynamic tables at this timestamp (a number, sync_last_committed or
     /// async_last_committed).
     #[arg(long, value_parser = crate::commands::parse_timestamp)]
@@ -25,13 +26,18 @@ pub struct SqlArgs {
 
 /// Runs `dynql sql`: the result in `--format`.
 pub async fn sql(db: &Database, args: SqlArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let files = args.files.file_tables()?;
-    let timestamp = args.timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED);
-    let result = db.sql(&args.query, &files, timestamp).await?;
+    let result = sql_result(db, &args).await?;
     let mut buf = Vec::new();
-    write_result(&mut buf, &result, args.format)?;
+    write_result(&mut buf, &result, args.format.unwrap_or(OutputFormat::Yson))?;
     out.write_all(&buf)?;
     Ok(())
+}
+
+/// The result of the statement of `args`.
+pub async fn sql_result(db: &Database, args: &SqlArgs) -> Result<SelectResult> {
+    let files = args.files.file_tables()?;
+    let timestamp = args.timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED);
+    Ok(db.sql(&args.query, &files, timestamp).await?)
 }
 
 /// Parquet files to query as tables.

@@ -243,6 +243,31 @@ async fn interactive(db: &Database, url: &str, mut settings: Settings) -> Result
     }
 }
 
+/// Prints a query result in the shell's format, with its row count and time.
+fn show(
+    result: &dynql::SelectResult,
+    settings: &Settings,
+    started: Instant,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let elapsed = settings.timing.then(|| started.elapsed());
+    match settings.format {
+        ResultFormat::Pretty => {
+            writeln!(out, "{}", pretty::result_table(result))?;
+            writeln!(out, "{}", pretty::footer(result.rows.len(), elapsed))?;
+        }
+        ResultFormat::Plain(format) => {
+            let mut buf = Vec::new();
+            write_result(&mut buf, result, format)?;
+            out.write_all(&buf)?;
+            if let Some(elapsed) = elapsed {
+                eprintln!("{}", pretty::footer(result.rows.len(), Some(elapsed)));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs one statement; results go to `out`, timings of plain-format results to stderr so
 /// they stay out of the data.
 async fn run_statement(
@@ -271,6 +296,13 @@ async fn run_statement(
                     ));
                 }
             };
+            // SQL without --format shows its result as queries do (the shell's \format).
+            if let crate::commands::Command::Sql(args) = &line.command {
+                if args.format.is_none() {
+                    let result = crate::files::sql_result(db, args).await?;
+                    return show(&result, settings, started, out).map(|_| Flow::Continue);
+                }
+            }
             execute(db, line.command, &mut rows.as_bytes(), out).await?;
             if settings.timing {
                 eprintln!("({})", pretty::duration(started.elapsed()));
@@ -281,21 +313,7 @@ async fn run_statement(
                 .select_rows(&query, &SelectOptions::default())
                 .await
                 .map_err(|e| query_error(&query, e))?;
-            let elapsed = settings.timing.then(|| started.elapsed());
-            match settings.format {
-                ResultFormat::Pretty => {
-                    writeln!(out, "{}", pretty::result_table(&result))?;
-                    writeln!(out, "{}", pretty::footer(result.rows.len(), elapsed))?;
-                }
-                ResultFormat::Plain(format) => {
-                    let mut buf = Vec::new();
-                    write_result(&mut buf, &result, format)?;
-                    out.write_all(&buf)?;
-                    if let Some(elapsed) = elapsed {
-                        eprintln!("{}", pretty::footer(result.rows.len(), Some(elapsed)));
-                    }
-                }
-            }
+            show(&result, settings, started, out)?;
         }
     }
     Ok(Flow::Continue)

@@ -264,6 +264,17 @@ pub fn parse(statement: &str, is_command: fn(&str) -> bool) -> Result<Parsed, Un
             rows: rows.to_string(),
         });
     }
+    // `sql SELECT …` unquoted: the rest of the statement is the SQL, as if quoted.
+    if command == "sql" {
+        if let Some(rest) = text.strip_prefix("sql").map(str::trim_start) {
+            if !rest.is_empty() && !rest.starts_with(['\'', '"', '-']) {
+                return Ok(Parsed::Command {
+                    words: vec!["sql".to_string(), rest.to_string()],
+                    rows: String::new(),
+                });
+            }
+        }
+    }
     if is_command(command) {
         return Ok(Parsed::Command {
             words: command_words(text)?,
@@ -368,7 +379,7 @@ mod tests {
     use super::*;
 
     fn is_command(word: &str) -> bool {
-        matches!(word, "create" | "get" | "start-tx" | "select-rows")
+        matches!(word, "create" | "get" | "start-tx" | "select-rows" | "sql")
             || ROW_COMMANDS.contains(&word)
     }
 
@@ -528,6 +539,38 @@ mod tests {
             Some(("//t/@sch", 4))
         );
         assert_eq!(open.map(|o| o.quote), Some('"'));
+    }
+
+    #[test]
+    fn unquoted_sql_is_the_rest_of_the_statement() {
+        let parsed = parse(
+            "sql SELECT upper(name) FROM \"//t\"\nWHERE a > 1",
+            is_command,
+        );
+        assert_eq!(
+            parsed.unwrap(),
+            Parsed::Command {
+                words: vec![
+                    "sql".into(),
+                    "SELECT upper(name) FROM \"//t\"\nWHERE a > 1".into()
+                ],
+                rows: String::new(),
+            }
+        );
+        // Quoted, it is an ordinary command line (options allowed).
+        let parsed = parse("sql 'SELECT 1' --format json", is_command).unwrap();
+        assert_eq!(
+            parsed,
+            Parsed::Command {
+                words: vec![
+                    "sql".into(),
+                    "SELECT 1".into(),
+                    "--format".into(),
+                    "json".into()
+                ],
+                rows: String::new(),
+            }
+        );
     }
 
     #[test]
