@@ -29,17 +29,40 @@ pub(crate) fn key_window(
     group: usize,
     range: &KeyRange,
 ) -> Option<Range<usize>> {
+    // Chunks hold the key columns first.
+    let leaves: Vec<usize> = (0..schema.key_column_count()).collect();
+    let key_types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
+    leaf_key_window(metadata, &leaves, &key_types, group, range, true)
+}
+
+/// [`key_window`] for key columns stored in the Parquet leaf columns `leaves` (in key order)
+/// with wire types `key_types`. `sorted` allows the tightening that relies on the rows being
+/// sorted by the key (true of chunks; files only promise it, so they go without).
+pub(crate) fn leaf_key_window(
+    metadata: &ParquetMetaData,
+    leaves: &[usize],
+    key_types: &[ValueType],
+    group: usize,
+    range: &KeyRange,
+    sorted: bool,
+) -> Option<Range<usize>> {
     let rows = usize::try_from(metadata.row_groups().get(group)?.num_rows()).ok()?;
-    let key_count = schema.key_column_count();
+    let key_count = leaves.len();
     let column_index = metadata.column_index()?.get(group)?;
     let offset_index = metadata.offset_index()?.get(group)?;
-    if key_count == 0 || column_index.len() < key_count || offset_index.len() < key_count {
+    if key_count == 0
+        || leaves
+            .iter()
+            .any(|&l| l >= column_index.len() || l >= offset_index.len())
+    {
         return None;
     }
-    let key_types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
+    let column_index: Vec<&ColumnIndexMetaData> =
+        leaves.iter().map(|&l| &column_index[l]).collect();
     // Page starts of each key column; a segment lies inside one page of every key column.
-    let page_starts: Vec<Vec<usize>> = offset_index[..key_count]
+    let page_starts: Vec<Vec<usize>> = leaves
         .iter()
+        .map(|&l| &offset_index[l])
         .map(|o| {
             o.page_locations()
                 .iter()
@@ -70,9 +93,9 @@ pub(crate) fn key_window(
             }
             let page_end = starts_c.get(page[c] + 1).copied().unwrap_or(rows);
             aligned &= starts_c.get(page[c]) == Some(&start) && page_end == end;
-            bounds.push(page_bounds(&column_index[c], key_types[c], page[c]));
+            bounds.push(page_bounds(column_index[c], key_types[c], page[c]));
         }
-        ends.push(aligned.then(|| edge_prefixes(&bounds, &key_types)));
+        ends.push((sorted && aligned).then(|| edge_prefixes(&bounds, key_types)));
         segments.push((start..end, tuple_interval(&bounds)));
     }
     // Rows are sorted across segments: a segment's keys are at most the next segment's first
@@ -161,6 +184,15 @@ fn page_bounds(
         (ColumnIndexMetaData::INT64(i), ValueType::Int64) => (
             i.min_value(page).map(|v| Value::Int64(*v)),
             i.max_value(page).map(|v| Value::Int64(*v)),
+        ),
+        // Narrow integer columns (of foreign files) are INT32, indexed in their own order.
+        (ColumnIndexMetaData::INT32(i), ValueType::Int64) => (
+            i.min_value(page).map(|v| Value::Int64(*v as i64)),
+            i.max_value(page).map(|v| Value::Int64(*v as i64)),
+        ),
+        (ColumnIndexMetaData::INT32(i), ValueType::Uint64) => (
+            i.min_value(page).map(|v| Value::Uint64(*v as u32 as u64)),
+            i.max_value(page).map(|v| Value::Uint64(*v as u32 as u64)),
         ),
         // Unsigned columns are INT64 in Parquet, ordered (and indexed) as unsigned.
         (ColumnIndexMetaData::INT64(i), ValueType::Uint64) => (

@@ -42,7 +42,11 @@ fn write(path: &Path, ids: &[i64], group_rows: usize, sorted: bool) {
         )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-    let mut props = WriterProperties::builder().set_max_row_group_row_count(Some(group_rows));
+    // Small pages, so that the page index has something to narrow.
+    let mut props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(group_rows))
+        .set_data_page_row_count_limit(64)
+        .set_write_batch_size(64);
     if sorted {
         props = props.set_sorting_columns(Some(vec![
             SortingColumn {
@@ -245,4 +249,26 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+#[tokio::test]
+async fn a_point_in_a_large_row_group_reads_its_pages_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("big")).unwrap();
+    let ids: Vec<i64> = (0..3000).collect();
+    write(&dir.path().join("big/a.parquet"), &ids, 10_000, true);
+    let location = format!("{}/big/a.parquet", dir.path().display());
+    let t = FileTable::open(&location, None).await.unwrap();
+    let (rows, stats) = t.scan_rows(Some(&[point(21, 2109)])).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][1], Value::Int64(2109));
+    assert_eq!(stats.row_groups, (1, 1));
+    assert!(stats.rows_decoded <= 2 * 64, "{stats:?}");
+    // Two points far apart: two windows of one row group.
+    let (rows, stats) = t
+        .scan_rows(Some(&[point(1, 150), point(29, 2950)]))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(stats.rows_decoded <= 4 * 64, "{stats:?}");
 }

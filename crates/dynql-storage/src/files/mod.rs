@@ -21,7 +21,7 @@ use arrow::datatypes::{DataType, Schema};
 use arrow::record_batch::RecordBatch;
 use futures::{StreamExt, TryStreamExt};
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::file::statistics::Statistics;
@@ -31,7 +31,7 @@ use dynql_core::{compare_rows, ColumnSchema, LogicalType, TableSchema, Value, Va
 
 use crate::chunk_cache::ObjectFile;
 use crate::error::{Error, Result};
-use crate::page_index::tuple_interval;
+use crate::page_index::{leaf_key_window, tuple_interval};
 use crate::scan::{normalize_ranges, KeyRange, ScanStatistics};
 
 /// Key-value metadata holding the YT schema of exported files (YSON text).
@@ -122,13 +122,15 @@ impl FileTable {
                         path: meta.location.clone(),
                         size: meta.size,
                     };
-                    let metadata =
-                        ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
-                            .await
-                            .map_err(|e| Error::Corrupt {
-                                path: meta.location.to_string(),
-                                message: format!("not a readable Parquet file: {e}"),
-                            })?;
+                    // The page index (when the files have one) narrows point reads to pages.
+                    let options = ArrowReaderOptions::new()
+                        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+                    let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
+                        .await
+                        .map_err(|e| Error::Corrupt {
+                            path: meta.location.to_string(),
+                            message: format!("not a readable Parquet file: {e}"),
+                        })?;
                     Ok::<_, Error>(FileRef {
                         path: meta.location,
                         size: meta.size,
@@ -285,7 +287,7 @@ impl FileTable {
         let mut out = Vec::new();
         for file in &self.files {
             let wanted: Vec<usize> = columns.iter().map(|&c| self.file_columns[c]).collect();
-            let mut stream = self.read(file, None, &wanted)?;
+            let mut stream = self.read(file, None, None, &wanted)?;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(|e| corrupt(file, e))?;
                 let converted = self.convert_batch(&batch, columns, &wanted)?;
@@ -305,6 +307,7 @@ impl FileTable {
         &self,
         file: &FileRef,
         groups: Option<Vec<usize>>,
+        selection: Option<RowSelection>,
         file_columns: &[usize],
     ) -> Result<parquet::arrow::async_reader::ParquetRecordBatchStream<ObjectFile>> {
         let reader = ObjectFile {
@@ -322,6 +325,9 @@ impl FileTable {
                 .with_batch_size(8192);
         if let Some(groups) = groups {
             builder = builder.with_row_groups(groups);
+        }
+        if let Some(selection) = selection {
+            builder = builder.with_row_selection(selection);
         }
         builder.build().map_err(|e| corrupt(file, e))
     }
@@ -345,6 +351,63 @@ impl FileTable {
                 convert(batch.column(p), self.schema.columns()[c].wire_type())
             })
             .collect()
+    }
+
+    /// The rows of `groups` (in order) of `file` whose pages may hold keys of `ranges`, from
+    /// the page index of the key columns; `None` when it narrows nothing.
+    fn page_selection(
+        &self,
+        file: &FileRef,
+        groups: &[usize],
+        ranges: &[KeyRange],
+    ) -> Option<RowSelection> {
+        let metadata = file.metadata.metadata();
+        let descr = metadata.file_metadata().schema_descr();
+        let mut leaves = Vec::with_capacity(self.schema.key_column_count());
+        for c in self.schema.key_columns() {
+            let leaf = (0..descr.num_columns()).find(|&l| {
+                let column = descr.column(l);
+                let parts = column.path().parts();
+                parts.len() == 1 && parts[0] == c.name
+            })?;
+            leaves.push(leaf);
+        }
+        let key_types: Vec<ValueType> = self
+            .schema
+            .key_columns()
+            .iter()
+            .map(|c| c.wire_type())
+            .collect();
+        let mut selected: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut offset = 0;
+        let mut narrowed = false;
+        for &g in groups {
+            let rows = metadata.row_group(g).num_rows().max(0) as usize;
+            let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
+            for range in ranges {
+                // Without the sorted-rows tightening: a file that breaks its promise must not
+                // lose rows to it (the rows read are checked).
+                match leaf_key_window(metadata, &leaves, &key_types, g, range, false) {
+                    Some(w) => {
+                        narrowed = true;
+                        if !w.is_empty() {
+                            windows.push(w);
+                        }
+                    }
+                    None => windows.push(0..rows),
+                }
+            }
+            windows.sort_by_key(|w| w.start);
+            for w in windows {
+                let w = offset + w.start..offset + w.end;
+                match selected.last_mut() {
+                    Some(last) if w.start <= last.end => last.end = last.end.max(w.end),
+                    _ => selected.push(w),
+                }
+            }
+            offset += rows;
+        }
+        narrowed.then(|| RowSelection::from_consecutive_ranges(selected.into_iter(), offset))
     }
 
     /// Per file, the row groups a scan of `ranges` reads.
@@ -472,7 +535,13 @@ impl FileTable {
             read_groups += groups.len();
             let file = &self.files[fi];
             let all: Vec<usize> = (0..self.schema.columns().len()).collect();
-            let mut stream = self.read(file, Some(groups), &self.file_columns)?;
+            let selection = match &ranges {
+                Some(ranges) if !everything && key_count > 0 => {
+                    self.page_selection(file, &groups, ranges)
+                }
+                _ => None,
+            };
+            let mut stream = self.read(file, Some(groups), selection, &self.file_columns)?;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(|e| corrupt(file, e))?;
                 let columns = self.convert_batch(&batch, &all, &self.file_columns)?;
