@@ -242,12 +242,7 @@ impl FileTable {
         ranges: Option<&[KeyRange]>,
         sink: &mut (dyn FnMut(Vec<Value>) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
-        let types: Vec<ValueType> = self
-            .schema
-            .columns()
-            .iter()
-            .map(|c| c.wire_type())
-            .collect();
+        let types = wire_types(self.schema.columns());
         self.scan_batches_inner(ranges, false, &mut |batch| {
             for row in batch_to_rows(&batch, &types) {
                 if !sink(row)? {
@@ -372,12 +367,7 @@ impl FileTable {
             })?;
             leaves.push(leaf);
         }
-        let key_types: Vec<ValueType> = self
-            .schema
-            .key_columns()
-            .iter()
-            .map(|c| c.wire_type())
-            .collect();
+        let key_types = wire_types(self.schema.key_columns());
         let mut selected: Vec<std::ops::Range<usize>> = Vec::new();
         let mut offset = 0;
         let mut narrowed = false;
@@ -517,12 +507,7 @@ impl FileTable {
             .as_ref()
             .is_none_or(|r| r.iter().any(|r| *r == KeyRange::all()));
         let key_count = self.schema.key_column_count();
-        let key_types: Vec<ValueType> = self
-            .schema
-            .key_columns()
-            .iter()
-            .map(|c| c.wire_type())
-            .collect();
+        let key_types = wire_types(self.schema.key_columns());
         let arrow_schema = table_arrow_schema(&self.schema);
         let mut last_key: Option<Vec<Value>> = None;
         let mut read_files = 0;
@@ -596,6 +581,10 @@ impl FileTable {
         }
         Ok(statistics)
     }
+}
+
+fn wire_types(columns: &[ColumnSchema]) -> Vec<ValueType> {
+    columns.iter().map(|c| c.wire_type()).collect()
 }
 
 fn corrupt(file: &FileRef, e: parquet::errors::ParquetError) -> Error {
