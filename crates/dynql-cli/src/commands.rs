@@ -354,6 +354,14 @@ pub async fn execute(
     input: &mut dyn Read,
     stdout: &mut dyn Write,
 ) -> Result<()> {
+    // The tablet state commands differ only in what they ask of the tablets.
+    let tablet_command = match &command {
+        Command::UnmountTable { .. } => dynql::TabletCommand::Unmount,
+        Command::RemountTable { .. } => dynql::TabletCommand::Remount,
+        Command::FreezeTable { .. } => dynql::TabletCommand::Freeze,
+        Command::UnfreezeTable { .. } => dynql::TabletCommand::Unfreeze,
+        _ => dynql::TabletCommand::Mount,
+    };
     match command {
         Command::Create {
             node_type,
@@ -648,26 +656,11 @@ pub async fn execute(
                 .transpose()?;
             db.alter_table(&path, schema.as_ref(), dynamic).await?;
         }
-        Command::MountTable { path, sync: _ } => {
-            db.set_tablet_state(&path, dynql::TabletCommand::Mount)
-                .await?
-        }
-        Command::UnmountTable { path, sync: _ } => {
-            db.set_tablet_state(&path, dynql::TabletCommand::Unmount)
-                .await?
-        }
-        Command::RemountTable { path, sync: _ } => {
-            db.set_tablet_state(&path, dynql::TabletCommand::Remount)
-                .await?
-        }
-        Command::FreezeTable { path, sync: _ } => {
-            db.set_tablet_state(&path, dynql::TabletCommand::Freeze)
-                .await?
-        }
-        Command::UnfreezeTable { path, sync: _ } => {
-            db.set_tablet_state(&path, dynql::TabletCommand::Unfreeze)
-                .await?
-        }
+        Command::MountTable { path, .. }
+        | Command::UnmountTable { path, .. }
+        | Command::RemountTable { path, .. }
+        | Command::FreezeTable { path, .. }
+        | Command::UnfreezeTable { path, .. } => db.set_tablet_state(&path, tablet_command).await?,
         Command::TrimRows {
             path,
             tablet_index,

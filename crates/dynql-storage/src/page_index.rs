@@ -101,17 +101,17 @@ pub(crate) fn leaf_key_window(
     // Rows are sorted across segments: a segment's keys are at most the next segment's first
     // key and at least the previous segment's last key. This tightens the segments where a
     // leading key column changes value, whose own tuple interval is wide.
-    for i in 0..segments.len() {
+    for (i, (_, segment)) in segments.iter_mut().enumerate() {
         if let Some(Some((first, _))) = ends.get(i + 1) {
             let bound = KeyBound::new(first.clone(), true);
-            if bound.compare(&segments[i].1.upper).is_lt() {
-                segments[i].1.upper = bound;
+            if bound.compare(&segment.upper).is_lt() {
+                segment.upper = bound;
             }
         }
         if let Some(Some((_, last))) = i.checked_sub(1).and_then(|p| ends.get(p)) {
             let bound = KeyBound::new(last.clone(), false);
-            if bound.compare(&segments[i].1.lower).is_gt() {
-                segments[i].1.lower = bound;
+            if bound.compare(&segment.lower).is_gt() {
+                segment.lower = bound;
             }
         }
     }
