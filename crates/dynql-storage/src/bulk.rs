@@ -22,6 +22,8 @@ use crate::timestamp::Timestamp;
 pub struct BulkWrite {
     path: String,
     table_id: String,
+    /// The schema the rows are checked against; the commit re-checks it.
+    schema: dynql_core::TableSchema,
     actions: Vec<Action>,
     rows: u64,
 }
@@ -55,6 +57,7 @@ impl Store {
         Ok(BulkWrite {
             path: path.to_string(),
             table_id: entry.id,
+            schema: entry.schema,
             actions: Vec::new(),
             rows: 0,
         })
@@ -73,10 +76,13 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let action = self
+        let (action, schema) = self
             .prepare_write(&bulk.path, WriteKind::Overwrite, false, &rows, true)
             .await?;
         match &action {
+            Action::WriteRows { .. } if schema != bulk.schema => {
+                return Err(crate::validate::schema_changed(&bulk.path))
+            }
             Action::WriteRows { table_id, .. } if *table_id == bulk.table_id => {}
             _ => {
                 return Err(Error::NoSuchTable {
@@ -101,15 +107,13 @@ impl Store {
         let BulkWrite {
             path,
             table_id,
+            schema,
             actions,
             ..
         } = bulk;
-        self.commit(|state| match state.tables.get(&path) {
-            Some((e, _)) if e.id == table_id => {
-                crate::tablets::check_writable(e, &path)?;
-                Ok(actions.clone())
-            }
-            _ => Err(Error::NoSuchTable { path: path.clone() }),
+        self.commit(|state| {
+            crate::validate::writable_table(state, &path, &table_id, &schema)?;
+            Ok(actions.clone())
         })
         .await
     }

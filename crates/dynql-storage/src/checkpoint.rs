@@ -59,6 +59,9 @@ struct TableCheckpoint {
     /// tablet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     queues: Vec<QueueRecord>,
+    /// See `TableData::compaction_horizon`.
+    #[serde(default)]
+    compaction_horizon: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -121,6 +124,7 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
         let key_count = schema.key_column_count();
         let mut data = TableData {
             chunks: t.chunks,
+            compaction_horizon: Timestamp(t.compaction_horizon),
             ..TableData::default()
         };
         let mut stored = Vec::new();
@@ -261,6 +265,7 @@ impl Store {
                 chunks: data.chunks.clone(),
                 locks,
                 queues,
+                compaction_horizon: data.compaction_horizon.0,
             });
         }
         let manifest = Manifest {
@@ -283,6 +288,7 @@ impl Store {
             Err(e) => return Err(e.into()),
         }
         self.collect_garbage().await?;
+        self.collect_transactions().await?;
         Ok(state.seq)
     }
 

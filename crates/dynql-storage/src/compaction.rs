@@ -48,11 +48,18 @@ pub fn timestamp_ms(t: Timestamp) -> u64 {
 }
 
 /// The versions of one row (commit order) after compaction at `now`.
+///
+/// Versions committed after `horizon` (the oldest start of a live transaction) are kept
+/// exactly as written, whatever retention says, and nothing is folded into them: a live
+/// transaction's conflict check looks for versions committed after its start, including
+/// tombstones, and compaction must not destroy that evidence (YT likewise keeps what running
+/// transactions can see). Pass [`Timestamp::MAX`] when no transaction can be live.
 pub fn compact_versions(
     schema: &TableSchema,
     retention: &Retention,
     deltas: &[RowDelta],
     now: Timestamp,
+    horizon: Timestamp,
 ) -> Vec<RowDelta> {
     let now_ms = timestamp_ms(now);
     // Row-level TTL (`$ttl`, the newest value written): it replaces both time limits for
@@ -75,20 +82,28 @@ pub fn compact_versions(
     };
     let n = deltas.len();
     // Newest first: position i from the end.
-    let keep: Vec<bool> = deltas
+    let mut keep: Vec<bool> = deltas
         .iter()
         .enumerate()
         .map(|(i, d)| {
             let rank = (n - 1 - i) as u64; // 0 = newest
             let age = now_ms.saturating_sub(timestamp_ms(d.timestamp));
-            let protected = rank < retention.min_data_versions || age < retention.min_data_ttl;
+            let protected = rank < retention.min_data_versions
+                || age < retention.min_data_ttl
+                || d.timestamp > horizon;
             let permitted = rank >= retention.max_data_versions || age > retention.max_data_ttl;
             protected || !permitted
         })
         .collect();
-    let Some(oldest_kept) = keep.iter().position(|k| *k) else {
+    let Some(mut oldest_kept) = keep.iter().position(|k| *k) else {
         return Vec::new();
     };
+    // Older versions fold into the oldest kept one, which rewrites it; one committed after
+    // the horizon must stay as written, so the fold goes into the version before it.
+    if oldest_kept > 0 && deltas[oldest_kept].timestamp > horizon {
+        oldest_kept -= 1;
+        keep[oldest_kept] = true;
+    }
     let mut out = Vec::with_capacity(n - oldest_kept);
     let base = &deltas[oldest_kept];
     if oldest_kept == 0 {
@@ -113,8 +128,11 @@ pub fn compact_versions(
     // dropping a middle version would change reads between it and the next one only, and YT
     // keeps them too until they fall out of the window.
     out.extend(deltas[oldest_kept + 1..].iter().cloned());
-    // A leading tombstone hides nothing.
-    while out.first().is_some_and(|d| d.kind == WriteKind::Delete) {
+    // A leading tombstone hides nothing (but one after the horizon is conflict evidence).
+    while out
+        .first()
+        .is_some_and(|d| d.kind == WriteKind::Delete && d.timestamp <= horizon)
+    {
         out.remove(0);
     }
     out
@@ -158,7 +176,7 @@ mod tests {
             d(110, WriteKind::Update, Some(3), None, false),
         ];
         let now = at_minute(120);
-        let out = compact_versions(&s, &Retention::default(), &versions, now);
+        let out = compact_versions(&s, &Retention::default(), &versions, now, Timestamp::MAX);
         // Minute 100 and 110 are within 30 minutes; the older two fold into minute 100.
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].kind, WriteKind::Overwrite);
@@ -182,9 +200,11 @@ mod tests {
             max_data_ttl: 1440 * MIN,
         };
         let versions = vec![d(0, WriteKind::Overwrite, Some(1), None, false)];
-        assert!(compact_versions(&s, &one_day, &versions, at_minute(2000)).is_empty());
+        assert!(
+            compact_versions(&s, &one_day, &versions, at_minute(2000), Timestamp::MAX).is_empty()
+        );
         assert_eq!(
-            compact_versions(&s, &one_day, &versions, at_minute(10)).len(),
+            compact_versions(&s, &one_day, &versions, at_minute(10), Timestamp::MAX).len(),
             1
         );
         let deleted = vec![
@@ -199,9 +219,43 @@ mod tests {
                 ..Retention::default()
             },
             &deleted,
-            at_minute(6)
+            at_minute(6),
+            Timestamp::MAX
         )
         .is_empty());
+    }
+
+    #[test]
+    fn versions_after_the_horizon_are_conflict_evidence_and_stay_as_written() {
+        let s = schema();
+        let no_ttl = Retention {
+            min_data_ttl: 0,
+            max_data_ttl: 0,
+            ..Retention::default()
+        };
+        let history = vec![
+            d(0, WriteKind::Overwrite, Some(1), None, false),
+            d(5, WriteKind::Update, Some(2), None, false),
+            d(6, WriteKind::Delete, None, None, false),
+        ];
+        // Without a live transaction the row is gone entirely...
+        assert!(compact_versions(&s, &no_ttl, &history, at_minute(7), Timestamp::MAX).is_empty());
+        // ...but a transaction that started at minute 4 must still see the update and the
+        // delete committed after it: they stay verbatim (the update is not folded into an
+        // overwrite), and the version before them carries the folded past.
+        let out = compact_versions(&s, &no_ttl, &history, at_minute(7), at_minute(4));
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert_eq!(&out[1..], &history[1..]);
+        // A transaction that started at minute 5: only the tombstone is evidence; it is kept
+        // although it leads nothing to hide, and the folded past stays under it.
+        let out = compact_versions(&s, &no_ttl, &history, at_minute(7), at_minute(5));
+        assert_eq!(out.last(), history.last());
+        for t in [at_minute(6), at_minute(7)] {
+            assert_eq!(
+                resolve_versions(&s, &out, t),
+                resolve_versions(&s, &history, t)
+            );
+        }
     }
 
     #[test]
@@ -222,19 +276,29 @@ mod tests {
             ..Retention::default()
         };
         // A 10-minute row is gone after 10 minutes even though max_data_ttl is 30 minutes...
-        assert!(compact_versions(&s, &expiring, &[row(0, 10)], at_minute(11)).is_empty());
+        assert!(
+            compact_versions(&s, &expiring, &[row(0, 10)], at_minute(11), Timestamp::MAX)
+                .is_empty()
+        );
         assert_eq!(
-            compact_versions(&s, &expiring, &[row(0, 10)], at_minute(9)).len(),
+            compact_versions(&s, &expiring, &[row(0, 10)], at_minute(9), Timestamp::MAX).len(),
             1
         );
         // ...and a 2-hour row outlives max_data_ttl.
         assert_eq!(
-            compact_versions(&s, &expiring, &[row(0, 120)], at_minute(60)).len(),
+            compact_versions(&s, &expiring, &[row(0, 120)], at_minute(60), Timestamp::MAX).len(),
             1
         );
         // min_data_versions > 0 keeps the last version whatever $ttl says.
         assert_eq!(
-            compact_versions(&s, &Retention::default(), &[row(0, 10)], at_minute(500)).len(),
+            compact_versions(
+                &s,
+                &Retention::default(),
+                &[row(0, 10)],
+                at_minute(500),
+                Timestamp::MAX
+            )
+            .len(),
             1
         );
     }
@@ -251,7 +315,7 @@ mod tests {
         let versions: Vec<_> = (0..5)
             .map(|m| d(m, WriteKind::Update, Some(m as i64), None, false))
             .collect();
-        let out = compact_versions(&s, &r, &versions, at_minute(10));
+        let out = compact_versions(&s, &r, &versions, at_minute(10), Timestamp::MAX);
         assert_eq!(out.len(), 2);
         assert_eq!(
             resolve_versions(&s, &out, at_minute(10)),
@@ -268,6 +332,7 @@ mod tests {
             gaps in proptest::collection::vec(0u64..40, 10),
             max_versions in 1u64..4,
             ttl_minutes in 0u64..60,
+            horizon_at in proptest::option::of(0usize..10),
         ) {
             let s = schema();
             let mut minute = 0;
@@ -278,8 +343,16 @@ mod tests {
             }).collect();
             let now = at_minute(minute + 5);
             let r = Retention { min_data_versions: 1, max_data_versions: max_versions, min_data_ttl: ttl_minutes * MIN / 2, max_data_ttl: ttl_minutes * MIN };
-            let out = compact_versions(&s, &r, &versions, now);
+            let horizon = match horizon_at {
+                Some(i) => versions[i % versions.len()].timestamp,
+                None => Timestamp::MAX,
+            };
+            let out = compact_versions(&s, &r, &versions, now, horizon);
             proptest::prop_assert_eq!(resolve_versions(&s, &out, now), resolve_versions(&s, &versions, now));
+            // Every version after the horizon survives as written, in order.
+            let after: Vec<&RowDelta> = versions.iter().filter(|v| v.timestamp > horizon).collect();
+            let kept_after: Vec<&RowDelta> = out.iter().filter(|v| v.timestamp > horizon).collect();
+            proptest::prop_assert_eq!(after, kept_after);
             for kept in &out {
                 proptest::prop_assert_eq!(resolve_versions(&s, &out, kept.timestamp), resolve_versions(&s, &versions, kept.timestamp));
             }

@@ -18,6 +18,13 @@ pub enum Error {
     /// A transaction's write or lock conflicts with a commit made after it started.
     #[error("Row lock conflict due to concurrent write: table {path}, key {key}; the transaction is aborted, retry it")]
     Conflict { path: String, key: String },
+    /// The transaction's commit (or abort) has started: it takes no more writes.
+    #[error("Transaction {id} is {state}: it takes no more writes; this write was not applied")]
+    TransactionSealed { id: String, state: &'static str },
+    /// Compaction after the transaction started may have removed the versions its conflict
+    /// check needs (it started before the compaction could see it).
+    #[error("Transaction conflict: table {path} was compacted past this transaction's start, so a concurrent write cannot be ruled out; the transaction is aborted, retry it")]
+    CompactedSinceStart { path: String },
     /// The transaction does not exist: never started, committed, aborted or expired.
     #[error("No such transaction {id}: it has expired, was aborted or was already committed")]
     NoSuchTransaction { id: String },

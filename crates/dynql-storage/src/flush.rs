@@ -173,6 +173,11 @@ impl Store {
             let before = data.version_count();
             let now = Timestamp::now();
             let up_to = state.last_timestamp;
+            // Versions after the oldest live transaction's start are its conflict evidence.
+            let horizon = self
+                .oldest_live_transaction_start()
+                .await?
+                .map_or(up_to, |start| start.min(up_to));
             let schema = &entry.schema;
             let mut chunks = Vec::new();
             if schema.is_sorted() {
@@ -185,7 +190,9 @@ impl Store {
                     .collect();
                 sources.push(Box::new(data.sorted.values().map(Vec::as_slice)));
                 let kept: Vec<RowDelta> = VersionMerge::new(key_count, sources)
-                    .flat_map(|history| compact_versions(schema, &entry.retention, &history, now))
+                    .flat_map(|history| {
+                        compact_versions(schema, &entry.retention, &history, now, horizon)
+                    })
                     .collect();
                 let refs: Vec<&RowDelta> = kept.iter().collect();
                 chunks = write_tablet_chunks(self, entry, "compact", &refs).await?;
@@ -210,6 +217,7 @@ impl Store {
                         table_id: table_id.clone(),
                         now: now.0,
                         up_to: sorted.then_some(up_to.0),
+                        horizon: Some(horizon.0),
                         chunks: chunks.clone(),
                         replaces: replaces.clone(),
                     }];

@@ -25,6 +25,7 @@ pub mod store;
 pub mod tablets;
 pub mod timestamp;
 pub mod transaction;
+mod validate;
 
 pub use bulk::BulkWrite;
 pub use chunk::{ChunkRef, RowGroupRef};

@@ -85,6 +85,11 @@ pub enum Action {
         now: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         up_to: Option<u64>,
+        /// The oldest start timestamp of a transaction that was live when compaction ran (or
+        /// `up_to` when none was): versions and locks after it are kept as they are, because
+        /// a live transaction's conflict check needs them. Absent in older records.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        horizon: Option<u64>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         chunks: Vec<ChunkRef>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -103,12 +103,19 @@ pub(crate) fn append(
     tablet: usize,
     values: Vec<Option<Value>>,
     timestamp: Timestamp,
-) {
+) -> std::result::Result<(), String> {
     if data.queues.len() < entry.tablet_count {
         data.queues.resize_with(entry.tablet_count, Queue::default);
     }
-    let Some(queue) = data.queues.get_mut(tablet) else {
-        return;
+    let Some(queue) = data
+        .queues
+        .get_mut(tablet)
+        .filter(|_| tablet < entry.tablet_count)
+    else {
+        return Err(format!(
+            "it appends to tablet {tablet}, but the table has {} tablets",
+            entry.tablet_count
+        ));
     };
     let schema = &entry.schema;
     let mut row: Vec<Value> = values
@@ -132,13 +139,22 @@ pub(crate) fn append(
         row[i] = Value::Int64(queue.cumulative_weight);
     }
     queue.rows.push((timestamp, row));
+    Ok(())
 }
 
 /// Applies a replayed trim.
-pub(crate) fn trim(data: &mut TableData, tablet: usize, count: u64) {
-    if let Some(q) = data.queues.get_mut(tablet) {
-        q.trim(count);
-    }
+pub(crate) fn trim(
+    data: &mut TableData,
+    tablet: usize,
+    count: u64,
+) -> std::result::Result<(), String> {
+    let tablets = data.queues.len();
+    let q = data
+        .queues
+        .get_mut(tablet)
+        .ok_or_else(|| format!("it trims tablet {tablet}, but the table has {tablets} tablets"))?;
+    q.trim(count);
+    Ok(())
 }
 
 /// Applies a replayed reshard of tablets `first..=last` into `tablet_count` tablets: growing
@@ -336,36 +352,71 @@ fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
+/// An append checked against the state it was prepared on, with what its commit re-checks.
+struct PreparedAppend {
+    table_id: String,
+    schema: dynql_core::TableSchema,
+    /// Data weight added per tablet.
+    added: Vec<u64>,
+    action: Action,
+}
+
+/// The data weight one appended row adds to its tablet: system columns (filled on replay)
+/// count 8 bytes each.
+pub(crate) fn append_weight(schema: &dynql_core::TableSchema, values: &[Option<Value>]) -> u64 {
+    let system = schema
+        .columns()
+        .iter()
+        .filter(|c| c.name.starts_with('$'))
+        .count() as u64;
+    1 + 8 * system + values.iter().flatten().map(value_weight).sum::<u64>()
+}
+
 impl Store {
     /// Appends rows to an ordered table: each to the tablet it names, the others to one
     /// random tablet. Returns the commit timestamp.
+    ///
+    /// The commit re-checks the table against the state it commits on (see
+    /// [`crate::validate`]): a reshard, freeze, unmount, removal or schema change that wins the
+    /// race makes the append fail, never vanish.
     pub async fn append_rows(
         &self,
         path: &str,
         rows: Vec<(Option<usize>, RowValues)>,
     ) -> Result<Timestamp> {
-        let action = self.prepare_append(path, rows).await?;
-        self.commit(|_| Ok(vec![action.clone()])).await
+        let prepared = self.prepare_append(path, rows).await?;
+        self.commit(|state| {
+            let (entry, data) =
+                crate::validate::writable_table(state, path, &prepared.table_id, &prepared.schema)?;
+            crate::validate::check_append(entry, data, path, &prepared.added)?;
+            Ok(vec![prepared.action.clone()])
+        })
+        .await
     }
 
-    /// Stages an append in a transaction (see [`Store::append_rows`]).
+    /// Stages an append in a transaction (see [`Store::append_rows`]); its commit re-checks
+    /// it the same way.
     pub async fn append_rows_in(
         &self,
         transaction_id: &str,
         path: &str,
         rows: Vec<(Option<usize>, RowValues)>,
     ) -> Result<()> {
-        let action = self.prepare_append(path, rows).await?;
-        self.stage(transaction_id, vec![action]).await
+        let prepared = self.prepare_append(path, rows).await?;
+        self.stage(transaction_id, vec![prepared.action]).await
     }
 
     async fn prepare_append(
         &self,
         path: &str,
         rows: Vec<(Option<usize>, RowValues)>,
-    ) -> Result<Action> {
-        let entry = self.table(path).await?;
-        crate::tablets::check_writable(&entry, path)?;
+    ) -> Result<PreparedAppend> {
+        let state = self.refresh().await?;
+        let (entry, data) = state
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        crate::tablets::check_writable(entry, path)?;
         if entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "{path} is a sorted table: use insert_rows"
@@ -394,38 +445,23 @@ impl Store {
                     entry.tablet_count
                 )));
             }
-            // System columns are filled on replay: count them as 8 bytes each.
-            let system = entry
-                .schema
-                .columns()
-                .iter()
-                .filter(|c| c.name.starts_with('$'))
-                .count() as u64;
-            added[tablet] +=
-                1 + 8 * system + values.iter().flatten().map(value_weight).sum::<u64>();
-            logged.push(encode_row(&entry, tablet, values));
+            added[tablet] += append_weight(&entry.schema, values);
+            logged.push(encode_row(entry, tablet, values));
         }
-        if let Some(limit) = entry.max_ordered_tablet_data_weight {
-            let state = self.refresh().await?;
-            if let Some((_, data)) = state.tables.get(path) {
-                for (t, extra) in added.iter().enumerate().filter(|(_, w)| **w > 0) {
-                    let current = data.queues.get(t).map(Queue::readable_weight).unwrap_or(0);
-                    if current + extra > limit {
-                        return Err(Error::Invalid(format!(
-                            "Tablet {t} of {path} would hold {} bytes of data, over its max_ordered_tablet_data_weight {limit}; trim rows first",
-                            current + extra
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(Action::WriteRows {
-            path: path.into(),
+        // Checked here for an early error, and again at commit against the state it commits on.
+        crate::validate::check_append(entry, data, path, &added)?;
+        Ok(PreparedAppend {
             table_id: entry.id.clone(),
-            kind: crate::mvcc::WriteKind::Overwrite,
-            aggregate: false,
-            rows: logged,
-            chunk: None,
+            schema: entry.schema.clone(),
+            added,
+            action: Action::WriteRows {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                kind: crate::mvcc::WriteKind::Overwrite,
+                aggregate: false,
+                rows: logged,
+                chunk: None,
+            },
         })
     }
 

@@ -116,6 +116,9 @@ pub(crate) struct TableData {
     pub(crate) locks: BTreeMap<KeyOrd, Vec<LockDelta>>,
     /// The tablets of an ordered table.
     pub(crate) queues: Vec<crate::queue::Queue>,
+    /// The newest compaction horizon applied (see [`Action::Compact`]): a transaction that
+    /// started before it may have lost the evidence of a conflict, so its commit is refused.
+    pub(crate) compaction_horizon: Timestamp,
 }
 
 impl TableData {
@@ -749,18 +752,19 @@ impl Store {
         if rows.is_empty() {
             return self.last_committed_timestamp().await;
         }
-        let action = self
+        let (action, schema) = self
             .prepare_write(path, kind, aggregate, &rows, true)
             .await?;
         let Action::WriteRows { table_id, .. } = &action else {
             return Err(Error::Invalid(
-                "internal: prepare_write made no write".into(),
+                "internal error (a bug): prepare_write made no write".into(),
             ));
         };
         let id = table_id.clone();
-        self.commit(|state| match state.tables.get(path) {
-            Some((e, _)) if e.id == id => Ok(vec![action.clone()]),
-            _ => Err(Error::NoSuchTable { path: path.into() }),
+        // Re-checked against the state the record is appended to (see crate::validate).
+        self.commit(|state| {
+            crate::validate::writable_table(state, path, &id, &schema)?;
+            Ok(vec![action.clone()])
         })
         .await
     }
@@ -778,7 +782,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let action = self
+        let (action, _) = self
             .prepare_write(path, kind, aggregate, &rows, false)
             .await?;
         self.stage(tx, vec![action]).await
@@ -836,7 +840,8 @@ impl Store {
     }
 
     /// `large`: the write may go to a chunk (not inside transactions, whose conflict check
-    /// reads the keys from the record).
+    /// reads the keys from the record). Returns the action and the schema it was checked
+    /// against, which the commit re-checks.
     pub(crate) async fn prepare_write(
         &self,
         path: &str,
@@ -844,7 +849,7 @@ impl Store {
         aggregate: bool,
         rows: &[RowValues],
         large: bool,
-    ) -> Result<Action> {
+    ) -> Result<(Action, TableSchema)> {
         let entry = self.table(path).await?;
         crate::tablets::check_writable(&entry, path)?;
         let schema = &entry.schema;
@@ -890,23 +895,29 @@ impl Store {
             self.objects
                 .put(&ObjectPath::from(chunk.as_str()), PutPayload::from(bytes))
                 .await?;
-            return Ok(Action::WriteRows {
+            return Ok((
+                Action::WriteRows {
+                    path: path.into(),
+                    table_id: entry.id.clone(),
+                    kind,
+                    aggregate,
+                    rows: vec![],
+                    chunk: Some(chunk),
+                },
+                entry.schema,
+            ));
+        }
+        Ok((
+            Action::WriteRows {
                 path: path.into(),
                 table_id: entry.id.clone(),
                 kind,
                 aggregate,
-                rows: vec![],
-                chunk: Some(chunk),
-            });
-        }
-        Ok(Action::WriteRows {
-            path: path.into(),
-            table_id: entry.id.clone(),
-            kind,
-            aggregate,
-            rows: rows.iter().map(|r| log::encode_row(schema, r)).collect(),
-            chunk: None,
-        })
+                rows: rows.iter().map(|r| log::encode_row(schema, r)).collect(),
+                chunk: None,
+            },
+            entry.schema.clone(),
+        ))
     }
 }
 
@@ -974,20 +985,25 @@ pub(crate) fn check_conflicts(
                 rows,
                 ..
             } => {
-                let Some((entry, data)) = state.tables.get(path).filter(|(e, _)| e.id == *table_id)
-                else {
-                    return Err(Error::NoSuchTable { path: path.clone() });
-                };
+                let (entry, data) = crate::validate::same_table(state, path, table_id)?;
                 crate::tablets::check_writable(entry, path)?;
                 if !entry.schema.is_sorted() {
-                    continue; // appends to ordered tables never conflict
+                    // Appends to ordered tables never conflict, but their tablets must still
+                    // exist and have room.
+                    let added = crate::validate::logged_append_weights(entry, path, rows)?;
+                    crate::validate::check_append(entry, data, path, &added)?;
+                    continue;
                 }
+                check_not_compacted(data, path, start)?;
                 let Some(runs) = runs_of(data) else {
                     return Ok(Err(MissingChunks));
                 };
                 let key_count = entry.schema.key_column_count();
                 for text in rows {
-                    let values = log::decode_row(&entry.schema, text)?;
+                    // Staged rows were checked against the schema of their time; they must
+                    // still be valid rows of the table.
+                    let values = log::decode_row(&entry.schema, text)
+                        .map_err(|_| crate::validate::schema_changed(path))?;
                     let key = decode_key(&entry.schema, text)?;
                     let probe = RowDelta {
                         timestamp: start,
@@ -1011,10 +1027,9 @@ pub(crate) fn check_conflicts(
                 groups,
                 keys,
             } => {
-                let Some((entry, data)) = state.tables.get(path).filter(|(e, _)| e.id == *table_id)
-                else {
-                    return Err(Error::NoSuchTable { path: path.clone() });
-                };
+                let (entry, data) = crate::validate::same_table(state, path, table_id)?;
+                crate::tablets::check_writable(entry, path)?;
+                check_not_compacted(data, path, start)?;
                 let groups: BTreeSet<String> = if groups.is_empty() {
                     all_groups(&entry.schema)
                 } else {
@@ -1049,7 +1064,6 @@ pub(crate) fn check_conflicts(
     Ok(Ok(()))
 }
 
-/// Applies a record to the replayed state.
 /// Per table id, the newest timestamp up to which a flush or compaction among `records`
 /// moved the dynamic store into chunks: replaying a write of that table at or before it would
 /// only put versions in memory for that record to drop again, so replay skips it (and its
@@ -1090,324 +1104,356 @@ fn is_flushed(flushed: &HashMap<String, u64>, table_id: &str, timestamp: u64) ->
         .is_some_and(|up_to| timestamp <= *up_to)
 }
 
+/// Refuses a transaction that started before the newest compaction horizon of a table it
+/// writes or locks: versions committed between its start and the horizon may be gone, so a
+/// conflict could go unseen.
+fn check_not_compacted(data: &TableData, path: &str, start: Timestamp) -> Result<()> {
+    if data.compaction_horizon > start {
+        return Err(Error::CompactedSinceStart { path: path.into() });
+    }
+    Ok(())
+}
+
+/// Applies a record to the replayed state.
+///
+/// Every action was validated against the state just before its record when it was committed
+/// ([`crate::validate`]), so each one applies; an action that does not (its table missing or
+/// replaced, a tablet that does not exist) is an error naming the record and the action, never
+/// something skipped.
 fn apply(
     state: &mut State,
     record: &CommitRecord,
     chunks: &HashMap<String, bytes::Bytes>,
     flushed: &HashMap<String, u64>,
 ) -> Result<()> {
-    let ts = Timestamp(record.timestamp);
-    for action in &record.actions {
-        match action {
-            Action::CreateTable { path, entry } => {
-                let data = TableData {
-                    queues: if entry.schema.is_sorted() {
-                        vec![]
-                    } else {
-                        crate::queue::new_queues(entry)
-                    },
-                    ..TableData::default()
-                };
-                state.tables.insert(path.clone(), (entry.clone(), data));
-            }
-            Action::CopyTable {
-                source,
-                table_id,
-                destination,
-                new_id,
-                keep_source,
-            } => {
-                let Some((entry, data)) = state
-                    .tables
-                    .get(source)
-                    .filter(|(e, _)| e.id == *table_id)
-                    .cloned()
-                else {
-                    continue;
-                };
-                let entry = if *keep_source {
-                    TableEntry {
-                        id: new_id.clone(),
-                        ..entry
-                    }
-                } else {
-                    state.tables.remove(source);
-                    entry
-                };
-                state.tables.insert(destination.clone(), (entry, data));
-            }
-            Action::TrimRows {
-                path,
-                table_id,
-                tablet_index,
-                trimmed_row_count,
-            } => {
-                if let Some((_, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                {
-                    crate::queue::trim(data, *tablet_index, *trimmed_row_count);
-                }
-            }
-            Action::RemoveTable { path, table_id } => {
-                if state
-                    .tables
-                    .get(path)
-                    .is_some_and(|(e, _)| e.id == *table_id)
-                {
-                    state.tables.remove(path);
-                }
-            }
-            Action::WriteRows {
-                path,
-                table_id,
-                kind,
-                aggregate,
-                rows,
-                chunk,
-            } => {
-                let Some((entry, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                else {
-                    continue;
-                };
-                let key_count = entry.schema.key_column_count();
-                if key_count > 0 && is_flushed(flushed, table_id, record.timestamp) {
-                    continue;
-                }
-                if key_count == 0 {
-                    for text in rows {
-                        let (tablet, values) = crate::queue::decode_row(entry, text)?;
-                        crate::queue::append(entry, data, tablet, values, ts);
-                    }
-                    continue;
-                }
-                if let Some(c) = chunk {
-                    let bytes = chunks.get(c).cloned().ok_or_else(|| Error::Corrupt {
-                        path: c.clone(),
-                        message: "a logged write names a chunk that was not fetched".into(),
-                    })?;
-                    for batch in crate::chunk::decode_chunk(c, bytes)? {
-                        for d in crate::chunk::decode_versions(c, &entry.schema, &batch)? {
-                            data.push_version(
-                                key_count,
-                                RowDelta {
-                                    timestamp: ts,
-                                    kind: *kind,
-                                    aggregate: *aggregate,
-                                    ..d
-                                },
-                            );
-                        }
-                    }
-                }
-                for text in rows {
-                    let values = log::decode_row(&entry.schema, text)?;
-                    data.push_version(
-                        key_count,
-                        RowDelta {
-                            timestamp: ts,
-                            kind: *kind,
-                            values,
-                            aggregate: *aggregate,
-                        },
-                    );
-                }
-            }
-            Action::ReshardQueues {
-                path,
-                table_id,
-                first,
-                last,
-                tablet_count,
-                trimmed_row_counts,
-            } => {
-                if let Some((entry, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                {
-                    crate::queue::reshard(data, *first, *last, *tablet_count, trimmed_row_counts);
-                    entry.tablet_count = data.queues.len();
-                }
-            }
-            Action::AlterTable {
-                path,
-                table_id,
-                schema,
-                dynamic,
-            } => {
-                if let Some((entry, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                {
-                    if let Some(schema) = schema {
-                        let added = schema
-                            .columns()
-                            .len()
-                            .saturating_sub(entry.schema.columns().len());
-                        crate::queue::widen(data, added);
-                        entry.schema = schema.clone();
-                    }
-                    if let Some(dynamic) = dynamic {
-                        if *dynamic && !entry.dynamic {
-                            crate::queue::forget_trimming(data);
-                        }
-                        entry.dynamic = *dynamic;
-                    }
-                }
-            }
-            Action::SetAttribute {
-                path,
-                table_id,
-                name,
-                value,
-            } => {
-                if let Some((entry, _)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                {
-                    // Checked when made; a record that fails the check now changes nothing.
-                    let _ = set_attribute(entry, name, value);
-                }
-            }
-            Action::SetTabletState {
-                path,
-                table_id,
-                state: new_state,
-            } => {
-                if let Some((entry, _)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                {
-                    entry.tablet_state = *new_state;
-                }
-            }
-            Action::Reshard {
-                path,
-                table_id,
-                tablet_count,
-                pivot_keys,
-            } => {
-                if let Some((entry, _)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                {
-                    entry.tablet_count = *tablet_count;
-                    entry.pivot_keys = pivot_keys.clone();
-                }
-            }
-            Action::Flush {
-                path,
-                table_id,
-                chunks,
-                up_to,
-            } => {
-                let Some((_, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                else {
-                    continue;
-                };
-                data.forget_flushed(Timestamp(*up_to));
-                data.chunks.extend(chunks.iter().cloned());
-            }
-            Action::Compact {
-                path,
-                table_id,
-                now,
-                up_to,
-                chunks,
-                replaces,
-            } => {
-                let Some((entry, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                else {
-                    continue;
-                };
-                let now = Timestamp(*now);
-                match up_to {
-                    // The compacted chunk replaces the named chunks and the dynamic store up
-                    // to `up_to`; it is older than everything that remains.
-                    Some(up_to) => {
-                        data.chunks.retain(|c| !replaces.contains(&c.path));
-                        data.chunks.splice(0..0, chunks.iter().cloned());
-                        data.forget_flushed(Timestamp(*up_to));
-                    }
-                    // Records of stores written before chunked compaction: retention applied
-                    // to the dynamic store in place.
-                    None => {
-                        let keys: Vec<KeyOrd> = data.sorted.keys().cloned().collect();
-                        for k in keys {
-                            let compacted = data
-                                .sorted
-                                .get(&k)
-                                .map(|d| compact_versions(&entry.schema, &entry.retention, d, now));
-                            match compacted {
-                                Some(v) if !v.is_empty() => {
-                                    data.sorted.insert(k, v);
-                                }
-                                _ => {
-                                    data.sorted.remove(&k);
-                                }
-                            }
-                        }
-                    }
-                }
-                // Locks older than the retention window can no longer conflict with a live
-                // transaction.
-                let horizon = crate::compaction::timestamp_ms(now)
-                    .saturating_sub(entry.retention.min_data_ttl);
-                data.locks.retain(|_, ls| {
-                    ls.retain(|l| crate::compaction::timestamp_ms(l.timestamp) >= horizon);
-                    !ls.is_empty()
-                });
-            }
-            Action::LockRows {
-                path,
-                table_id,
-                mode,
-                groups,
-                keys,
-            } => {
-                let Some((entry, data)) = state
-                    .tables
-                    .get_mut(path)
-                    .filter(|(e, _)| e.id == *table_id)
-                else {
-                    continue;
-                };
-                let groups: BTreeSet<String> = if groups.is_empty() {
-                    all_groups(&entry.schema)
-                } else {
-                    groups.iter().cloned().collect()
-                };
-                for text in keys {
-                    let key = decode_key(&entry.schema, text)?;
-                    data.locks.entry(KeyOrd(key)).or_default().push(LockDelta {
-                        timestamp: ts,
-                        mode: *mode,
-                        groups: groups.clone(),
-                    });
-                }
-            }
-        }
+    for (n, action) in record.actions.iter().enumerate() {
+        apply_action(state, record, action, chunks, flushed).map_err(|why| Error::Corrupt {
+            path: log::record_path(record.seq).to_string(),
+            message: format!(
+                "action #{n} ({}) of log record {} does not apply: {why}",
+                action_summary(action),
+                record.seq
+            ),
+        })?;
     }
     if let Some(id) = &record.transaction_id {
         state.committed_transactions.insert(id.clone());
     }
     state.seq = record.seq;
-    state.last_timestamp = state.last_timestamp.max(ts);
+    state.last_timestamp = state.last_timestamp.max(Timestamp(record.timestamp));
+    Ok(())
+}
+
+/// What an action does, for error messages: its name and table.
+fn action_summary(action: &Action) -> String {
+    let (name, path) = match action {
+        Action::CreateTable { path, .. } => ("create_table", path),
+        Action::RemoveTable { path, .. } => ("remove_table", path),
+        Action::CopyTable { source, .. } => ("copy_table", source),
+        Action::WriteRows { path, .. } => ("write_rows", path),
+        Action::Flush { path, .. } => ("flush", path),
+        Action::Compact { path, .. } => ("compact", path),
+        Action::TrimRows { path, .. } => ("trim_rows", path),
+        Action::ReshardQueues { path, .. } => ("reshard", path),
+        Action::AlterTable { path, .. } => ("alter_table", path),
+        Action::SetAttribute { path, .. } => ("set_attribute", path),
+        Action::SetTabletState { path, .. } => ("set_tablet_state", path),
+        Action::Reshard { path, .. } => ("reshard", path),
+        Action::LockRows { path, .. } => ("lock_rows", path),
+    };
+    format!("{name} {path}")
+}
+
+/// The table an action names, which must be there with the action's id.
+fn target<'a>(
+    state: &'a mut State,
+    path: &str,
+    table_id: &str,
+) -> std::result::Result<&'a mut (TableEntry, TableData), String> {
+    match state.tables.get_mut(path) {
+        Some(t) if t.0.id == table_id => Ok(t),
+        Some(_) => Err(format!(
+            "{path} is another table than the one the action names (id {table_id})"
+        )),
+        None => Err(format!("there is no table {path} (id {table_id})")),
+    }
+}
+
+/// Applies one action; `Err` says why it does not apply.
+fn apply_action(
+    state: &mut State,
+    record: &CommitRecord,
+    action: &Action,
+    chunks: &HashMap<String, bytes::Bytes>,
+    flushed: &HashMap<String, u64>,
+) -> std::result::Result<(), String> {
+    let ts = Timestamp(record.timestamp);
+    match action {
+        Action::CreateTable { path, entry } => {
+            if state.tables.contains_key(path) {
+                return Err(format!("{path} already exists"));
+            }
+            let data = TableData {
+                queues: if entry.schema.is_sorted() {
+                    vec![]
+                } else {
+                    crate::queue::new_queues(entry)
+                },
+                ..TableData::default()
+            };
+            state.tables.insert(path.clone(), (entry.clone(), data));
+        }
+        Action::CopyTable {
+            source,
+            table_id,
+            destination,
+            new_id,
+            keep_source,
+        } => {
+            let (entry, data) = target(state, source, table_id)?.clone();
+            if state.tables.contains_key(destination) {
+                return Err(format!("{destination} already exists"));
+            }
+            let entry = if *keep_source {
+                TableEntry {
+                    id: new_id.clone(),
+                    ..entry
+                }
+            } else {
+                state.tables.remove(source);
+                entry
+            };
+            state.tables.insert(destination.clone(), (entry, data));
+        }
+        Action::TrimRows {
+            path,
+            table_id,
+            tablet_index,
+            trimmed_row_count,
+        } => {
+            let (_, data) = target(state, path, table_id)?;
+            crate::queue::trim(data, *tablet_index, *trimmed_row_count)?;
+        }
+        Action::RemoveTable { path, table_id } => {
+            target(state, path, table_id)?;
+            state.tables.remove(path);
+        }
+        Action::WriteRows {
+            path,
+            table_id,
+            kind,
+            aggregate,
+            rows,
+            chunk,
+        } => {
+            let (entry, data) = target(state, path, table_id)?;
+            let key_count = entry.schema.key_column_count();
+            if key_count > 0 && is_flushed(flushed, table_id, record.timestamp) {
+                return Ok(());
+            }
+            if key_count == 0 {
+                for text in rows {
+                    let (tablet, values) =
+                        crate::queue::decode_row(entry, text).map_err(|e| e.to_string())?;
+                    crate::queue::append(entry, data, tablet, values, ts)?;
+                }
+                return Ok(());
+            }
+            if let Some(c) = chunk {
+                let bytes = chunks
+                    .get(c)
+                    .cloned()
+                    .ok_or_else(|| format!("its chunk {c} was not fetched"))?;
+                let batches = crate::chunk::decode_chunk(c, bytes).map_err(|e| e.to_string())?;
+                for batch in batches {
+                    let versions = crate::chunk::decode_versions(c, &entry.schema, &batch)
+                        .map_err(|e| e.to_string())?;
+                    for d in versions {
+                        data.push_version(
+                            key_count,
+                            RowDelta {
+                                timestamp: ts,
+                                kind: *kind,
+                                aggregate: *aggregate,
+                                ..d
+                            },
+                        );
+                    }
+                }
+            }
+            for text in rows {
+                let values = log::decode_row(&entry.schema, text).map_err(|e| e.to_string())?;
+                data.push_version(
+                    key_count,
+                    RowDelta {
+                        timestamp: ts,
+                        kind: *kind,
+                        values,
+                        aggregate: *aggregate,
+                    },
+                );
+            }
+        }
+        Action::ReshardQueues {
+            path,
+            table_id,
+            first,
+            last,
+            tablet_count,
+            trimmed_row_counts,
+        } => {
+            let (entry, data) = target(state, path, table_id)?;
+            if first > last || *last >= data.queues.len() || *tablet_count == 0 {
+                return Err(format!(
+                    "it reshards tablets {first}..={last} into {tablet_count}, but the table has {} tablets",
+                    data.queues.len()
+                ));
+            }
+            crate::queue::reshard(data, *first, *last, *tablet_count, trimmed_row_counts);
+            entry.tablet_count = data.queues.len();
+        }
+        Action::AlterTable {
+            path,
+            table_id,
+            schema,
+            dynamic,
+        } => {
+            let (entry, data) = target(state, path, table_id)?;
+            if let Some(schema) = schema {
+                let added = schema
+                    .columns()
+                    .len()
+                    .saturating_sub(entry.schema.columns().len());
+                crate::queue::widen(data, added);
+                entry.schema = schema.clone();
+            }
+            if let Some(dynamic) = dynamic {
+                if *dynamic && !entry.dynamic {
+                    crate::queue::forget_trimming(data);
+                }
+                entry.dynamic = *dynamic;
+            }
+        }
+        Action::SetAttribute {
+            path,
+            table_id,
+            name,
+            value,
+        } => {
+            let (entry, _) = target(state, path, table_id)?;
+            set_attribute(entry, name, value).map_err(|e| e.to_string())?;
+        }
+        Action::SetTabletState {
+            path,
+            table_id,
+            state: new_state,
+        } => {
+            let (entry, _) = target(state, path, table_id)?;
+            entry.tablet_state = *new_state;
+        }
+        Action::Reshard {
+            path,
+            table_id,
+            tablet_count,
+            pivot_keys,
+        } => {
+            let (entry, _) = target(state, path, table_id)?;
+            entry.tablet_count = *tablet_count;
+            entry.pivot_keys = pivot_keys.clone();
+        }
+        Action::Flush {
+            path,
+            table_id,
+            chunks,
+            up_to,
+        } => {
+            let (_, data) = target(state, path, table_id)?;
+            data.forget_flushed(Timestamp(*up_to));
+            data.chunks.extend(chunks.iter().cloned());
+        }
+        Action::Compact {
+            path,
+            table_id,
+            now,
+            up_to,
+            horizon,
+            chunks,
+            replaces,
+        } => {
+            let (entry, data) = target(state, path, table_id)?;
+            let now = Timestamp(*now);
+            match up_to {
+                // The compacted chunk replaces the named chunks and the dynamic store up
+                // to `up_to`; it is older than everything that remains.
+                Some(up_to) => {
+                    data.chunks.retain(|c| !replaces.contains(&c.path));
+                    data.chunks.splice(0..0, chunks.iter().cloned());
+                    data.forget_flushed(Timestamp(*up_to));
+                }
+                // Records of stores written before chunked compaction: retention applied
+                // to the dynamic store in place.
+                None => {
+                    let keys: Vec<KeyOrd> = data.sorted.keys().cloned().collect();
+                    let horizon = Timestamp(horizon.unwrap_or(u64::MAX));
+                    for k in keys {
+                        let compacted = data.sorted.get(&k).map(|d| {
+                            compact_versions(&entry.schema, &entry.retention, d, now, horizon)
+                        });
+                        match compacted {
+                            Some(v) if !v.is_empty() => {
+                                data.sorted.insert(k, v);
+                            }
+                            _ => {
+                                data.sorted.remove(&k);
+                            }
+                        }
+                    }
+                }
+            }
+            match horizon {
+                // Locks at or before the horizon are older than every transaction that was
+                // live: no conflict check can need them any more.
+                Some(horizon) => {
+                    data.compaction_horizon = data.compaction_horizon.max(Timestamp(*horizon));
+                    data.locks.retain(|_, ls| {
+                        ls.retain(|l| l.timestamp.0 > *horizon);
+                        !ls.is_empty()
+                    });
+                }
+                // Older records: locks older than the retention window went.
+                None => {
+                    let horizon = crate::compaction::timestamp_ms(now)
+                        .saturating_sub(entry.retention.min_data_ttl);
+                    data.locks.retain(|_, ls| {
+                        ls.retain(|l| crate::compaction::timestamp_ms(l.timestamp) >= horizon);
+                        !ls.is_empty()
+                    });
+                }
+            }
+        }
+        Action::LockRows {
+            path,
+            table_id,
+            mode,
+            groups,
+            keys,
+        } => {
+            let (entry, data) = target(state, path, table_id)?;
+            let groups: BTreeSet<String> = if groups.is_empty() {
+                all_groups(&entry.schema)
+            } else {
+                groups.iter().cloned().collect()
+            };
+            for text in keys {
+                let key = decode_key(&entry.schema, text).map_err(|e| e.to_string())?;
+                data.locks.entry(KeyOrd(key)).or_default().push(LockDelta {
+                    timestamp: ts,
+                    mode: *mode,
+                    groups: groups.clone(),
+                });
+            }
+        }
+    }
     Ok(())
 }
 

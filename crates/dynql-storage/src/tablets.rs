@@ -505,11 +505,15 @@ impl Store {
         let text = pivots_text(&pivots);
         let tablet_count = pivots.len();
         self.commit(|state| {
-            let (current, _) = state
-                .tables
-                .get(path)
-                .filter(|(e, _)| e.id == entry.id)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let (current, _) = crate::validate::same_table(state, path, &entry.id)?;
+            // Checked again here: a mount that won the race would let writes land in
+            // tablets this reshard is about to move.
+            if current.tablet_state != TabletState::Unmounted {
+                return Err(Error::Invalid(format!(
+                    "Cannot reshard table {path} since it is {}: unmount-table first",
+                    current.tablet_state.name()
+                )));
+            }
             Ok(vec![Action::Reshard {
                 path: path.into(),
                 table_id: current.id.clone(),
