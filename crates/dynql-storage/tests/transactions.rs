@@ -338,3 +338,138 @@ async fn a_conflicting_write_is_found_after_it_was_flushed_to_a_chunk() {
     s.commit_transaction(&tx.id).await.unwrap();
     assert_eq!(value(&s, 1, Timestamp::MAX).await, Some(Value::Int64(13)));
 }
+
+/// The bank invariant while other handles compact the table (retention that drops every old
+/// version at once), checkpoint it, and freeze and unfreeze it: transfers that fail or
+/// conflict change nothing, committed ones move money without creating or losing any.
+#[tokio::test]
+async fn bank_transfers_keep_the_total_under_compaction_and_freezes() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let s = Store::open(&url).unwrap();
+    let options = TableOptions {
+        retention: dynql_storage::Retention {
+            min_data_ttl: 0,
+            max_data_ttl: 0,
+            ..Default::default()
+        },
+        ..TableOptions::default()
+    };
+    s.create_table(
+        "//bank",
+        TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
+            .unwrap(),
+        options,
+    )
+    .await
+    .unwrap();
+    let accounts = 4i64;
+    let initial: Vec<_> = (0..accounts)
+        .map(|k| vec![Some(Value::Int64(k)), Some(Value::Int64(100))])
+        .collect();
+    s.write_rows("//bank", WriteKind::Overwrite, false, initial)
+        .await
+        .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut chores = Vec::new();
+    for chore in 0..2 {
+        let url = url.clone();
+        let done = done.clone();
+        chores.push(tokio::spawn(async move {
+            let s = Store::open(&url).unwrap();
+            let mut rounds = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) && rounds < 200 {
+                rounds += 1;
+                match chore {
+                    0 => {
+                        s.compact("//bank").await.unwrap();
+                        if rounds % 4 == 0 {
+                            s.checkpoint().await.unwrap();
+                        }
+                    }
+                    _ => {
+                        s.set_tablet_state("//bank", dynql_storage::TabletCommand::Freeze)
+                            .await
+                            .unwrap();
+                        tokio::task::yield_now().await;
+                        s.set_tablet_state("//bank", dynql_storage::TabletCommand::Unfreeze)
+                            .await
+                            .unwrap();
+                    }
+                }
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let mut workers = Vec::new();
+    for w in 0..3u64 {
+        let url = url.clone();
+        workers.push(tokio::spawn(async move {
+            let s = Store::open(&url).unwrap();
+            let mut seed = w * 11 + 5;
+            let mut committed = 0;
+            for _ in 0..15 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let from = (seed >> 33) as i64 % accounts;
+                let to = (from + 1 + (seed >> 40) as i64 % (accounts - 1)) % accounts;
+                let tx = s.start_transaction(60_000).await.unwrap();
+                let keys = vec![vec![Value::Int64(from)], vec![Value::Int64(to)]];
+                let rows = s
+                    .lookup_rows("//bank", &keys, tx.start_timestamp)
+                    .await
+                    .unwrap();
+                let bal = |i: usize| match &rows[i].as_ref().unwrap()[1] {
+                    Value::Int64(v) => *v,
+                    other => panic!("{other:?}"),
+                };
+                let writes = vec![
+                    vec![Some(Value::Int64(from)), Some(Value::Int64(bal(0) - 3))],
+                    vec![Some(Value::Int64(to)), Some(Value::Int64(bal(1) + 3))],
+                ];
+                // A frozen table refuses the write or the commit: the transfer is dropped.
+                if s.write_rows_in(&tx.id, "//bank", WriteKind::Overwrite, false, writes)
+                    .await
+                    .is_err()
+                {
+                    s.abort_transaction(&tx.id).await.unwrap();
+                    continue;
+                }
+                match s.commit_transaction(&tx.id).await {
+                    Ok(_) => committed += 1,
+                    Err(
+                        Error::Conflict { .. }
+                        | Error::CompactedSinceStart { .. }
+                        | Error::Invalid(_),
+                    ) => {}
+                    Err(e) => panic!("unexpected {e}"),
+                }
+            }
+            committed
+        }));
+    }
+    let mut committed = 0;
+    for w in workers {
+        committed += w.await.unwrap();
+    }
+    assert!(committed > 0, "no transfer committed");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    for c in chores {
+        c.await.unwrap();
+    }
+    let rows = Store::open(&url)
+        .unwrap()
+        .read_rows("//bank", Timestamp::MAX)
+        .await
+        .unwrap();
+    let total: i64 = rows
+        .iter()
+        .map(|r| if let Value::Int64(v) = r[1] { v } else { 0 })
+        .sum();
+    assert_eq!(
+        total,
+        100 * accounts,
+        "money was created or lost ({committed} transfers committed)"
+    );
+}
