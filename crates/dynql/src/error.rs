@@ -103,7 +103,10 @@ fn file_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
 fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
     use dynql_storage::Error as S;
     match e {
-        S::Conflict { .. } | S::NoSuchTransaction { .. } => ErrorKind::Conflict,
+        S::Conflict { .. }
+        | S::NoSuchTransaction { .. }
+        | S::TransactionSealed { .. }
+        | S::CompactedSinceStart { .. } => ErrorKind::Conflict,
         S::InvalidUrl { .. }
         | S::NoSuchTable { .. }
         | S::AlreadyExists { .. }
