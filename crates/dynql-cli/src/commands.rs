@@ -296,6 +296,9 @@ pub enum Command {
     Import(crate::io::ImportArgs),
     /// Write a table as key-sorted Parquet files DIR/part-00000.parquet, … (one snapshot).
     Export(crate::io::ExportArgs),
+    /// Verify every file the store references (log records, checkpoints, chunks) and report
+    /// what is damaged and which tables it affects; exits with status 1 when anything is.
+    Check,
     /// Interactive shell: YT QL queries and all of these commands, with line editing, history
     /// and completion (`dynql` with no command on a terminal starts it too). With stdin not a
     /// terminal it runs the statements it reads and stops at the first error.
@@ -712,6 +715,34 @@ pub async fn execute(
             for name in db.list(&path).await? {
                 writeln!(stdout, "{name}")?;
             }
+        }
+        Command::Check => {
+            let report = db.check().await?;
+            writeln!(
+                stdout,
+                "checked {} tables and {} chunks ({} bytes)",
+                report.tables, report.chunks, report.bytes
+            )?;
+            for d in &report.damage {
+                let tables = if d.tables.is_empty() {
+                    "no existing table".to_string()
+                } else {
+                    d.tables.join(", ")
+                };
+                writeln!(
+                    stdout,
+                    "damaged: {}: {} (affects {tables})",
+                    d.file, d.problem
+                )?;
+            }
+            if !report.is_ok() {
+                stdout.flush()?;
+                bail!(
+                    "{} damaged item(s) found; see the README, \"Recovering from damage\"",
+                    report.damage.len()
+                );
+            }
+            writeln!(stdout, "no damage found")?;
         }
         Command::Shell => bail!("the shell is already running"),
     }

@@ -118,6 +118,7 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
             .committed_transactions
             .into_iter()
             .collect::<HashSet<_>>(),
+        notes: Vec::new(),
     };
     for t in manifest.tables {
         let schema = t.entry.schema.clone();
@@ -188,7 +189,16 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
 impl Store {
     /// Writes a checkpoint of the current state and deletes checkpoints older than the
     /// previous one. Returns its log position.
+    ///
+    /// # Errors
+    /// The store has damage ([`Store::check`]): no checkpoint is written then, so the log
+    /// keeps every record the damage may be repaired from.
     pub async fn checkpoint(&self) -> Result<u64> {
+        if self.refresh().await?.has_damage() {
+            return Err(Error::Invalid(
+                "no checkpoint while the store has damage: run `dynql check`".into(),
+            ));
+        }
         self.flush_tables(None).await?;
         let state = self.refresh().await?;
         let crowded: Vec<String> = state

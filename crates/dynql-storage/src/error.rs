@@ -31,6 +31,9 @@ pub enum Error {
     /// The request is invalid (bad path, bad attributes, bad rows).
     #[error("{0}")]
     Invalid(String),
+    /// The table's state is unknown: a log record or chunk it depends on is damaged.
+    #[error("Table {path} is damaged: {reason}. Reading and writing it fail until it is repaired; `dynql check` lists the damage (README, \"Recovering from damage\")")]
+    Damaged { path: String, reason: String },
     /// A stored file does not decode.
     #[error("Corrupt data in {path}: {message}")]
     Corrupt { path: String, message: String },

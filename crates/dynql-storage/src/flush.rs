@@ -107,6 +107,7 @@ impl Store {
             if only.is_some_and(|p| p != path)
                 || !entry.schema.is_sorted()
                 || data.sorted.is_empty()
+                || data.damage.is_some()
             {
                 continue;
             }
@@ -166,10 +167,7 @@ impl Store {
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
         for _ in 0..COMPACTION_ATTEMPTS {
             let state = self.refresh().await?;
-            let (entry, data) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let (entry, data) = state.table_data(path)?;
             let before = data.version_count();
             let now = Timestamp::now();
             let up_to = state.last_timestamp;

@@ -6,6 +6,7 @@
 //! reads merge the chunks with the in-memory dynamic store in key order.
 
 pub mod bulk;
+pub mod check;
 pub mod checkpoint;
 pub mod chunk;
 mod chunk_cache;
@@ -28,6 +29,7 @@ pub mod transaction;
 mod validate;
 
 pub use bulk::BulkWrite;
+pub use check::{CheckReport, Damage};
 pub use chunk::{ChunkRef, RowGroupRef};
 pub use compaction::Retention;
 pub use conflict::LockMode;

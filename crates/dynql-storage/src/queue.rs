@@ -412,10 +412,7 @@ impl Store {
         rows: Vec<(Option<usize>, RowValues)>,
     ) -> Result<PreparedAppend> {
         let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (entry, data) = state.table_data(path)?;
         crate::tablets::check_writable(entry, path)?;
         if entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
@@ -472,10 +469,7 @@ impl Store {
     /// A sorted table, a tablet index out of range, or a count beyond the rows written.
     pub async fn trim_rows(&self, path: &str, tablet: usize, trimmed_row_count: u64) -> Result<()> {
         self.commit(|state: &State| {
-            let (entry, data) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let (entry, data) = state.table_data(path)?;
             if entry.schema.is_sorted() {
                 return Err(Error::Invalid(format!(
                     "trim_rows needs an ordered table; {path} is sorted"
@@ -511,10 +505,7 @@ impl Store {
     /// The tablets of an ordered table: trimmed and total row counts.
     pub async fn queue_tablets(&self, path: &str) -> Result<Vec<QueueTablet>> {
         let state = self.refresh().await?;
-        let (_, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (_, data) = state.table_data(path)?;
         Ok(data
             .queues
             .iter()

@@ -37,20 +37,14 @@ impl Store {
     /// queue chunks).
     pub async fn chunks(&self, path: &str) -> Result<Vec<ChunkRef>> {
         let state = self.refresh().await?;
-        let (_, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (_, data) = state.table_data(path)?;
         Ok(data.chunks.clone())
     }
 
     /// The number of stored row versions of a table.
     pub async fn version_count(&self, path: &str) -> Result<usize> {
         let state = self.refresh().await?;
-        let (_, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (_, data) = state.table_data(path)?;
         Ok(data.version_count())
     }
 
@@ -58,10 +52,7 @@ impl Store {
     /// ordered ones. Sentinel timestamps read the latest state.
     pub async fn read_rows(&self, path: &str, timestamp: Timestamp) -> Result<Vec<Vec<Value>>> {
         let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (entry, data) = state.table_data(path)?;
         let schema = &entry.schema;
         if !schema.is_sorted() {
             // Readable rows of every tablet, tablet by tablet, data columns only.
@@ -113,10 +104,7 @@ impl Store {
         timestamp: Timestamp,
     ) -> Result<Vec<Option<Vec<Value>>>> {
         let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (entry, data) = state.table_data(path)?;
         crate::tablets::check_readable(entry, path)?;
         let schema = &entry.schema;
         if !schema.is_sorted() {

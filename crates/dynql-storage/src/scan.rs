@@ -289,10 +289,7 @@ impl Store {
         timestamp: Timestamp,
     ) -> Result<ScanStatistics> {
         let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (entry, data) = state.table_data(path)?;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         if !entry.schema.is_sorted() {
@@ -468,10 +465,7 @@ impl Store {
         sink: &mut (dyn FnMut(usize, Piece) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
         let state = self.refresh().await?;
-        let (entry, data) = state
-            .tables
-            .get(path)
-            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        let (entry, data) = state.table_data(path)?;
         let schema = &entry.schema;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());

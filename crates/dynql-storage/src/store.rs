@@ -119,6 +119,10 @@ pub(crate) struct TableData {
     /// The newest compaction horizon applied (see [`Action::Compact`]): a transaction that
     /// started before it may have lost the evidence of a conflict, so its commit is refused.
     pub(crate) compaction_horizon: Timestamp,
+    /// Why the table's state is unknown (a log record it depends on does not apply or cannot
+    /// be read, a chunk a logged write names is damaged): reads and writes of it fail with
+    /// [`Error::Damaged`], later actions on it are not applied, and it can be removed.
+    pub(crate) damage: Option<Arc<str>>,
 }
 
 impl TableData {
@@ -172,6 +176,58 @@ pub(crate) struct State {
     pub(crate) last_timestamp: Timestamp,
     pub(crate) tables: BTreeMap<String, (TableEntry, TableData)>,
     pub(crate) committed_transactions: HashSet<String>,
+    /// Damage found while replaying that no current table carries (an action for a table
+    /// that is not there): reported by [`Store::check`], harmless to the tables there are.
+    pub(crate) notes: Vec<String>,
+}
+
+impl State {
+    /// The table at `path` for reading or writing its rows.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], or [`Error::Damaged`] when its state is unknown.
+    pub(crate) fn table_data(&self, path: &str) -> Result<&(TableEntry, TableData)> {
+        let table = self
+            .tables
+            .get(path)
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+        if let Some(reason) = &table.1.damage {
+            return Err(Error::Damaged {
+                path: path.into(),
+                reason: reason.to_string(),
+            });
+        }
+        Ok(table)
+    }
+
+    /// Whether replay found damage anywhere.
+    pub(crate) fn has_damage(&self) -> bool {
+        !self.notes.is_empty() || self.tables.values().any(|(_, d)| d.damage.is_some())
+    }
+
+    /// Marks the tables a record names as damaged: by (path, id) when known, every table
+    /// when the record is unreadable even as to which tables it touches.
+    pub(crate) fn mark_damaged(&mut self, tables: Option<&[(String, String)]>, reason: &str) {
+        let reason: Arc<str> = Arc::from(reason);
+        match tables {
+            Some(tables) => {
+                for (path, id) in tables {
+                    match self.tables.get_mut(path).filter(|(e, _)| e.id == *id) {
+                        Some((_, data)) => {
+                            data.damage.get_or_insert_with(|| reason.clone());
+                        }
+                        None => self.notes.push(format!("{path} (id {id}): {reason}")),
+                    }
+                }
+            }
+            None => {
+                for (_, data) in self.tables.values_mut() {
+                    data.damage.get_or_insert_with(|| reason.clone());
+                }
+                self.notes.push(reason.to_string());
+            }
+        }
+    }
 }
 
 /// The value of a writable attribute (`set PATH/@NAME`).
@@ -489,13 +545,7 @@ impl Store {
                     if is_flushed(&flushed, table_id, r.timestamp) {
                         continue;
                     }
-                    let bytes = self
-                        .objects
-                        .get(&ObjectPath::from(c.as_str()))
-                        .await?
-                        .bytes()
-                        .await?;
-                    chunks.insert(c.clone(), bytes);
+                    chunks.insert(c.clone(), self.fetch_logged_chunk(c).await?);
                 }
             }
         }
@@ -506,10 +556,30 @@ impl Store {
         let state = Arc::make_mut(&mut guard);
         for r in records {
             if r.seq == state.seq + 1 {
-                apply(state, &r, &chunks, &flushed)?;
+                apply(state, &r, &chunks, &flushed);
             }
         }
         Ok(guard.clone())
+    }
+
+    /// The bytes of a chunk a logged write names, or why they cannot be used (missing,
+    /// damaged): that damages the table the write belongs to, not the whole store. Other
+    /// failures (the object store is unreachable) fail the caller.
+    async fn fetch_logged_chunk(
+        &self,
+        chunk: &str,
+    ) -> Result<std::result::Result<bytes::Bytes, String>> {
+        let got = match self.objects.get(&ObjectPath::from(chunk)).await {
+            Ok(g) => g.bytes().await,
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(bytes) => Ok(Ok(bytes)),
+            Err(object_store::Error::NotFound { .. }) => {
+                Ok(Err(format!("its chunk {chunk} is missing")))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whether record `seq` is the newest, checked without listing the log: record `seq + 1`
@@ -1120,28 +1190,65 @@ fn check_not_compacted(data: &TableData, path: &str, start: Timestamp) -> Result
 /// ([`crate::validate`]), so each one applies; an action that does not (its table missing or
 /// replaced, a tablet that does not exist) is an error naming the record and the action, never
 /// something skipped.
+///
+/// Such an action damages its table alone ([`State::mark_damaged`]): the table's state after
+/// it is unknown, so its later actions are not applied and reading or writing it fails with
+/// [`Error::Damaged`], while every other table replays on.
 fn apply(
     state: &mut State,
     record: &CommitRecord,
-    chunks: &HashMap<String, bytes::Bytes>,
+    chunks: &HashMap<String, std::result::Result<bytes::Bytes, String>>,
     flushed: &HashMap<String, u64>,
-) -> Result<()> {
+) {
     for (n, action) in record.actions.iter().enumerate() {
-        apply_action(state, record, action, chunks, flushed).map_err(|why| Error::Corrupt {
-            path: log::record_path(record.seq).to_string(),
-            message: format!(
-                "action #{n} ({}) of log record {} does not apply: {why}",
+        let (path, table_id) = action_table(action);
+        let damaged = state
+            .tables
+            .get(path)
+            .is_some_and(|(e, d)| e.id == table_id && d.damage.is_some());
+        if damaged {
+            // Its state is unknown: only a removal still applies.
+            if matches!(action, Action::RemoveTable { .. }) {
+                state.tables.remove(path);
+            }
+            continue;
+        }
+        if let Err(why) = apply_action(state, record, action, chunks, flushed) {
+            let reason = format!(
+                "action #{n} ({}) of log record {} ({}) does not apply: {why}",
                 action_summary(action),
-                record.seq
-            ),
-        })?;
+                record.seq,
+                log::record_path(record.seq)
+            );
+            state.mark_damaged(Some(&[(path.to_string(), table_id.to_string())]), &reason);
+        }
     }
     if let Some(id) = &record.transaction_id {
         state.committed_transactions.insert(id.clone());
     }
     state.seq = record.seq;
     state.last_timestamp = state.last_timestamp.max(Timestamp(record.timestamp));
-    Ok(())
+}
+
+/// The table (path, id) an action changes first (a copy: its source).
+fn action_table(action: &Action) -> (&str, &str) {
+    match action {
+        Action::CreateTable { path, entry } => (path, &entry.id),
+        Action::CopyTable {
+            source, table_id, ..
+        } => (source, table_id),
+        Action::RemoveTable { path, table_id }
+        | Action::WriteRows { path, table_id, .. }
+        | Action::Flush { path, table_id, .. }
+        | Action::Compact { path, table_id, .. }
+        | Action::TrimRows { path, table_id, .. }
+        | Action::ReshardQueues { path, table_id, .. }
+        | Action::AlterTable { path, table_id, .. }
+        | Action::SetAttribute { path, table_id, .. }
+        | Action::SetTabletState { path, table_id, .. }
+        | Action::Reshard { path, table_id, .. }
+        | Action::LockRows { path, table_id, .. } => (path, table_id),
+    }
 }
 
 /// What an action does, for error messages: its name and table.
@@ -1184,7 +1291,7 @@ fn apply_action(
     state: &mut State,
     record: &CommitRecord,
     action: &Action,
-    chunks: &HashMap<String, bytes::Bytes>,
+    chunks: &HashMap<String, std::result::Result<bytes::Bytes, String>>,
     flushed: &HashMap<String, u64>,
 ) -> std::result::Result<(), String> {
     let ts = Timestamp(record.timestamp);
@@ -1263,7 +1370,7 @@ fn apply_action(
                 let bytes = chunks
                     .get(c)
                     .cloned()
-                    .ok_or_else(|| format!("its chunk {c} was not fetched"))?;
+                    .ok_or_else(|| format!("its chunk {c} was not fetched"))??;
                 let batches = crate::chunk::decode_chunk(c, bytes).map_err(|e| e.to_string())?;
                 for batch in batches {
                     let versions = crate::chunk::decode_versions(c, &entry.schema, &batch)

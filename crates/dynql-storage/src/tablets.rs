@@ -281,10 +281,7 @@ impl Store {
         dynamic: Option<bool>,
     ) -> Result<()> {
         self.commit(|state| {
-            let (entry, _) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let (entry, _) = state.table_data(path)?;
             if entry.tablet_state != TabletState::Unmounted {
                 return Err(Error::Invalid(format!(
                     "Cannot alter table {path} since it is {}: unmount-table first",
@@ -394,10 +391,7 @@ impl Store {
     /// remounting an unmounted one.
     pub async fn set_tablet_state(&self, path: &str, command: TabletCommand) -> Result<()> {
         self.commit(|state| {
-            let (entry, _) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let (entry, _) = state.table_data(path)?;
             let current = entry.tablet_state;
             let next = match (command, current) {
                 (TabletCommand::Mount, _) | (TabletCommand::Unfreeze, TabletState::Frozen) => {

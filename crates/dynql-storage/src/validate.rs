@@ -23,11 +23,10 @@ pub(crate) fn same_table<'a>(
     path: &str,
     table_id: &str,
 ) -> Result<&'a (TableEntry, TableData)> {
-    state
-        .tables
-        .get(path)
-        .filter(|(e, _)| e.id == table_id)
-        .ok_or_else(|| Error::NoSuchTable { path: path.into() })
+    match state.table_data(path)? {
+        table if table.0.id == table_id => Ok(table),
+        _ => Err(Error::NoSuchTable { path: path.into() }),
+    }
 }
 
 /// Checks that a write prepared against `prepared` schema can commit on `state`: the table

@@ -563,6 +563,12 @@ impl Database {
         Ok(self.store.remove_table(path).await?)
     }
 
+    /// Verifies every file the store references and reports what is damaged and which
+    /// tables it affects (`dynql check`); costs a full read of the store.
+    pub async fn check(&self) -> Result<dynql_storage::CheckReport> {
+        Ok(self.store.check().await?)
+    }
+
     /// Whether a table or a directory holding tables exists at `path`.
     pub async fn exists(&self, path: &str) -> Result<bool> {
         let tables = self.store.tables().await?;

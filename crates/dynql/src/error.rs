@@ -112,7 +112,7 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         | S::AlreadyExists { .. }
         | S::Invalid(_)
         | S::Core(_) => ErrorKind::InvalidInput,
-        S::Corrupt { .. } | S::Parquet(_) => ErrorKind::Corrupt,
+        S::Corrupt { .. } | S::Damaged { .. } | S::Parquet(_) => ErrorKind::Corrupt,
         S::ObjectStore(_) | S::LogTruncated { .. } => ErrorKind::Unavailable,
         S::Arrow(_) => ErrorKind::Internal,
     }

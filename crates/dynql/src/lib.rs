@@ -18,7 +18,9 @@ pub use database::{parse_pivot_keys, Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Explanation, FileTables, SelectOptions, Statistics};
-pub use dynql_storage::{LockMode, Reshard, TabletCommand, TabletState, Timestamp};
+pub use dynql_storage::{
+    CheckReport, Damage, LockMode, Reshard, TabletCommand, TabletState, Timestamp,
+};
 pub use error::{Error, ErrorKind, Result};
 
 /// The YT QL layer, for callers that parse or bind queries themselves.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod conformance;
+mod damage;
 mod explain;
 mod files;
 mod io;

@@ -1,0 +1,147 @@
+//! `dynql check`: verifies every file the store references and says what is damaged and
+//! which tables it affects.
+//!
+//! Damage is contained where it is found (see `docs/design/0002-commit-log.md`, "Damage"):
+//!
+//! | damaged file | effect |
+//! |---|---|
+//! | a chunk | queries that read it fail, naming it; nothing else |
+//! | a log record after the newest checkpoint | the tables it names are damaged (reads and writes fail); the others work |
+//! | a chunk a logged large write names | that table is damaged |
+//! | the newest checkpoint | the store opens from the older one and the log after it |
+//!
+//! The check reads every referenced file whole, so it costs a full read of the store.
+
+use std::collections::BTreeMap;
+
+use object_store::path::Path as ObjectPath;
+use object_store::ObjectStoreExt;
+
+use crate::error::Result;
+use crate::store::Store;
+
+/// One damaged file (or unreadable part of the store) found by [`Store::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The object path of the file, or a description when no single file is to blame.
+    pub file: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// The tables it affects (paths); empty when it affects none that exist.
+    pub tables: Vec<String>,
+}
+
+/// What [`Store::check`] verified and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Tables in the catalog.
+    pub tables: usize,
+    /// Chunks read and verified.
+    pub chunks: usize,
+    /// Bytes of the chunks read.
+    pub bytes: u64,
+    /// Everything damaged; empty when the store is intact.
+    pub damage: Vec<Damage>,
+}
+
+impl CheckReport {
+    /// Whether nothing is damaged.
+    pub fn is_ok(&self) -> bool {
+        self.damage.is_empty()
+    }
+}
+
+impl Store {
+    /// Verifies the store: replays the log (which finds damaged records and logged chunks)
+    /// and reads every chunk the tables reference whole, verifying and decoding it.
+    ///
+    /// # Errors
+    /// Only failures to reach the object store; damage is reported in the [`CheckReport`].
+    pub async fn check(&self) -> Result<CheckReport> {
+        let mut report = CheckReport::default();
+        let state = match self.refresh().await {
+            Ok(state) => state,
+            Err(crate::Error::ObjectStore(e)) => return Err(e.into()),
+            Err(e) => {
+                report.damage.push(Damage {
+                    file: "(the store)".into(),
+                    problem: format!("the store cannot be opened: {e}"),
+                    tables: vec![],
+                });
+                return Ok(report);
+            }
+        };
+        report.tables = state.tables.len();
+        for (path, (_, data)) in &state.tables {
+            if let Some(reason) = &data.damage {
+                report.damage.push(Damage {
+                    file: "(log replay)".into(),
+                    problem: reason.to_string(),
+                    tables: vec![path.clone()],
+                });
+            }
+        }
+        for note in &state.notes {
+            report.damage.push(Damage {
+                file: "(log replay)".into(),
+                problem: note.clone(),
+                tables: vec![],
+            });
+        }
+        // Copies share chunks: every table that references one is affected by it.
+        let mut chunks: BTreeMap<String, (crate::ChunkRef, dynql_core::TableSchema, Vec<String>)> =
+            BTreeMap::new();
+        for (path, (entry, data)) in &state.tables {
+            for c in &data.chunks {
+                chunks
+                    .entry(c.path.clone())
+                    .or_insert_with(|| (c.clone(), entry.schema.clone(), vec![]))
+                    .2
+                    .push(path.clone());
+            }
+        }
+        for (chunk_path, (chunk, schema, tables)) in chunks {
+            report.chunks += 1;
+            let problem = match self
+                .objects
+                .get(&ObjectPath::from(chunk_path.as_str()))
+                .await
+            {
+                Err(object_store::Error::NotFound { .. }) => Some("the file is missing".into()),
+                Err(e) => return Err(e.into()),
+                Ok(got) => {
+                    let bytes = got.bytes().await?;
+                    report.bytes += bytes.len() as u64;
+                    verify_chunk_bytes(&chunk, &schema, bytes).err()
+                }
+            };
+            if let Some(problem) = problem {
+                report.damage.push(Damage {
+                    file: chunk_path,
+                    problem,
+                    tables,
+                });
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Checks that a referenced chunk is the one its reference describes: it decodes, in key
+/// order, with the number of versions recorded.
+fn verify_chunk_bytes(
+    chunk: &crate::ChunkRef,
+    schema: &dynql_core::TableSchema,
+    bytes: bytes::Bytes,
+) -> std::result::Result<(), String> {
+    let versions = crate::chunk::decode_versioned_chunk(&chunk.path, schema, bytes)
+        .map_err(|e| e.to_string())?;
+    if versions.len() as u64 != chunk.rows {
+        return Err(format!(
+            "it holds {} versions, the catalog records {}",
+            versions.len(),
+            chunk.rows
+        ));
+    }
+    Ok(())
+}
