@@ -164,6 +164,9 @@ enum Step {
     /// Flush and compaction move versions between chunks; the rows stay the same.
     Flush,
     Compact,
+    /// Tablet state changes: no effect on the rows.
+    Freeze,
+    Unfreeze,
 }
 
 fn apply_model(model: &mut Model, step: &Step) {
@@ -175,7 +178,7 @@ fn apply_model(model: &mut Model, step: &Step) {
                 m.insert(*k, *v);
             }
         }
-        Step::Checkpoint | Step::Flush | Step::Compact => {}
+        Step::Checkpoint | Step::Flush | Step::Compact | Step::Freeze | Step::Unfreeze => {}
         Step::Delete(keys) => {
             if let Some(m) = model {
                 for k in keys {
@@ -234,6 +237,16 @@ async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
         Step::Checkpoint => store.checkpoint().await.map(|_| ()),
         Step::Flush => store.flush_table("//t").await.map(|_| ()),
         Step::Compact => store.compact("//t").await.map(|_| ()),
+        Step::Freeze => {
+            store
+                .set_tablet_state("//t", dynql_storage::TabletCommand::Freeze)
+                .await
+        }
+        Step::Unfreeze => {
+            store
+                .set_tablet_state("//t", dynql_storage::TabletCommand::Unfreeze)
+                .await
+        }
     }
 }
 
@@ -255,7 +268,9 @@ fn workload() -> Vec<Step> {
         Step::Write(vec![(5, 50)]),
         Step::Flush,
         Step::Write(vec![(2, 22), (6, 60)]),
+        Step::Freeze,
         Step::Compact,
+        Step::Unfreeze,
         Step::Delete(vec![6]),
         Step::Checkpoint,
     ]
