@@ -8,7 +8,7 @@
 //! | a chunk | queries that read it fail, naming it; nothing else |
 //! | a log record after the newest checkpoint | the tables it names are damaged (reads and writes fail); the others work |
 //! | a chunk a logged large write names | that table is damaged |
-//! | the newest checkpoint | the store opens from the older one and the log after it |
+//! | the newest checkpoint (manifest or tail chunk) | the store opens from the older one and the log after it |
 //!
 //! The check reads every referenced file whole, so it costs a full read of the store.
 
@@ -72,6 +72,14 @@ impl Store {
             }
         };
         report.tables = state.tables.len();
+        for (file, problem) in crate::checkpoint::damaged_checkpoints(self.objects.as_ref()).await?
+        {
+            report.damage.push(Damage {
+                file,
+                problem: format!("{problem} (the store opens from an older checkpoint)"),
+                tables: vec![],
+            });
+        }
         for (path, (_, data)) in &state.tables {
             if let Some(reason) = &data.damage {
                 report.damage.push(Damage {
@@ -134,6 +142,9 @@ fn verify_chunk_bytes(
     schema: &dynql_core::TableSchema,
     bytes: bytes::Bytes,
 ) -> std::result::Result<(), String> {
+    if let Some(c) = &chunk.checksum {
+        crate::checksum::verify_chunk(&chunk.path, &bytes, c).map_err(|e| e.to_string())?;
+    }
     let versions = crate::chunk::decode_versioned_chunk(&chunk.path, schema, bytes)
         .map_err(|e| e.to_string())?;
     if versions.len() as u64 != chunk.rows {

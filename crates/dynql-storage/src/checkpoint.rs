@@ -51,6 +51,9 @@ struct TableCheckpoint {
     entry: TableEntry,
     /// The tail chunk: versions still in the dynamic store (all rows of an ordered table).
     chunk: Option<String>,
+    /// How to verify the tail chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chunk_checksum: Option<crate::checksum::ChunkChecksum>,
     /// The table's key-sorted chunks, oldest first.
     #[serde(default)]
     chunks: Vec<ChunkRef>,
@@ -84,11 +87,11 @@ fn manifest_path(seq: u64) -> ObjectPath {
     ObjectPath::from(format!("{CHECKPOINT_DIR}/{seq:020}.json"))
 }
 
-/// Loads the newest checkpoint, if any.
-pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<State>> {
+/// The checkpoint manifests in the store, newest first.
+async fn manifests(objects: &dyn ObjectStore) -> Result<Vec<(u64, ObjectPath)>> {
     let prefix = ObjectPath::from(CHECKPOINT_DIR);
     let metas: Vec<_> = objects.list(Some(&prefix)).try_collect().await?;
-    let newest = metas
+    let mut found: Vec<(u64, ObjectPath)> = metas
         .iter()
         .filter_map(|m| {
             let name = m.location.filename()?;
@@ -97,16 +100,68 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
                 .ok()
                 .map(|seq| (seq, m.location.clone()))
         })
-        .max_by_key(|(seq, _)| *seq);
-    let Some((seq, location)) = newest else {
-        return Ok(None);
-    };
+        .collect();
+    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+    Ok(found)
+}
+
+/// Reads and verifies a manifest.
+async fn read_manifest(objects: &dyn ObjectStore, location: &ObjectPath) -> Result<Manifest> {
+    let bytes = objects.get(location).await?.bytes().await?;
+    let body = crate::checksum::unframe(location.as_ref(), &bytes)?;
+    serde_json::from_slice(body).map_err(|e| Error::Corrupt {
+        path: location.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// The checkpoint manifests (and their tail chunks) that fail to load: (path, problem).
+pub(crate) async fn damaged_checkpoints(
+    objects: &dyn ObjectStore,
+) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for (seq, location) in manifests(objects).await? {
+        match load(objects, seq, &location).await {
+            Ok(_) => {}
+            Err(e @ Error::ObjectStore(_)) if !is_not_found(&e) => return Err(e),
+            Err(e) => out.push((location.to_string(), e.to_string())),
+        }
+    }
+    Ok(out)
+}
+
+/// Loads the newest checkpoint that is intact, if any: a damaged newest checkpoint (its
+/// manifest or its tail chunks) falls back to the one before it, whose log records garbage
+/// collection keeps. Only when every checkpoint is damaged is the error returned.
+pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<State>> {
+    let mut first_error = None;
+    for (seq, location) in manifests(objects).await? {
+        match load(objects, seq, &location).await {
+            Ok(state) => return Ok(Some(state)),
+            // The object store itself failing is not damage: no fallback.
+            Err(e @ Error::ObjectStore(_)) if !is_not_found(&e) => return Err(e),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(None),
+    }
+}
+
+fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::ObjectStore(object_store::Error::NotFound { .. }))
+}
+
+/// Loads checkpoint `seq` from its manifest at `location`.
+async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Result<State> {
     let corrupt = |m: String| Error::Corrupt {
         path: location.to_string(),
         message: m,
     };
-    let bytes = objects.get(&location).await?.bytes().await?;
-    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let manifest = read_manifest(objects, location).await?;
     if manifest.seq != seq {
         return Err(corrupt(format!("manifest names sequence {}", manifest.seq)));
     }
@@ -135,6 +190,9 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
                 .await?
                 .bytes()
                 .await?;
+            if let Some(c) = &t.chunk_checksum {
+                crate::checksum::verify_chunk(chunk, &bytes, c)?;
+            }
             for batch in decode_chunk(chunk, bytes)? {
                 stored.extend(decode_versions(chunk, &schema, &batch)?);
             }
@@ -183,7 +241,7 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
         }
         state.tables.insert(t.path, (t.entry, data));
     }
-    Ok(Some(state))
+    Ok(state)
 }
 
 impl Store {
@@ -254,8 +312,11 @@ impl Store {
                 &entry.schema,
                 &refs,
             )
-            .await?
-            .map(|c| c.path);
+            .await?;
+            let (chunk, chunk_checksum) = match chunk {
+                Some(c) => (Some(c.path), c.checksum),
+                None => (None, None),
+            };
             let locks = data
                 .locks
                 .iter()
@@ -272,6 +333,7 @@ impl Store {
                 path: path.clone(),
                 entry: entry.clone(),
                 chunk,
+                chunk_checksum,
                 chunks: data.chunks.clone(),
                 locks,
                 queues,
@@ -284,7 +346,8 @@ impl Store {
             committed_transactions: state.committed_transactions.iter().cloned().collect(),
             tables,
         };
-        let bytes = serde_json::to_vec(&manifest).map_err(|e| Error::Invalid(e.to_string()))?;
+        let body = serde_json::to_vec(&manifest).map_err(|e| Error::Invalid(e.to_string()))?;
+        let bytes = crate::checksum::frame(&body);
         let opts = PutOptions {
             mode: PutMode::Create,
             ..Default::default()
@@ -321,12 +384,8 @@ impl Store {
         seqs.sort_by_key(|(s, _)| std::cmp::Reverse(*s));
         let mut referenced = HashSet::new();
         for (_, location) in seqs.iter().take(2) {
-            let bytes = self.objects.get(location).await?.bytes().await?;
-            let manifest: Manifest =
-                serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-                    path: location.to_string(),
-                    message: e.to_string(),
-                })?;
+            // A damaged manifest stops the collection: what it names cannot be known.
+            let manifest = read_manifest(self.objects.as_ref(), location).await?;
             for t in manifest.tables {
                 referenced.extend(t.chunk);
                 referenced.extend(t.chunks.into_iter().map(|c| c.path));
@@ -371,17 +430,33 @@ impl Store {
                 Err(object_store::Error::NotFound { .. }) => continue,
                 Err(e) => return Err(e.into()),
             };
-            if let Ok(record) = serde_json::from_slice::<crate::log::CommitRecord>(&bytes) {
-                for a in record.actions {
-                    match a {
-                        Action::WriteRows { chunk: Some(c), .. } => {
-                            referenced.insert(c);
-                        }
-                        Action::Flush { chunks, .. } | Action::Compact { chunks, .. } => {
-                            referenced.extend(chunks.into_iter().map(|c| c.path));
-                        }
-                        _ => {}
+            let Some(seq) = r
+                .location
+                .filename()
+                .and_then(|f| f.strip_suffix(".json"))
+                .and_then(|s| s.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            // A damaged record may name chunks: collect nothing rather than guess.
+            let record = match crate::log::decode_record(r.location.as_ref(), seq, &bytes) {
+                crate::log::LogEntry::Record(record) => record,
+                crate::log::LogEntry::Damaged(d) => {
+                    return Err(Error::Corrupt {
+                        path: d.path,
+                        message: d.message,
+                    })
+                }
+            };
+            for a in record.actions {
+                match a {
+                    Action::WriteRows { chunk: Some(c), .. } => {
+                        referenced.insert(c);
                     }
+                    Action::Flush { chunks, .. } | Action::Compact { chunks, .. } => {
+                        referenced.extend(chunks.into_iter().map(|c| c.path));
+                    }
+                    _ => {}
                 }
             }
         }

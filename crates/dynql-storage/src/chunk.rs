@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use dynql_core::arrow_convert::{array_value, table_arrow_schema, values_to_array};
 use dynql_core::{compare_values, TableSchema, Value, Yson};
 
+use crate::checksum::ChunkChecksum;
 use crate::error::{Error, Result};
 use crate::mvcc::{RowDelta, WriteKind};
 use crate::timestamp::Timestamp;
@@ -49,6 +50,10 @@ pub struct ChunkRef {
     /// empty for chunks written without them (then the file is one unit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub row_groups: Vec<RowGroupRef>,
+    /// How to verify the file ([`crate::checksum`]); absent for chunks written before
+    /// checksums, which are read unverified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<ChunkChecksum>,
 }
 
 /// Key bounds of one row group of a chunk.
@@ -184,21 +189,36 @@ pub(crate) fn version_key(d: &RowDelta, key_count: usize) -> Vec<Value> {
         .collect()
 }
 
-/// Encodes record batches as one Parquet file with page statistics.
-pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes> {
+/// Encodes record batches as one Parquet file with page statistics, and the checksum its
+/// references record (see [`crate::checksum`]): the hashes of the data blocks go into the
+/// footer before it is written, the hash of the tail is computed after.
+pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(Bytes, ChunkChecksum)> {
     let props = WriterProperties::builder()
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_data_page_row_count_limit(PAGE_ROWS)
         .set_write_batch_size(PAGE_ROWS)
         .build();
-    let mut buf = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?;
+    let mut writer = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?;
     for b in batches {
         writer.write(b)?;
     }
-    writer.close()?;
-    Ok(Bytes::from(buf))
+    // Close the last row group and push parquet's buffer into ours: everything written so
+    // far is the data region; the page index and the footer follow at close.
+    writer.flush()?;
+    writer.sync().map_err(parquet::errors::ParquetError::from)?;
+    let data_end = writer.inner().len();
+    let hashes = crate::checksum::block_hashes_text(writer.inner());
+    writer.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+        crate::checksum::BLOCK_HASHES_KEY.to_string(),
+        hashes,
+    ));
+    let buf = writer.into_inner()?;
+    let checksum = ChunkChecksum {
+        data_end: data_end as u64,
+        tail: crate::checksum::hash(&buf[data_end..]),
+    };
+    Ok((Bytes::from(buf), checksum))
 }
 
 /// Decodes a chunk; `path` names it in errors.
@@ -428,7 +448,7 @@ pub(crate) async fn write_versioned_chunk(
             max_key: version_key(g[g.len() - 1], key_count),
         })
         .collect();
-    let bytes = encode_chunk(&batch.schema(), &[batch])?;
+    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
     let size = bytes.len() as u64;
     objects
         .put(&ObjectPath::from(path.as_str()), PutPayload::from(bytes))
@@ -442,6 +462,7 @@ pub(crate) async fn write_versioned_chunk(
         max_timestamp: versions.iter().map(|d| d.timestamp.0).max().unwrap_or(0),
         bytes: size,
         row_groups,
+        checksum: Some(checksum),
     }))
 }
 

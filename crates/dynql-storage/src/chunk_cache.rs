@@ -22,6 +22,7 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 
 use dynql_core::TableSchema;
 
+use crate::checksum::ChunkChecksum;
 use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions, ChunkRef};
 use crate::error::{Error, Result};
 use crate::mvcc::RowDelta;
@@ -119,16 +120,143 @@ impl RawRowGroup {
 #[derive(Default)]
 struct Entries {
     units: HashMap<Unit, (Cached, u64)>,
-    footers: HashMap<String, ArrowReaderMetadata>,
+    /// Parsed footers, with the block hashes of chunks that have a checksum.
+    footers: HashMap<String, (ArrowReaderMetadata, Option<Arc<Vec<u64>>>)>,
     bytes: usize,
     tick: u64,
 }
 
-/// Ranged reads of one chunk file, for Parquet's async reader.
+/// Ranged reads of one chunk file, for Parquet's async reader, verified against the chunk's
+/// checksum when it has one (see [`crate::checksum`]): bytes of the tail come from the whole
+/// tail, fetched once and verified; bytes of the data region are fetched in whole blocks and
+/// each block is verified before any of it is returned.
 pub(crate) struct ObjectFile {
     pub(crate) objects: Arc<dyn ObjectStore>,
     pub(crate) path: ObjectPath,
     pub(crate) size: u64,
+    /// How to verify what is read; `None` for files that carry no checksum (chunks written
+    /// before checksums, Parquet files that are not the store's).
+    pub(crate) checksum: Option<ChunkChecksum>,
+    /// The verified tail, once fetched.
+    pub(crate) tail: Option<Bytes>,
+    /// The hashes of the data blocks, from the verified footer.
+    pub(crate) blocks: Option<Arc<Vec<u64>>>,
+}
+
+impl ObjectFile {
+    /// An unverified reader (a file that is not one of the store's chunks).
+    pub(crate) fn unverified(objects: Arc<dyn ObjectStore>, path: ObjectPath, size: u64) -> Self {
+        ObjectFile {
+            objects,
+            path,
+            size,
+            checksum: None,
+            tail: None,
+            blocks: None,
+        }
+    }
+
+    fn corrupt(&self, message: String) -> ParquetError {
+        ParquetError::External(Box::new(Error::Corrupt {
+            path: self.path.to_string(),
+            message,
+        }))
+    }
+
+    /// The verified tail.
+    async fn tail(&mut self, c: ChunkChecksum) -> parquet::errors::Result<Bytes> {
+        if let Some(t) = &self.tail {
+            return Ok(t.clone());
+        }
+        if c.data_end > self.size {
+            return Err(self.corrupt(format!(
+                "the file has {} bytes, fewer than its data region of {}",
+                self.size, c.data_end
+            )));
+        }
+        let tail = self
+            .objects
+            .get_range(&self.path, c.data_end..self.size)
+            .await
+            .map_err(external)?;
+        crate::checksum::verify_tail(self.path.as_ref(), &tail, &c)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        self.tail = Some(tail.clone());
+        Ok(tail)
+    }
+
+    /// The block hashes, from the verified footer.
+    async fn blocks(&mut self, c: ChunkChecksum) -> parquet::errors::Result<Arc<Vec<u64>>> {
+        if let Some(b) = &self.blocks {
+            return Ok(b.clone());
+        }
+        let tail = self.tail(c).await?;
+        let metadata = ParquetMetaDataReader::new().parse_and_finish(&tail)?;
+        let hashes = crate::checksum::footer_block_hashes(self.path.as_ref(), &metadata, &c)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        let hashes = Arc::new(hashes);
+        self.blocks = Some(hashes.clone());
+        Ok(hashes)
+    }
+
+    /// The whole blocks covering `range` of the data region.
+    fn aligned(c: ChunkChecksum, range: &std::ops::Range<u64>) -> std::ops::Range<u64> {
+        let block = crate::checksum::BLOCK_BYTES;
+        (range.start / block * block)..(range.end.div_ceil(block) * block).min(c.data_end)
+    }
+
+    /// Reads `range`, verified.
+    async fn read(&mut self, range: std::ops::Range<u64>) -> parquet::errors::Result<Bytes> {
+        let Some(c) = self.checksum else {
+            return self
+                .objects
+                .get_range(&self.path, range)
+                .await
+                .map_err(external);
+        };
+        if range.end > self.size || range.start > range.end {
+            return Err(self.corrupt(format!(
+                "a read of bytes {range:?} past the end of the file ({} bytes)",
+                self.size
+            )));
+        }
+        if range.start >= c.data_end {
+            let tail = self.tail(c).await?;
+            let (a, b) = (range.start - c.data_end, range.end - c.data_end);
+            return Ok(tail.slice(a as usize..b as usize));
+        }
+        if range.end > c.data_end {
+            let head = Box::pin(self.read(range.start..c.data_end)).await?;
+            let tail = Box::pin(self.read(c.data_end..range.end)).await?;
+            let mut joined = Vec::with_capacity(head.len() + tail.len());
+            joined.extend_from_slice(&head);
+            joined.extend_from_slice(&tail);
+            return Ok(Bytes::from(joined));
+        }
+        let blocks = self.blocks(c).await?;
+        let aligned = Self::aligned(c, &range);
+        let bytes = self
+            .objects
+            .get_range(&self.path, aligned.clone())
+            .await
+            .map_err(external)?;
+        self.verified_slice(&blocks, aligned, bytes, range)
+    }
+
+    /// Verifies the blocks of `aligned` (fetched as `bytes`) and returns `range` of them.
+    fn verified_slice(
+        &self,
+        blocks: &[u64],
+        aligned: std::ops::Range<u64>,
+        bytes: Bytes,
+        range: std::ops::Range<u64>,
+    ) -> parquet::errors::Result<Bytes> {
+        let first = aligned.start / crate::checksum::BLOCK_BYTES;
+        crate::checksum::verify_blocks(self.path.as_ref(), first, &bytes, blocks)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        let (a, b) = (range.start - aligned.start, range.end - aligned.start);
+        Ok(bytes.slice(a as usize..b as usize))
+    }
 }
 
 fn external(e: object_store::Error) -> ParquetError {
@@ -140,13 +268,7 @@ impl AsyncFileReader for ObjectFile {
         &mut self,
         range: std::ops::Range<u64>,
     ) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
-        async move {
-            self.objects
-                .get_range(&self.path, range)
-                .await
-                .map_err(external)
-        }
-        .boxed()
+        async move { self.read(range).await }.boxed()
     }
 
     fn get_byte_ranges(
@@ -154,10 +276,38 @@ impl AsyncFileReader for ObjectFile {
         ranges: Vec<std::ops::Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         async move {
-            self.objects
-                .get_ranges(&self.path, &ranges)
-                .await
-                .map_err(external)
+            let Some(c) = self.checksum else {
+                return self
+                    .objects
+                    .get_ranges(&self.path, &ranges)
+                    .await
+                    .map_err(external);
+            };
+            // Ranges inside the data region go out together (the store may coalesce them),
+            // widened to whole blocks; the rest one by one.
+            if ranges
+                .iter()
+                .all(|r| r.end <= c.data_end && r.start <= r.end)
+            {
+                let blocks = self.blocks(c).await?;
+                let aligned: Vec<_> = ranges.iter().map(|r| Self::aligned(c, r)).collect();
+                let fetched = self
+                    .objects
+                    .get_ranges(&self.path, &aligned)
+                    .await
+                    .map_err(external)?;
+                return ranges
+                    .into_iter()
+                    .zip(aligned)
+                    .zip(fetched)
+                    .map(|((r, a), bytes)| self.verified_slice(&blocks, a, bytes, r))
+                    .collect();
+            }
+            let mut out = Vec::with_capacity(ranges.len());
+            for r in ranges {
+                out.push(self.read(r).await?);
+            }
+            Ok(out)
         }
         .boxed()
     }
@@ -248,6 +398,9 @@ impl ChunkCache {
             .await?
             .bytes()
             .await?;
+        if let Some(c) = &chunk.checksum {
+            crate::checksum::verify_chunk(&chunk.path, &bytes, c)?;
+        }
         let versions = Arc::new(decode_versioned_chunk(&chunk.path, schema, bytes)?);
         self.insert(unit, Cached::Versions(versions.clone()));
         Ok(versions)
@@ -353,9 +506,12 @@ impl ChunkCache {
             objects: objects.clone(),
             path,
             size,
+            checksum: chunk.checksum,
+            tail: None,
+            blocks: None,
         };
         let cached_footer = self.lock().footers.get(&chunk.path).cloned();
-        let footer = match cached_footer {
+        let (footer, blocks) = match cached_footer {
             Some(f) => f,
             None => {
                 // Chunks written before pages were indexed have no page index: optional.
@@ -367,14 +523,26 @@ impl ChunkCache {
                         path: chunk.path.clone(),
                         message: e.to_string(),
                     })?;
+                // The footer was read through the verifying reader: its block hashes are
+                // the ones to check the data against.
+                let blocks = match &chunk.checksum {
+                    Some(c) => Some(Arc::new(crate::checksum::footer_block_hashes(
+                        &chunk.path,
+                        f.metadata(),
+                        c,
+                    )?)),
+                    None => None,
+                };
                 let mut e = self.lock();
                 if e.footers.len() >= CACHED_FOOTERS {
                     e.footers.clear();
                 }
-                e.footers.insert(chunk.path.clone(), f.clone());
-                f
+                e.footers
+                    .insert(chunk.path.clone(), (f.clone(), blocks.clone()));
+                (f, blocks)
             }
         };
+        reader.blocks = blocks;
         Ok((footer, reader))
     }
 

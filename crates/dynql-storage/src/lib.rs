@@ -8,6 +8,7 @@
 pub mod bulk;
 pub mod check;
 pub mod checkpoint;
+pub mod checksum;
 pub mod chunk;
 mod chunk_cache;
 pub mod compaction;

@@ -67,6 +67,9 @@ pub enum Action {
         /// A large write: its rows are in this versioned chunk instead of `rows`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chunk: Option<String>,
+        /// How to verify `chunk` (absent in records written before checksums).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chunk_checksum: Option<crate::checksum::ChunkChecksum>,
     },
     /// The dynamic store of a table up to timestamp `up_to` now lives in `chunks` (one per
     /// tablet that had versions).
@@ -196,6 +199,180 @@ pub fn decode_row(schema: &TableSchema, text: &str) -> Result<Vec<Option<Value>>
     Ok(values)
 }
 
+/// The header of a record file: what the record is and which tables it touches, with the
+/// hash of the body. It is written twice, each copy with its own hash, so that one damaged
+/// byte cannot make both unreadable: a record whose body is damaged still says which tables
+/// it touched, and only those are marked damaged (see `Store::refresh`).
+///
+/// ```text
+/// <xxh64 of HEADER, 16 hex> HEADER\n
+/// <xxh64 of HEADER, 16 hex> HEADER\n
+/// BODY (the CommitRecord as JSON)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordHeader {
+    pub format: u32,
+    pub seq: u64,
+    pub timestamp: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_id: Option<String>,
+    pub body_len: u64,
+    pub body_xxh64: String,
+    /// Every (path, table id) an action of the record touches.
+    pub tables: Vec<(String, String)>,
+}
+
+/// A record as read from the log: decoded and verified, or damaged.
+#[derive(Debug, Clone)]
+pub enum LogEntry {
+    Record(CommitRecord),
+    Damaged(DamagedRecord),
+}
+
+/// A record file that fails its checksum or does not decode.
+#[derive(Debug, Clone)]
+pub struct DamagedRecord {
+    pub seq: u64,
+    /// The object path of the file.
+    pub path: String,
+    pub message: String,
+    /// The header, when one copy of it is intact.
+    pub header: Option<RecordHeader>,
+}
+
+/// The tables (path, id) an action touches.
+pub fn touched_tables(action: &Action) -> Vec<(String, String)> {
+    match action {
+        Action::CreateTable { path, entry } => vec![(path.clone(), entry.id.clone())],
+        Action::CopyTable {
+            source,
+            table_id,
+            destination,
+            new_id,
+            keep_source,
+        } => vec![
+            (source.clone(), table_id.clone()),
+            (
+                destination.clone(),
+                if *keep_source { new_id } else { table_id }.clone(),
+            ),
+        ],
+        Action::RemoveTable { path, table_id }
+        | Action::WriteRows { path, table_id, .. }
+        | Action::Flush { path, table_id, .. }
+        | Action::Compact { path, table_id, .. }
+        | Action::TrimRows { path, table_id, .. }
+        | Action::ReshardQueues { path, table_id, .. }
+        | Action::AlterTable { path, table_id, .. }
+        | Action::SetAttribute { path, table_id, .. }
+        | Action::SetTabletState { path, table_id, .. }
+        | Action::Reshard { path, table_id, .. }
+        | Action::LockRows { path, table_id, .. } => vec![(path.clone(), table_id.clone())],
+    }
+}
+
+/// The bytes of a record file (see [`RecordHeader`]).
+pub fn encode_record(record: &CommitRecord) -> Result<Vec<u8>> {
+    let body = serde_json::to_vec(record).map_err(|e| Error::Invalid(e.to_string()))?;
+    let mut tables: Vec<(String, String)> =
+        record.actions.iter().flat_map(touched_tables).collect();
+    tables.sort();
+    tables.dedup();
+    let header = RecordHeader {
+        format: 1,
+        seq: record.seq,
+        timestamp: record.timestamp,
+        transaction_id: record.transaction_id.clone(),
+        body_len: body.len() as u64,
+        body_xxh64: format!("{:016x}", crate::checksum::hash(&body)),
+        tables,
+    };
+    let header = serde_json::to_string(&header).map_err(|e| Error::Invalid(e.to_string()))?;
+    let line = format!(
+        "{:016x} {header}\n",
+        crate::checksum::hash(header.as_bytes())
+    );
+    let mut out = Vec::with_capacity(2 * line.len() + body.len());
+    out.extend_from_slice(line.as_bytes());
+    out.extend_from_slice(line.as_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// One header line, if intact.
+fn header_line(line: &[u8]) -> Option<RecordHeader> {
+    let text = std::str::from_utf8(line).ok()?;
+    let (hash, json) = text.split_at_checked(16)?;
+    let json = json.strip_prefix(' ')?;
+    if crate::checksum::parse_hash(hash.as_bytes())? != crate::checksum::hash(json.as_bytes()) {
+        return None;
+    }
+    serde_json::from_str(json).ok()
+}
+
+/// Decodes the record file `path` (expected to hold record `seq`): the record, or what is
+/// known of it when it is damaged. Files without a header are from stores written before
+/// checksums: their body is decoded unverified.
+pub fn decode_record(path: &str, seq: u64, bytes: &[u8]) -> LogEntry {
+    let damaged = |message: String, header: Option<RecordHeader>| {
+        LogEntry::Damaged(DamagedRecord {
+            seq,
+            path: path.to_string(),
+            message,
+            header,
+        })
+    };
+    let check_seq = |record: CommitRecord, header: Option<RecordHeader>| {
+        if record.seq == seq {
+            LogEntry::Record(record)
+        } else {
+            damaged(
+                format!(
+                    "record names sequence {} but is stored as {seq}",
+                    record.seq
+                ),
+                header,
+            )
+        }
+    };
+    if bytes.first() == Some(&b'{') {
+        return match serde_json::from_slice::<CommitRecord>(bytes) {
+            Ok(record) => check_seq(record, None),
+            Err(e) => damaged(e.to_string(), None),
+        };
+    }
+    let mut lines = bytes.splitn(3, |b| *b == b'\n');
+    let first = lines.next().unwrap_or_default();
+    let second = lines.next().unwrap_or_default();
+    let body = lines.next().unwrap_or_default();
+    let header = header_line(first)
+        .or_else(|| header_line(second))
+        .filter(|h| h.seq == seq);
+    let Some(h) = header else {
+        return damaged(
+            "both copies of the record's header are damaged".into(),
+            None,
+        );
+    };
+    // The body starts after two header lines of the same length: a damaged first line may
+    // have lost or gained a newline, so it is located from the intact header's length.
+    let line_len = first.len().max(second.len());
+    let body = if first.len() == second.len() {
+        body
+    } else {
+        bytes.get(2 * (line_len + 1)..).unwrap_or_default()
+    };
+    if body.len() as u64 != h.body_len
+        || format!("{:016x}", crate::checksum::hash(body)) != h.body_xxh64
+    {
+        return damaged("checksum mismatch in the record's body".into(), Some(h));
+    }
+    match serde_json::from_slice::<CommitRecord>(body) {
+        Ok(record) => check_seq(record, Some(h)),
+        Err(e) => damaged(e.to_string(), Some(h)),
+    }
+}
+
 /// Outcome of trying to append a record.
 pub enum Append {
     Committed,
@@ -205,7 +382,7 @@ pub enum Append {
 
 /// Creates record `record.seq`; never overwrites.
 pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Append> {
-    let bytes = serde_json::to_vec(record).map_err(|e| Error::Invalid(e.to_string()))?;
+    let bytes = encode_record(record)?;
     let opts = PutOptions {
         mode: PutMode::Create,
         ..Default::default()
@@ -220,11 +397,13 @@ pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Ap
     }
 }
 
-/// Reads the records after `after_seq`, in order.
+/// Reads the records after `after_seq`, in order; a record that fails its checksum or does
+/// not decode is returned as [`LogEntry::Damaged`].
 ///
 /// # Errors
-/// [`Error::Corrupt`] for a record that does not decode or a gap in the sequence.
-pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<CommitRecord>> {
+/// [`Error::Corrupt`] for a gap in the sequence; [`Error::LogTruncated`] when the first
+/// record needed was collected.
+pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<LogEntry>> {
     let prefix = ObjectPath::from(LOG_DIR);
     let offset = record_path(after_seq);
     let mut metas: Vec<_> = store
@@ -263,15 +442,7 @@ pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<C
             )));
         }
         let bytes = store.get(&meta.location).await?.bytes().await?;
-        let record: CommitRecord =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
-        if record.seq != seq {
-            return Err(corrupt(format!(
-                "record names sequence {} but is stored as {seq}",
-                record.seq
-            )));
-        }
-        out.push(record);
+        out.push(decode_record(meta.location.as_ref(), seq, &bytes));
         expect += 1;
     }
     Ok(out)

@@ -458,6 +458,7 @@ impl Store {
                 aggregate: false,
                 rows: logged,
                 chunk: None,
+                chunk_checksum: None,
             },
         })
     }

@@ -531,13 +531,21 @@ impl Store {
         if records.is_empty() {
             return Ok(current);
         }
-        let flushed = flushed_later(&records);
+        let intact: Vec<&CommitRecord> = records
+            .iter()
+            .filter_map(|e| match e {
+                log::LogEntry::Record(r) => Some(r),
+                log::LogEntry::Damaged(_) => None,
+            })
+            .collect();
+        let flushed = flushed_later(&intact);
         // Fetch the chunks of large writes before taking the lock (no I/O under it).
         let mut chunks = HashMap::new();
-        for r in &records {
+        for r in &intact {
             for a in &r.actions {
                 if let Action::WriteRows {
                     chunk: Some(c),
+                    chunk_checksum,
                     table_id,
                     ..
                 } = a
@@ -545,7 +553,8 @@ impl Store {
                     if is_flushed(&flushed, table_id, r.timestamp) {
                         continue;
                     }
-                    chunks.insert(c.clone(), self.fetch_logged_chunk(c).await?);
+                    let fetched = self.fetch_logged_chunk(c, chunk_checksum.as_ref()).await?;
+                    chunks.insert(c.clone(), fetched);
                 }
             }
         }
@@ -554,9 +563,13 @@ impl Store {
             Err(poisoned) => poisoned.into_inner(),
         };
         let state = Arc::make_mut(&mut guard);
-        for r in records {
-            if r.seq == state.seq + 1 {
-                apply(state, &r, &chunks, &flushed);
+        for entry in records {
+            match entry {
+                log::LogEntry::Record(r) if r.seq == state.seq + 1 => {
+                    apply(state, &r, &chunks, &flushed)
+                }
+                log::LogEntry::Damaged(d) if d.seq == state.seq + 1 => apply_damaged(state, &d),
+                _ => {}
             }
         }
         Ok(guard.clone())
@@ -568,13 +581,19 @@ impl Store {
     async fn fetch_logged_chunk(
         &self,
         chunk: &str,
+        checksum: Option<&crate::checksum::ChunkChecksum>,
     ) -> Result<std::result::Result<bytes::Bytes, String>> {
         let got = match self.objects.get(&ObjectPath::from(chunk)).await {
             Ok(g) => g.bytes().await,
             Err(e) => Err(e),
         };
         match got {
-            Ok(bytes) => Ok(Ok(bytes)),
+            Ok(bytes) => Ok(match checksum {
+                Some(c) => crate::checksum::verify_chunk(chunk, &bytes, c)
+                    .map(|()| bytes)
+                    .map_err(|e| e.to_string()),
+                None => Ok(bytes),
+            }),
             Err(object_store::Error::NotFound { .. }) => {
                 Ok(Err(format!("its chunk {chunk} is missing")))
             }
@@ -960,7 +979,7 @@ impl Store {
                 .collect();
             let refs: Vec<&RowDelta> = deltas.iter().collect();
             let batch = crate::chunk::encode_versions(schema, &refs)?;
-            let bytes = crate::chunk::encode_chunk(&batch.schema(), &[batch])?;
+            let (bytes, checksum) = crate::chunk::encode_chunk(&batch.schema(), &[batch])?;
             let chunk = crate::chunk::new_chunk_path(&entry.id, "write");
             self.objects
                 .put(&ObjectPath::from(chunk.as_str()), PutPayload::from(bytes))
@@ -973,6 +992,7 @@ impl Store {
                     aggregate,
                     rows: vec![],
                     chunk: Some(chunk),
+                    chunk_checksum: Some(checksum),
                 },
                 entry.schema,
             ));
@@ -985,6 +1005,7 @@ impl Store {
                 aggregate,
                 rows: rows.iter().map(|r| log::encode_row(schema, r)).collect(),
                 chunk: None,
+                chunk_checksum: None,
             },
             entry.schema.clone(),
         ))
@@ -1138,7 +1159,7 @@ pub(crate) fn check_conflicts(
 /// moved the dynamic store into chunks: replaying a write of that table at or before it would
 /// only put versions in memory for that record to drop again, so replay skips it (and its
 /// chunk is not fetched). Opening a store after a bulk load then costs the log, not the rows.
-fn flushed_later(records: &[CommitRecord]) -> HashMap<String, u64> {
+fn flushed_later(records: &[&CommitRecord]) -> HashMap<String, u64> {
     let mut flushed: HashMap<String, u64> = HashMap::new();
     for r in records {
         for a in &r.actions {
@@ -1228,6 +1249,24 @@ fn apply(
     }
     state.seq = record.seq;
     state.last_timestamp = state.last_timestamp.max(Timestamp(record.timestamp));
+}
+
+/// Replays a damaged record: the tables its header names (every table, when no copy of the
+/// header is intact) are damaged; the log position, the commit timestamp and the committed
+/// transaction it records still count.
+fn apply_damaged(state: &mut State, d: &log::DamagedRecord) {
+    let reason = format!(
+        "log record {} ({}) is damaged: {}",
+        d.seq, d.path, d.message
+    );
+    state.mark_damaged(d.header.as_ref().map(|h| h.tables.as_slice()), &reason);
+    if let Some(h) = &d.header {
+        if let Some(id) = &h.transaction_id {
+            state.committed_transactions.insert(id.clone());
+        }
+        state.last_timestamp = state.last_timestamp.max(Timestamp(h.timestamp));
+    }
+    state.seq = d.seq;
 }
 
 /// The table (path, id) an action changes first (a copy: its source).
@@ -1352,6 +1391,7 @@ fn apply_action(
             aggregate,
             rows,
             chunk,
+            ..
         } => {
             let (entry, data) = target(state, path, table_id)?;
             let key_count = entry.schema.key_column_count();
@@ -1796,8 +1836,13 @@ mod tests {
             b"{not json",
         )
         .unwrap();
-        let err = Store::open(&url).unwrap().tables().await.unwrap_err();
-        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+        // Nothing says which tables the record touched: every table is damaged, and says
+        // which record to look at; the catalog itself still lists them.
+        let reopened = Store::open(&url).unwrap();
+        assert_eq!(reopened.tables().await.unwrap().len(), 1);
+        let err = reopened.read_rows("//t", Timestamp::MAX).await.unwrap_err();
+        assert!(matches!(err, Error::Damaged { .. }), "{err}");
+        assert!(err.to_string().contains("log record 2"), "{err}");
     }
 
     #[test]

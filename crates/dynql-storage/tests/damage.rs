@@ -84,6 +84,7 @@ async fn a_record_that_does_not_apply_damages_only_its_table() {
             aggregate: false,
             rows: vec!["{k=5;nope=1}".into()],
             chunk: None,
+            chunk_checksum: None,
         }],
     };
     log::append(s_objects(&url).as_ref(), &record)

@@ -117,11 +117,8 @@ impl FileTable {
             .map(|meta| {
                 let objects = objects.clone();
                 async move {
-                    let mut reader = ObjectFile {
-                        objects,
-                        path: meta.location.clone(),
-                        size: meta.size,
-                    };
+                    let mut reader =
+                        ObjectFile::unverified(objects, meta.location.clone(), meta.size);
                     // The page index (when the files have one) narrows point reads to pages.
                     let options = ArrowReaderOptions::new()
                         .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
@@ -305,11 +302,7 @@ impl FileTable {
         selection: Option<RowSelection>,
         file_columns: &[usize],
     ) -> Result<parquet::arrow::async_reader::ParquetRecordBatchStream<ObjectFile>> {
-        let reader = ObjectFile {
-            objects: self.objects.clone(),
-            path: file.path.clone(),
-            size: file.size,
-        };
+        let reader = ObjectFile::unverified(self.objects.clone(), file.path.clone(), file.size);
         let mask = ProjectionMask::roots(
             file.metadata.metadata().file_metadata().schema_descr(),
             file_columns.iter().copied(),
