@@ -447,3 +447,61 @@ pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<L
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> CommitRecord {
+        CommitRecord {
+            seq: 4,
+            timestamp: 77,
+            transaction_id: Some("tx-1".into()),
+            actions: vec![Action::RemoveTable {
+                path: "//t".into(),
+                table_id: "id-t".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_damaged_body_still_names_its_tables_through_either_header_copy() {
+        let bytes = encode_record(&record()).unwrap();
+        assert!(matches!(decode_record("r", 4, &bytes), LogEntry::Record(r) if r.seq == 4));
+        let first_line = bytes.iter().position(|b| *b == b'\n').unwrap();
+        // One header copy damaged: the record still decodes, whole.
+        for pos in [0, 5, first_line / 2, first_line - 1] {
+            let mut damaged = bytes.clone();
+            damaged[pos] ^= 0x20;
+            assert!(
+                matches!(decode_record("r", 4, &damaged), LogEntry::Record(_)),
+                "flip at {pos}"
+            );
+        }
+        // The body damaged: the header says which tables the record touched.
+        let mut damaged = bytes.clone();
+        let last = damaged.len() - 3;
+        damaged[last] ^= 1;
+        match decode_record("r", 4, &damaged) {
+            LogEntry::Damaged(d) => {
+                let h = d.header.expect("an intact header");
+                assert_eq!(h.tables, vec![("//t".to_string(), "id-t".to_string())]);
+                assert_eq!(h.transaction_id.as_deref(), Some("tx-1"));
+            }
+            LogEntry::Record(_) => panic!("a damaged body decoded"),
+        }
+        // Both header copies damaged: nothing is known.
+        let mut damaged = bytes.clone();
+        damaged[3] ^= 1;
+        damaged[first_line + 4] ^= 1;
+        assert!(matches!(
+            decode_record("r", 4, &damaged),
+            LogEntry::Damaged(DamagedRecord { header: None, .. })
+        ));
+        // A record stored under another sequence number is damage too.
+        assert!(matches!(
+            decode_record("r", 5, &bytes),
+            LogEntry::Damaged(_)
+        ));
+    }
+}
