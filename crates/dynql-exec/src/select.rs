@@ -91,6 +91,30 @@ pub struct QueryResult {
     pub statistics: Statistics,
 }
 
+/// The largest `range_expansion_limit` accepted: inference may generate that many key
+/// ranges, a few hundred bytes each, so the cap bounds its memory (hundreds of MB at most).
+pub const MAX_RANGE_EXPANSION_LIMIT: u64 = 1_000_000;
+
+/// Rejects option values that would make a query do unbounded work, before any is done.
+fn check_options(options: &SelectOptions) -> Result<()> {
+    if options.max_subqueries == Some(0) {
+        return Err(Error::InvalidOption {
+            name: "max_subqueries",
+            message: "must be positive".into(),
+        });
+    }
+    if options.range_expansion_limit > MAX_RANGE_EXPANSION_LIMIT {
+        return Err(Error::InvalidOption {
+            name: "range_expansion_limit",
+            message: format!(
+                "is {}, above the largest accepted value {MAX_RANGE_EXPANSION_LIMIT}",
+                options.range_expansion_limit
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Parses, binds and runs `query` against `store`.
 ///
 /// # Errors
@@ -101,12 +125,7 @@ pub async fn select_rows(
     query: &str,
     options: &SelectOptions,
 ) -> Result<QueryResult> {
-    if options.max_subqueries == Some(0) {
-        return Err(Error::InvalidOption {
-            name: "max_subqueries",
-            message: "must be positive".into(),
-        });
-    }
+    check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
     for source in &plan.sources {
         if let Some(entry) = catalog.store.get(&source.path) {
@@ -175,6 +194,7 @@ pub async fn explain_query(
     query: &str,
     options: &SelectOptions,
 ) -> Result<Explanation> {
+    check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
     let ranges = main_table_ranges(
         &plan,

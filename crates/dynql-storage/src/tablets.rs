@@ -227,6 +227,21 @@ pub fn check_pivots(schema: &TableSchema, pivots: &[Vec<Value>]) -> Result<()> {
     Ok(())
 }
 
+/// The most tablets a table may have. Every tablet costs catalog space in every log record and
+/// checkpoint that carries the table and work at every open, so a count from a typo
+/// (`tablet_count=10000000`) is refused before anything is written.
+pub const MAX_TABLET_COUNT: usize = 10_000;
+
+/// Refuses a tablet count above [`MAX_TABLET_COUNT`]; `what` names the attribute or argument.
+pub(crate) fn check_tablet_count(what: &str, count: usize) -> Result<()> {
+    if count > MAX_TABLET_COUNT {
+        return Err(Error::Invalid(format!(
+            "{what} is {count}, above the limit of {MAX_TABLET_COUNT} tablets per table"
+        )));
+    }
+    Ok(())
+}
+
 /// Validates `tablet_count`/`pivot_keys` of a new table and returns the tablet count and
 /// pivot keys as text. A sorted table created with `tablet_count` alone gets uniform pivots
 /// over its first key column, which must then be an integer.
@@ -235,6 +250,12 @@ pub(crate) fn validate_tablets(
     options: &TableOptions,
 ) -> Result<(usize, Vec<String>)> {
     let key_count = schema.key_column_count();
+    if let Some(n) = options.tablet_count {
+        check_tablet_count("\"tablet_count\"", n)?;
+    }
+    if let Some(p) = &options.pivot_keys {
+        check_tablet_count("The number of \"pivot_keys\"", p.len())?;
+    }
     match (&options.pivot_keys, options.tablet_count) {
         (Some(pivots), Some(n)) if pivots.len() != n => Err(Error::Invalid(format!(
             "\"tablet_count\" ({n}) does not match the number of \"pivot_keys\" ({})",
@@ -344,7 +365,9 @@ impl Store {
                 trimmed_row_counts.len()
             )));
         }
+        check_tablet_count("\"tablet_count\"", tablet_count)?;
         let result = current - span + tablet_count;
+        check_tablet_count("The resulting number of tablets", result)?;
         let table_id = entry.id.clone();
         self.commit(|state| {
             let (e, data) = state
@@ -452,10 +475,12 @@ impl Store {
                 )))
             }
             Reshard::Pivots(p) => {
+                check_tablet_count("The number of pivot keys", p.len())?;
                 check_pivots(schema, &p)?;
                 p
             }
             Reshard::TabletCount { count, uniform } => {
+                check_tablet_count("\"tablet_count\"", count)?;
                 if count == 0 {
                     return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
                 }
@@ -523,6 +548,61 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tablet_counts_above_the_limit_are_refused_before_any_work() {
+        let int = TableSchema::parse("[{name=k;type=int64;sort_order=ascending}]").unwrap();
+        let with = |tablet_count| TableOptions {
+            tablet_count: Some(tablet_count),
+            ..TableOptions::default()
+        };
+        assert!(validate_tablets(&int, &with(MAX_TABLET_COUNT)).is_ok());
+        let err = validate_tablets(&int, &with(10_000_000)).unwrap_err();
+        assert!(
+            err.to_string().contains("above the limit of 10000 tablets"),
+            "{err}"
+        );
+        let queue = TableSchema::parse("[{name=a;type=int64}]").unwrap();
+        assert!(validate_tablets(&queue, &with(MAX_TABLET_COUNT + 1)).is_err());
+    }
+
+    #[tokio::test]
+    async fn reshards_above_the_limit_are_refused() {
+        let s = Store::open("memory://").unwrap();
+        let int = TableSchema::parse("[{name=k;type=int64;sort_order=ascending}]").unwrap();
+        s.create_table("//t", int, TableOptions::default())
+            .await
+            .unwrap();
+        s.create_table(
+            "//q",
+            TableSchema::parse("[{name=a;type=int64}]").unwrap(),
+            TableOptions::default(),
+        )
+        .await
+        .unwrap();
+        for t in ["//t", "//q"] {
+            s.set_tablet_state(t, TabletCommand::Unmount).await.unwrap();
+            let err = s
+                .reshard_table(
+                    t,
+                    Reshard::TabletCount {
+                        count: 10_000_000,
+                        uniform: false,
+                    },
+                )
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("above the limit"), "{t}: {err}");
+        }
+        let pivots: Vec<Vec<Value>> = std::iter::once(vec![])
+            .chain((1..=MAX_TABLET_COUNT as i64).map(|i| vec![Value::Int64(i)]))
+            .collect();
+        let err = s
+            .reshard_table("//t", Reshard::Pivots(pivots))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("pivot keys"), "{err}");
+    }
 
     #[test]
     fn uniform_pivots_split_the_integer_range() {

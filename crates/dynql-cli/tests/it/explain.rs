@@ -249,3 +249,43 @@ fn a_join_on_the_foreign_key_reads_only_the_matching_rows() {
     // 4 fact rows, then the 2 distinct dim keys that exist (of 3 asked for).
     assert!(stderr.contains("rows_read=6 "), "{stderr}");
 }
+
+#[test]
+fn range_expansion_limits_above_the_cap_are_refused_before_any_work() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true;schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]}",
+        ],
+        None,
+    );
+    for command in ["explain-query", "select-rows"] {
+        let err = store.fails(
+            &[
+                command,
+                "* from [//t] where k between 1 and 100000000",
+                "--range-expansion-limit",
+                "100000000",
+            ],
+            None,
+        );
+        assert!(err.contains("range_expansion_limit"), "{err}");
+        assert!(err.contains("1000000"), "{err}");
+    }
+    // At the cap it works.
+    store.ok(
+        &[
+            "explain-query",
+            "* from [//t] where k in (1, 2, 3)",
+            "--format",
+            "json",
+            "--range-expansion-limit",
+            "1000000",
+        ],
+        None,
+    );
+}
