@@ -14,6 +14,7 @@ mod build;
 mod fold;
 mod infer;
 mod join;
+mod limits;
 
 pub(crate) use fold::fold;
 
@@ -89,6 +90,7 @@ pub fn bind_parsed(
     check_clause_rules(query)?;
     let mut b = Binder::new(options);
     b.collect_aliases(query)?;
+    b.check_limits(query)?;
 
     // Sources and joins.
     let main = table_schema(catalog, &query.from)?;
