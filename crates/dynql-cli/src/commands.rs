@@ -769,17 +769,34 @@ pub fn caret_lines(query: &str, span: dynql::ql::Span) -> Option<String> {
     let line_end = query[span.start..]
         .find('\n')
         .map_or(query.len(), |i| span.start + i);
-    let line = &query[line_start..line_end];
-    let indent: String = query[line_start..span.start]
+    // A window of the line around the position: a long query (tens of KB on one line) must
+    // not come back whole in its error.
+    let before: Vec<char> = query[line_start..span.start].chars().collect();
+    let after: Vec<char> = query[span.start..line_end].chars().collect();
+    let shown_before = &before[before.len().saturating_sub(CARET_CONTEXT)..];
+    let shown_after = &after[..after.len().min(CARET_CONTEXT)];
+    let mut line = String::new();
+    if shown_before.len() < before.len() {
+        line.push('…');
+    }
+    line.extend(shown_before);
+    let indent: String = line
         .chars()
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
+    line.extend(shown_after);
+    if shown_after.len() < after.len() {
+        line.push('…');
+    }
     let width = query
         .get(span.start..span.end.clamp(span.start, line_end))
         .map_or(1, |s| s.chars().count())
-        .max(1);
+        .clamp(1, shown_after.len().max(1));
     Some(format!("  {line}\n  {indent}{}", "^".repeat(width)))
 }
+
+/// Characters of the query line shown on each side of an error's position.
+const CARET_CONTEXT: usize = 60;
 
 /// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
 fn read_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
@@ -822,5 +839,13 @@ mod tests {
             Some("  \twhere k = = 1\n  \t          ^^^")
         );
         assert_eq!(caret_lines("k", Span::new(5, 6)), None);
+        // A 60 KB query shows a window around the position.
+        let long = format!("k from [//t] where {} = = 1", "k + ".repeat(15_000));
+        let at = long.find("= =").unwrap() + 2;
+        let lines = caret_lines(&long, Span::new(at, at + 1)).unwrap();
+        assert!(lines.len() < 300, "{} bytes", lines.len());
+        let (text, carets) = lines.split_once('\n').unwrap();
+        assert!(text.starts_with("  …") && text.ends_with("= = 1"), "{text}");
+        assert_eq!(text.chars().nth(carets.chars().count() - 1), Some('='));
     }
 }

@@ -352,16 +352,38 @@ pub(crate) fn fresh_id() -> String {
     )
 }
 
-/// Checks a Cypress-style table path (`//a/b`).
+/// Characters with a meaning in YPath (attributes, ranges, column selectors, escapes): a
+/// table name holding one could be created but never addressed.
+const YPATH_SPECIAL: &[char] = &['@', '&', '*', '[', ']', '{', '}', '<', '>', '\\'];
+
+/// Checks a Cypress-style table path (`//a/b`): absolute, components not empty, not `.` or
+/// `..`, without control characters or YPath's special characters.
 pub fn validate_path(path: &str) -> Result<()> {
-    if !path.starts_with("//")
-        || path.len() < 3
-        || path.ends_with('/')
-        || path[2..].split('/').any(str::is_empty)
-    {
-        return Err(Error::Invalid(format!(
-            "Invalid path {path:?}: expected an absolute path such as //home/user/table"
-        )));
+    let invalid = |why: String| {
+        Err(Error::Invalid(format!(
+            "Invalid path {path:?}: {why}; expected an absolute path such as //home/user/table"
+        )))
+    };
+    if !path.starts_with("//") || path.len() < 3 || path.ends_with('/') {
+        return invalid("it must start with // and not end with /".into());
+    }
+    for component in path[2..].split('/') {
+        if component.is_empty() {
+            return invalid("it has an empty component".into());
+        }
+        if component == "." || component == ".." {
+            return invalid(format!(
+                "{component:?} is not a name (paths are not relative)"
+            ));
+        }
+        if let Some(c) = component
+            .chars()
+            .find(|c| c.is_control() || YPATH_SPECIAL.contains(c))
+        {
+            return invalid(format!(
+                "{c:?} cannot be part of a name (YPath gives it a meaning)"
+            ));
+        }
     }
     Ok(())
 }
@@ -384,6 +406,11 @@ impl Store {
                 LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(&e.to_string()))?,
             ))
         };
+        if url.trim().is_empty() {
+            return Err(bad(
+                "the store URL is empty; use file://DIR, a directory, memory:// or s3://BUCKET/PREFIX",
+            ));
+        }
         let objects: Arc<dyn ObjectStore> = if let Some(dir) = url.strip_prefix("file://") {
             if dir.is_empty() {
                 return Err(bad("file:// needs a directory, e.g. file://./dynql-data"));
@@ -1883,7 +1910,26 @@ mod tests {
         assert!(both(2).is_ok());
         assert!(both(3).is_err());
         assert!(validate_path("//t").is_ok());
-        assert!(validate_path("/t").is_err());
-        assert!(validate_path("//t/").is_err());
+        assert!(validate_path("//home/user-1/t_2.v3").is_ok());
+        for bad in [
+            "/t",
+            "//t/",
+            "//a//b",
+            "//a/@schema",
+            "//a]b",
+            "//a[b",
+            "//a\nb",
+            "//a/../b",
+            "//a/./b",
+            "//..",
+            "//a&",
+            "//a*b",
+            "//a{b}",
+            "//a<b>",
+            "//a\\b",
+            "//a\tb",
+        ] {
+            assert!(validate_path(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 }

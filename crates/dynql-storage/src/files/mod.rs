@@ -124,9 +124,17 @@ impl FileTable {
                         .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
                     let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
                         .await
-                        .map_err(|e| Error::Corrupt {
-                            path: meta.location.to_string(),
-                            message: format!("not a readable Parquet file: {e}"),
+                        .map_err(|e| {
+                            // The path as the user wrote it (object paths drop the leading
+                            // `/`), and no "corrupt": most often it is simply not Parquet.
+                            let shown = if location.starts_with('/') {
+                                format!("/{}", meta.location)
+                            } else {
+                                meta.location.to_string()
+                            };
+                            Error::Invalid(format!(
+                                "{shown} is not a Parquet file (or it is damaged): {e}"
+                            ))
                         })?;
                     Ok::<_, Error>(FileRef {
                         path: meta.location,
