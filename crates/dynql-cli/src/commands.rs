@@ -803,13 +803,13 @@ fn read_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
     match format {
         InputFormat::Json => {
             let mut rows = Vec::new();
-            for (n, line) in std::io::BufReader::new(input).lines().enumerate() {
+            for (n, line) in std::io::BufReader::new(input).split(b'\n').enumerate() {
                 let line = line.context("reading rows")?;
-                if line.trim().is_empty() {
+                if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let v: serde_json::Value = serde_json::from_str(&line)
-                    .with_context(|| format!("line {}: malformed JSON row", n + 1))?;
+                let v = dynql::json_rows::parse_line(&line)
+                    .map_err(|e| anyhow::anyhow!("line {}: malformed JSON row: {e}", n + 1))?;
                 rows.push(Yson::from_json(&v));
             }
             Ok(rows)

@@ -8,6 +8,7 @@
 pub mod arrow_convert;
 pub mod error;
 pub mod farm_hash;
+pub mod json_rows;
 pub mod row;
 pub mod schema;
 pub mod types;

@@ -15,6 +15,7 @@ pub use database::{
     parse_document, Database, LookupOptions, LookupResult, SelectResult, WriteOptions,
 };
 pub use database::{parse_pivot_keys, Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS};
+pub use dynql_core::json_rows;
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Explanation, FileTables, SelectOptions, Statistics};

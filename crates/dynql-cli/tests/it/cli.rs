@@ -211,3 +211,48 @@ fn invalid_schemas_are_refused() {
     }
     assert_eq!(s.ok(&["exists", "//t"], None), "false\n");
 }
+
+#[test]
+fn json_rows_with_repeated_keys_or_invalid_utf8_are_refused_with_their_line() {
+    let s = TestStore::new();
+    s.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true;schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}",
+        ],
+        None,
+    );
+    let err = s.fails(
+        &["insert-rows", "//t", "--format", "json"],
+        Some("{\"k\":1,\"v\":\"a\"}\n{\"k\":2,\"k\":3}\n"),
+    );
+    assert!(err.contains("line 2"), "{err}");
+    assert!(err.contains("\"k\" appears twice"), "{err}");
+    // Invalid UTF-8 on line 3 (the input is bytes: written through a file).
+    let rows = s.dir.path().join("rows.json");
+    std::fs::write(&rows, b"{\"k\":1}\n\n{\"k\":4,\"v\":\"\xc3\x28\"}\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dynql"))
+        .args([
+            "--store",
+            &s.url(),
+            "insert-rows",
+            "//t",
+            "--format",
+            "json",
+        ])
+        .stdin(std::fs::File::open(&rows).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("line 3") && err.contains("invalid UTF-8"),
+        "{err}"
+    );
+    // Nothing was written.
+    let rows = s.ok(&["select-rows", "* from [//t]", "--format", "json"], None);
+    assert!(rows.trim().is_empty(), "{rows}");
+}

@@ -234,10 +234,10 @@ pub(crate) fn read_batches(
                     return None;
                 }
                 let mut batch = Vec::new();
-                let mut text = String::new();
+                let mut text = Vec::new();
                 while batch.len() < READ_BATCH_ROWS {
                     text.clear();
-                    match lines.read_line(&mut text) {
+                    match lines.read_until(b'\n', &mut text) {
                         Ok(0) => {
                             done = true;
                             break;
@@ -253,12 +253,16 @@ pub(crate) fn read_batches(
                         }
                     }
                     line_no += 1;
-                    let trimmed = text.trim();
+                    let trimmed = text.trim_ascii();
                     if trimmed.is_empty() {
                         continue;
                     }
-                    let value = serde_json::from_str(trimmed)
-                        .map_err(|e| (format!("invalid JSON: {e}"), trimmed.to_string()));
+                    let value = dynql_core::json_rows::parse_line(trimmed).map_err(|e| {
+                        (
+                            format!("invalid JSON: {e}"),
+                            String::from_utf8_lossy(trimmed).into_owned(),
+                        )
+                    });
                     batch.push(JsonLine {
                         line: line_no,
                         value,
