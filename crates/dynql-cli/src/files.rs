@@ -20,6 +20,10 @@ pub struct SqlArgs {
     /// async_last_committed).
     #[arg(long, value_parser = crate::commands::parse_timestamp)]
     pub timestamp: Option<Timestamp>,
+    /// Also run statements that write files (`COPY … TO 'file'`, `INSERT INTO` an external
+    /// table); without it only reading statements run.
+    #[arg(long)]
+    pub allow_writes: bool,
     #[command(flatten)]
     pub files: FileArgs,
 }
@@ -37,6 +41,11 @@ pub async fn sql(db: &Database, args: SqlArgs, out: &mut dyn std::io::Write) -> 
 pub async fn sql_result(db: &Database, args: &SqlArgs) -> Result<SelectResult> {
     let files = args.files.file_tables()?;
     let timestamp = args.timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED);
+    if args.allow_writes {
+        return Ok(db
+            .sql_allowing_writes(&args.query, &files, timestamp)
+            .await?);
+    }
     Ok(db.sql(&args.query, &files, timestamp).await?)
 }
 

@@ -40,11 +40,38 @@ use crate::source::FileTables;
 /// # Errors
 /// SQL errors (parse, planning, execution) as DataFusion reports them, storage errors, and
 /// file errors of the named Parquet files.
+///
+/// The statement may only read: DDL, session statements and statements that write files
+/// (`COPY … TO`, `INSERT INTO` an external table) are refused; see [`run_sql_allowing_writes`].
 pub async fn run_sql(
     store: &Store,
     sql: &str,
     files: &FileTables,
     timestamp: Timestamp,
+) -> Result<QueryResult> {
+    run(store, sql, files, timestamp, false).await
+}
+
+/// [`run_sql`], also allowing statements that write files (`COPY … TO 'file'`, `INSERT INTO`
+/// an external table): only for callers that mean to let the SQL text write where it says.
+///
+/// # Errors
+/// As [`run_sql`].
+pub async fn run_sql_allowing_writes(
+    store: &Store,
+    sql: &str,
+    files: &FileTables,
+    timestamp: Timestamp,
+) -> Result<QueryResult> {
+    run(store, sql, files, timestamp, true).await
+}
+
+async fn run(
+    store: &Store,
+    sql: &str,
+    files: &FileTables,
+    timestamp: Timestamp,
+    allow_writes: bool,
 ) -> Result<QueryResult> {
     let ctx = SessionContext::new();
     let state = ctx.state();
@@ -76,6 +103,18 @@ pub async fn run_sql(
         }
     }
     let plan = state.statement_to_plan(statement).await?;
+    // DDL and session statements mean nothing in a one-statement session; writing files is
+    // the caller's choice, never the SQL text's.
+    datafusion::execution::context::SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_statements(false)
+        .with_allow_dml(allow_writes)
+        .verify_plan(&plan)
+        .map_err(|e| {
+            Error::Query(dynql_ql::Error::invalid_query(format!(
+                "Only statements that read can run here ({e}); statements that write files (COPY … TO, INSERT INTO) need --allow-writes (library: Database::sql_allowing_writes)"
+            )))
+        })?;
     let batches = DataFrame::new(state, plan).collect().await?;
     let (columns, rows) = if let Some(first) = batches.first() {
         let schema = first.schema();

@@ -470,6 +470,20 @@ impl Database {
         Ok(SelectResult::from(result))
     }
 
+    /// [`Database::sql`], also running statements that write files (`COPY … TO 'file'`,
+    /// `INSERT INTO` an external table). [`Database::sql`] refuses them: an application
+    /// passing user text to it cannot be made to write files.
+    pub async fn sql_allowing_writes(
+        &self,
+        query: &str,
+        files: &dynql_exec::FileTables,
+        timestamp: Timestamp,
+    ) -> Result<SelectResult> {
+        let result =
+            dynql_exec::sql::run_sql_allowing_writes(&self.store, query, files, timestamp).await?;
+        Ok(SelectResult::from(result))
+    }
+
     /// Infers the key ranges a query reads from its main table and reports what a scan of
     /// them selects (tablets, chunks, row groups), without running it.
     ///

@@ -133,3 +133,15 @@ fn sql_reads_dynamic_tables_and_files() {
     let err = s.fails(&["sql", "SELECT * FROM nowhere"], None);
     assert!(err.contains("nowhere"), "{err}");
 }
+
+#[test]
+fn sql_writes_files_only_when_allowed() {
+    let s = TestStore::new();
+    let out = s.dir.path().join("out.csv");
+    let copy = format!("COPY (SELECT 1 AS a) TO '{}' STORED AS CSV", out.display());
+    let err = s.fails(&["sql", &copy], None);
+    assert!(err.contains("--allow-writes"), "{err}");
+    assert!(!out.exists(), "the refused COPY wrote its file");
+    s.ok(&["sql", "--allow-writes", &copy], None);
+    assert!(out.exists());
+}
