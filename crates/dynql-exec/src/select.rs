@@ -220,14 +220,16 @@ async fn bind(store: &Store, query: &str, options: &SelectOptions) -> Result<(Ta
     Ok((catalog, plan))
 }
 
-/// Whether the query only needs the first `OFFSET + LIMIT` rows that pass WHERE in key
-/// order: no joins, no grouping, a LIMIT, and no ORDER BY or one by a prefix of the key in
-/// ascending order. Then the scan stops there instead of reading every range.
+/// Whether the query only needs the first rows that pass WHERE in key order (`OFFSET +
+/// LIMIT` of them, and never more than one past the output row limit): no joins, no
+/// grouping, and no ORDER BY or one by a prefix of the key in ascending order. Then the scan
+/// stops there instead of reading every range; the result (or the limit error) is the one a
+/// full read would give.
 fn reads_in_key_order_up_to_limit(plan: &QueryPlan) -> bool {
     let schema = &plan.sources[0].schema;
     plan.joins.is_empty()
         && plan.group.is_none()
-        && plan.limit.is_some()
+        && (plan.limit.is_some() || plan.order_by.is_empty())
         && schema.is_sorted()
         && plan.order_by.len() <= schema.key_column_count()
         && plan
@@ -246,7 +248,12 @@ async fn scan_until_limit(
     options: &SelectOptions,
     opts: EvalOptions,
 ) -> Result<(Vec<Vec<Value>>, Statistics)> {
-    let wanted = plan.offset.saturating_add(plan.limit.unwrap_or(u64::MAX));
+    // One row past the output limit is enough to know the result is incomplete.
+    let output = plan
+        .limit
+        .unwrap_or(u64::MAX)
+        .min(options.output_row_limit.saturating_add(1));
+    let wanted = plan.offset.saturating_add(output);
     let mut rows = Vec::new();
     let mut stats = Statistics::default();
     let mut stopped: Option<Error> = None;

@@ -256,3 +256,47 @@ fn json_rows_with_repeated_keys_or_invalid_utf8_are_refused_with_their_line() {
     let rows = s.ok(&["select-rows", "* from [//t]", "--format", "json"], None);
     assert!(rows.trim().is_empty(), "{rows}");
 }
+
+#[test]
+fn an_output_row_limit_stops_the_scan_instead_of_reading_everything() {
+    let s = TestStore::new();
+    s.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true;schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]}",
+        ],
+        None,
+    );
+    let rows: String = (0..20_000)
+        .map(|i| format!("{{\"k\":{i},\"v\":{i}}}\n"))
+        .collect();
+    s.ok(&["insert-rows", "//t", "--format", "json"], Some(&rows));
+    let query = "* from [//t] where v % 2 = 0";
+    let out = s.run(
+        &[
+            "select-rows",
+            query,
+            "--format",
+            "json",
+            "--output-row-limit",
+            "3",
+            "--fail-on-incomplete-result",
+            "false",
+            "--print-statistics",
+        ],
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    let all = format!("{stdout}{stderr}");
+    assert!(all.contains("rows_read=7 "), "read more than needed: {all}");
+    assert!(all.contains("incomplete_output=true"), "{all}");
+    // With the default fail_on_incomplete_result the result is YT's output-limit error, as
+    // when everything is read.
+    let err = s.fails(&["select-rows", query, "--output-row-limit", "3"], None);
+    assert!(err.contains("excessive output"), "{err}");
+}
