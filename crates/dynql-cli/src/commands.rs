@@ -390,7 +390,7 @@ pub async fn execute(
             aggregate,
             tx,
         } => {
-            let rows = read_rows(format, input)?;
+            let rows = read_rows(&db, &path, format, input).await?;
             let options = WriteOptions { update, aggregate };
             match tx {
                 Some(id) => {
@@ -414,7 +414,7 @@ pub async fn execute(
             let mode = LockMode::parse(&lock_type).with_context(|| {
                 format!("--lock-type must be exclusive, shared_weak or shared_strong, not {lock_type:?}")
             })?;
-            let keys = read_rows(format, input)?;
+            let keys = read_rows(&db, &path, format, input).await?;
             db.transaction(&tx)
                 .await?
                 .lock_rows(&path, &keys, mode, locks)
@@ -438,7 +438,7 @@ pub async fn execute(
             timestamp,
             tx,
         } => {
-            let keys = read_rows(format, input)?;
+            let keys = read_rows(&db, &path, format, input).await?;
             let column_names = match column_names {
                 None => None,
                 Some(text) if text.trim_start().starts_with('[') => {
@@ -485,7 +485,7 @@ pub async fn execute(
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;
         }
         Command::DeleteRows { path, format, tx } => {
-            let rows = read_rows(format, input)?;
+            let rows = read_rows(&db, &path, format, input).await?;
             match tx {
                 Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
                 None => db.delete_rows(&path, &rows).await?,
@@ -799,7 +799,55 @@ pub fn caret_lines(query: &str, span: dynql::ql::Span) -> Option<String> {
 const CARET_CONTEXT: usize = 60;
 
 /// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
-fn read_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
+/// Reads rows (or keys) for the table at `path` from `input`.
+async fn read_rows(
+    db: &Database,
+    path: &str,
+    format: InputFormat,
+    input: &mut dyn Read,
+) -> Result<Vec<Yson>> {
+    let mut rows = parse_rows(format, input)?;
+    if format == InputFormat::Json {
+        // JSON has no literals for NaN and the infinities: the output writes them as the
+        // strings "nan", "inf" and "-inf", and they read back as doubles in double columns.
+        if let Ok(entry) = db.store().table(path).await {
+            let doubles: Vec<&str> = entry
+                .schema
+                .columns()
+                .iter()
+                .filter(|c| c.wire_type() == dynql::ValueType::Double)
+                .map(|c| c.name.as_str())
+                .collect();
+            for row in &mut rows {
+                if let Yson::Map(entries) = row {
+                    for (name, value) in entries.iter_mut() {
+                        if doubles.iter().any(|d| d.as_bytes() == name.as_slice()) {
+                            if let Some(d) = special_double(value) {
+                                *value = Yson::Double(d);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The double a JSON string stands for: "nan", "inf", "-inf" (as the JSON output writes them).
+fn special_double(value: &Yson) -> Option<f64> {
+    match value {
+        Yson::String(s) => match s.as_slice() {
+            b"nan" => Some(f64::NAN),
+            b"inf" => Some(f64::INFINITY),
+            b"-inf" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn parse_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
     match format {
         InputFormat::Json => {
             let mut rows = Vec::new();

@@ -300,3 +300,32 @@ fn an_output_row_limit_stops_the_scan_instead_of_reading_everything() {
     let err = s.fails(&["select-rows", query, "--output-row-limit", "3"], None);
     assert!(err.contains("excessive output"), "{err}");
 }
+
+#[test]
+fn json_output_loads_back_value_for_value() {
+    let s = TestStore::new();
+    let attributes = "{dynamic=%true;schema=[{name=k;type=int64;sort_order=ascending};{name=d;type=double};{name=s;type=string};{name=u;type=uint64};{name=a;type=any}]}";
+    for t in ["//t", "//copy"] {
+        s.ok(&["create", "table", t, "--attributes", attributes], None);
+    }
+    s.ok(
+        &["insert-rows", "//t"],
+        Some(concat!(
+            r#"{k=1;d=%nan;s="nan";u=18446744073709551615u;a={x=[1;"y";%true]}};"#,
+            r#"{k=2;d=%inf;s="";a=#};{k=3;d=%-inf;s="inf"};{k=4;d=-0.0;s="\x00text";a="str"};"#,
+            r#"{k=-9223372036854775808;d=1e308;s="é"}"#,
+        )),
+    );
+    let json = s.ok(&["select-rows", "* from [//t]", "--format", "json"], None);
+    s.ok(&["insert-rows", "//copy", "--format", "json"], Some(&json));
+    let original = s.ok(&["select-rows", "* from [//t]", "--format", "yson"], None);
+    let copied = s.ok(
+        &["select-rows", "* from [//copy]", "--format", "yson"],
+        None,
+    );
+    assert_eq!(copied, original);
+    assert!(
+        original.contains("%nan") && original.contains("%-inf"),
+        "{original}"
+    );
+}
