@@ -14,7 +14,7 @@ mod build;
 mod fold;
 mod infer;
 mod join;
-mod limits;
+pub mod limits;
 
 pub(crate) use fold::fold;
 
