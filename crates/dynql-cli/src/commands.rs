@@ -390,7 +390,7 @@ pub async fn execute(
             aggregate,
             tx,
         } => {
-            let rows = read_rows(&db, &path, format, input).await?;
+            let rows = read_rows(db, &path, format, input).await?;
             let options = WriteOptions { update, aggregate };
             match tx {
                 Some(id) => {
@@ -414,7 +414,7 @@ pub async fn execute(
             let mode = LockMode::parse(&lock_type).with_context(|| {
                 format!("--lock-type must be exclusive, shared_weak or shared_strong, not {lock_type:?}")
             })?;
-            let keys = read_rows(&db, &path, format, input).await?;
+            let keys = read_rows(db, &path, format, input).await?;
             db.transaction(&tx)
                 .await?
                 .lock_rows(&path, &keys, mode, locks)
@@ -438,7 +438,7 @@ pub async fn execute(
             timestamp,
             tx,
         } => {
-            let keys = read_rows(&db, &path, format, input).await?;
+            let keys = read_rows(db, &path, format, input).await?;
             let column_names = match column_names {
                 None => None,
                 Some(text) if text.trim_start().starts_with('[') => {
@@ -485,7 +485,7 @@ pub async fn execute(
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;
         }
         Command::DeleteRows { path, format, tx } => {
-            let rows = read_rows(&db, &path, format, input).await?;
+            let rows = read_rows(db, &path, format, input).await?;
             match tx {
                 Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
                 None => db.delete_rows(&path, &rows).await?,

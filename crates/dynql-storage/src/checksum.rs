@@ -98,7 +98,7 @@ fn parse_block_hashes(path: &str, text: &str) -> Result<Vec<u64>> {
         path: path.to_string(),
         message: format!("the footer's {BLOCK_HASHES_KEY} is malformed"),
     };
-    if text.len() % 16 != 0 {
+    if !text.len().is_multiple_of(16) {
         return Err(bad());
     }
     (0..text.len() / 16)

@@ -117,11 +117,14 @@ impl RawRowGroup {
     }
 }
 
+/// A parsed footer and the block hashes it holds (chunks with a checksum).
+type Footer = (ArrowReaderMetadata, Option<Arc<Vec<u64>>>);
+
 #[derive(Default)]
 struct Entries {
     units: HashMap<Unit, (Cached, u64)>,
     /// Parsed footers, with the block hashes of chunks that have a checksum.
-    footers: HashMap<String, (ArrowReaderMetadata, Option<Arc<Vec<u64>>>)>,
+    footers: HashMap<String, Footer>,
     bytes: usize,
     tick: u64,
 }

@@ -22,6 +22,7 @@ pub mod mvcc;
 mod page_index;
 pub mod queue;
 mod read;
+mod replay;
 pub mod scan;
 pub mod store;
 pub mod tablets;

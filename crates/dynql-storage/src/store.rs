@@ -29,7 +29,6 @@ use dynql_core::{compare_rows, TableSchema, Value, Yson};
 
 use crate::chunk::ChunkRef;
 use crate::chunk_cache::ChunkCache;
-use crate::compaction::compact_versions;
 use crate::conflict::{all_groups, check_key, write_groups, Claim, LockDelta, LockMode};
 use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
@@ -161,7 +160,7 @@ impl TableData {
     }
 
     /// Drops the dynamic store's versions up to `up_to` (they are now in a chunk).
-    fn forget_flushed(&mut self, up_to: Timestamp) {
+    pub(crate) fn forget_flushed(&mut self, up_to: Timestamp) {
         self.sorted.retain(|_, versions| {
             versions.retain(|d| d.timestamp > up_to);
             !versions.is_empty()
@@ -565,7 +564,7 @@ impl Store {
                 log::LogEntry::Damaged(_) => None,
             })
             .collect();
-        let flushed = flushed_later(&intact);
+        let flushed = crate::replay::flushed_later(&intact);
         // Fetch the chunks of large writes before taking the lock (no I/O under it).
         let mut chunks = HashMap::new();
         for r in &intact {
@@ -577,7 +576,7 @@ impl Store {
                     ..
                 } = a
                 {
-                    if is_flushed(&flushed, table_id, r.timestamp) {
+                    if crate::replay::is_flushed(&flushed, table_id, r.timestamp) {
                         continue;
                     }
                     let fetched = self.fetch_logged_chunk(c, chunk_checksum.as_ref()).await?;
@@ -593,9 +592,11 @@ impl Store {
         for entry in records {
             match entry {
                 log::LogEntry::Record(r) if r.seq == state.seq + 1 => {
-                    apply(state, &r, &chunks, &flushed)
+                    crate::replay::apply(state, &r, &chunks, &flushed)
                 }
-                log::LogEntry::Damaged(d) if d.seq == state.seq + 1 => apply_damaged(state, &d),
+                log::LogEntry::Damaged(d) if d.seq == state.seq + 1 => {
+                    crate::replay::apply_damaged(state, &d)
+                }
                 _ => {}
             }
         }
@@ -1039,7 +1040,7 @@ impl Store {
     }
 }
 
-fn decode_key(schema: &TableSchema, text: &str) -> Result<Vec<Value>> {
+pub(crate) fn decode_key(schema: &TableSchema, text: &str) -> Result<Vec<Value>> {
     let values = log::decode_row(schema, text)?;
     Ok(values[..schema.key_column_count()]
         .iter()
@@ -1182,451 +1183,12 @@ pub(crate) fn check_conflicts(
     Ok(Ok(()))
 }
 
-/// Per table id, the newest timestamp up to which a flush or compaction among `records`
-/// moved the dynamic store into chunks: replaying a write of that table at or before it would
-/// only put versions in memory for that record to drop again, so replay skips it (and its
-/// chunk is not fetched). Opening a store after a bulk load then costs the log, not the rows.
-fn flushed_later(records: &[&CommitRecord]) -> HashMap<String, u64> {
-    let mut flushed: HashMap<String, u64> = HashMap::new();
-    for r in records {
-        for a in &r.actions {
-            let (table_id, up_to) = match a {
-                Action::Flush {
-                    table_id, up_to, ..
-                } => (table_id, *up_to),
-                Action::Compact {
-                    table_id,
-                    up_to: Some(up_to),
-                    ..
-                } => (table_id, *up_to),
-                _ => continue,
-            };
-            let e = flushed.entry(table_id.clone()).or_insert(0);
-            *e = (*e).max(up_to);
-        }
-    }
-    // A copy takes the source's dynamic store as it is at the copy: replay must keep it.
-    for r in records {
-        for a in &r.actions {
-            if let Action::CopyTable { table_id, .. } = a {
-                flushed.remove(table_id);
-            }
-        }
-    }
-    flushed
-}
-
-fn is_flushed(flushed: &HashMap<String, u64>, table_id: &str, timestamp: u64) -> bool {
-    flushed
-        .get(table_id)
-        .is_some_and(|up_to| timestamp <= *up_to)
-}
-
 /// Refuses a transaction that started before the newest compaction horizon of a table it
 /// writes or locks: versions committed between its start and the horizon may be gone, so a
 /// conflict could go unseen.
 fn check_not_compacted(data: &TableData, path: &str, start: Timestamp) -> Result<()> {
     if data.compaction_horizon > start {
         return Err(Error::CompactedSinceStart { path: path.into() });
-    }
-    Ok(())
-}
-
-/// Applies a record to the replayed state.
-///
-/// Every action was validated against the state just before its record when it was committed
-/// ([`crate::validate`]), so each one applies; an action that does not (its table missing or
-/// replaced, a tablet that does not exist) is an error naming the record and the action, never
-/// something skipped.
-///
-/// Such an action damages its table alone ([`State::mark_damaged`]): the table's state after
-/// it is unknown, so its later actions are not applied and reading or writing it fails with
-/// [`Error::Damaged`], while every other table replays on.
-fn apply(
-    state: &mut State,
-    record: &CommitRecord,
-    chunks: &HashMap<String, std::result::Result<bytes::Bytes, String>>,
-    flushed: &HashMap<String, u64>,
-) {
-    for (n, action) in record.actions.iter().enumerate() {
-        let (path, table_id) = action_table(action);
-        let damaged = state
-            .tables
-            .get(path)
-            .is_some_and(|(e, d)| e.id == table_id && d.damage.is_some());
-        if damaged {
-            // Its state is unknown: only a removal still applies.
-            if matches!(action, Action::RemoveTable { .. }) {
-                state.tables.remove(path);
-            }
-            continue;
-        }
-        if let Err(why) = apply_action(state, record, action, chunks, flushed) {
-            let reason = format!(
-                "action #{n} ({}) of log record {} ({}) does not apply: {why}",
-                action_summary(action),
-                record.seq,
-                log::record_path(record.seq)
-            );
-            state.mark_damaged(Some(&[(path.to_string(), table_id.to_string())]), &reason);
-        }
-    }
-    if let Some(id) = &record.transaction_id {
-        state.committed_transactions.insert(id.clone());
-    }
-    state.seq = record.seq;
-    state.last_timestamp = state.last_timestamp.max(Timestamp(record.timestamp));
-}
-
-/// Replays a damaged record: the tables its header names (every table, when no copy of the
-/// header is intact) are damaged; the log position, the commit timestamp and the committed
-/// transaction it records still count.
-fn apply_damaged(state: &mut State, d: &log::DamagedRecord) {
-    let reason = format!(
-        "log record {} ({}) is damaged: {}",
-        d.seq, d.path, d.message
-    );
-    state.mark_damaged(d.header.as_ref().map(|h| h.tables.as_slice()), &reason);
-    if let Some(h) = &d.header {
-        if let Some(id) = &h.transaction_id {
-            state.committed_transactions.insert(id.clone());
-        }
-        state.last_timestamp = state.last_timestamp.max(Timestamp(h.timestamp));
-    }
-    state.seq = d.seq;
-}
-
-/// The table (path, id) an action changes first (a copy: its source).
-fn action_table(action: &Action) -> (&str, &str) {
-    match action {
-        Action::CreateTable { path, entry } => (path, &entry.id),
-        Action::CopyTable {
-            source, table_id, ..
-        } => (source, table_id),
-        Action::RemoveTable { path, table_id }
-        | Action::WriteRows { path, table_id, .. }
-        | Action::Flush { path, table_id, .. }
-        | Action::Compact { path, table_id, .. }
-        | Action::TrimRows { path, table_id, .. }
-        | Action::ReshardQueues { path, table_id, .. }
-        | Action::AlterTable { path, table_id, .. }
-        | Action::SetAttribute { path, table_id, .. }
-        | Action::SetTabletState { path, table_id, .. }
-        | Action::Reshard { path, table_id, .. }
-        | Action::LockRows { path, table_id, .. } => (path, table_id),
-    }
-}
-
-/// What an action does, for error messages: its name and table.
-fn action_summary(action: &Action) -> String {
-    let (name, path) = match action {
-        Action::CreateTable { path, .. } => ("create_table", path),
-        Action::RemoveTable { path, .. } => ("remove_table", path),
-        Action::CopyTable { source, .. } => ("copy_table", source),
-        Action::WriteRows { path, .. } => ("write_rows", path),
-        Action::Flush { path, .. } => ("flush", path),
-        Action::Compact { path, .. } => ("compact", path),
-        Action::TrimRows { path, .. } => ("trim_rows", path),
-        Action::ReshardQueues { path, .. } => ("reshard", path),
-        Action::AlterTable { path, .. } => ("alter_table", path),
-        Action::SetAttribute { path, .. } => ("set_attribute", path),
-        Action::SetTabletState { path, .. } => ("set_tablet_state", path),
-        Action::Reshard { path, .. } => ("reshard", path),
-        Action::LockRows { path, .. } => ("lock_rows", path),
-    };
-    format!("{name} {path}")
-}
-
-/// The table an action names, which must be there with the action's id.
-fn target<'a>(
-    state: &'a mut State,
-    path: &str,
-    table_id: &str,
-) -> std::result::Result<&'a mut (TableEntry, TableData), String> {
-    match state.tables.get_mut(path) {
-        Some(t) if t.0.id == table_id => Ok(t),
-        Some(_) => Err(format!(
-            "{path} is another table than the one the action names (id {table_id})"
-        )),
-        None => Err(format!("there is no table {path} (id {table_id})")),
-    }
-}
-
-/// Applies one action; `Err` says why it does not apply.
-fn apply_action(
-    state: &mut State,
-    record: &CommitRecord,
-    action: &Action,
-    chunks: &HashMap<String, std::result::Result<bytes::Bytes, String>>,
-    flushed: &HashMap<String, u64>,
-) -> std::result::Result<(), String> {
-    let ts = Timestamp(record.timestamp);
-    match action {
-        Action::CreateTable { path, entry } => {
-            if state.tables.contains_key(path) {
-                return Err(format!("{path} already exists"));
-            }
-            let data = TableData {
-                queues: if entry.schema.is_sorted() {
-                    vec![]
-                } else {
-                    crate::queue::new_queues(entry)
-                },
-                ..TableData::default()
-            };
-            state.tables.insert(path.clone(), (entry.clone(), data));
-        }
-        Action::CopyTable {
-            source,
-            table_id,
-            destination,
-            new_id,
-            keep_source,
-        } => {
-            let (entry, data) = target(state, source, table_id)?.clone();
-            if state.tables.contains_key(destination) {
-                return Err(format!("{destination} already exists"));
-            }
-            let entry = if *keep_source {
-                TableEntry {
-                    id: new_id.clone(),
-                    ..entry
-                }
-            } else {
-                state.tables.remove(source);
-                entry
-            };
-            state.tables.insert(destination.clone(), (entry, data));
-        }
-        Action::TrimRows {
-            path,
-            table_id,
-            tablet_index,
-            trimmed_row_count,
-        } => {
-            let (_, data) = target(state, path, table_id)?;
-            crate::queue::trim(data, *tablet_index, *trimmed_row_count)?;
-        }
-        Action::RemoveTable { path, table_id } => {
-            target(state, path, table_id)?;
-            state.tables.remove(path);
-        }
-        Action::WriteRows {
-            path,
-            table_id,
-            kind,
-            aggregate,
-            rows,
-            chunk,
-            ..
-        } => {
-            let (entry, data) = target(state, path, table_id)?;
-            let key_count = entry.schema.key_column_count();
-            if key_count > 0 && is_flushed(flushed, table_id, record.timestamp) {
-                return Ok(());
-            }
-            if key_count == 0 {
-                for text in rows {
-                    let (tablet, values) =
-                        crate::queue::decode_row(entry, text).map_err(|e| e.to_string())?;
-                    crate::queue::append(entry, data, tablet, values, ts)?;
-                }
-                return Ok(());
-            }
-            if let Some(c) = chunk {
-                let bytes = chunks
-                    .get(c)
-                    .cloned()
-                    .ok_or_else(|| format!("its chunk {c} was not fetched"))??;
-                let batches = crate::chunk::decode_chunk(c, bytes).map_err(|e| e.to_string())?;
-                for batch in batches {
-                    let versions = crate::chunk::decode_versions(c, &entry.schema, &batch)
-                        .map_err(|e| e.to_string())?;
-                    for d in versions {
-                        data.push_version(
-                            key_count,
-                            RowDelta {
-                                timestamp: ts,
-                                kind: *kind,
-                                aggregate: *aggregate,
-                                ..d
-                            },
-                        );
-                    }
-                }
-            }
-            for text in rows {
-                let values = log::decode_row(&entry.schema, text).map_err(|e| e.to_string())?;
-                data.push_version(
-                    key_count,
-                    RowDelta {
-                        timestamp: ts,
-                        kind: *kind,
-                        values,
-                        aggregate: *aggregate,
-                    },
-                );
-            }
-        }
-        Action::ReshardQueues {
-            path,
-            table_id,
-            first,
-            last,
-            tablet_count,
-            trimmed_row_counts,
-        } => {
-            let (entry, data) = target(state, path, table_id)?;
-            if first > last || *last >= data.queues.len() || *tablet_count == 0 {
-                return Err(format!(
-                    "it reshards tablets {first}..={last} into {tablet_count}, but the table has {} tablets",
-                    data.queues.len()
-                ));
-            }
-            crate::queue::reshard(data, *first, *last, *tablet_count, trimmed_row_counts);
-            entry.tablet_count = data.queues.len();
-        }
-        Action::AlterTable {
-            path,
-            table_id,
-            schema,
-            dynamic,
-        } => {
-            let (entry, data) = target(state, path, table_id)?;
-            if let Some(schema) = schema {
-                let added = schema
-                    .columns()
-                    .len()
-                    .saturating_sub(entry.schema.columns().len());
-                crate::queue::widen(data, added);
-                entry.schema = schema.clone();
-            }
-            if let Some(dynamic) = dynamic {
-                if *dynamic && !entry.dynamic {
-                    crate::queue::forget_trimming(data);
-                }
-                entry.dynamic = *dynamic;
-            }
-        }
-        Action::SetAttribute {
-            path,
-            table_id,
-            name,
-            value,
-        } => {
-            let (entry, _) = target(state, path, table_id)?;
-            set_attribute(entry, name, value).map_err(|e| e.to_string())?;
-        }
-        Action::SetTabletState {
-            path,
-            table_id,
-            state: new_state,
-        } => {
-            let (entry, _) = target(state, path, table_id)?;
-            entry.tablet_state = *new_state;
-        }
-        Action::Reshard {
-            path,
-            table_id,
-            tablet_count,
-            pivot_keys,
-        } => {
-            let (entry, _) = target(state, path, table_id)?;
-            entry.tablet_count = *tablet_count;
-            entry.pivot_keys = pivot_keys.clone();
-        }
-        Action::Flush {
-            path,
-            table_id,
-            chunks,
-            up_to,
-        } => {
-            let (_, data) = target(state, path, table_id)?;
-            data.forget_flushed(Timestamp(*up_to));
-            data.chunks.extend(chunks.iter().cloned());
-        }
-        Action::Compact {
-            path,
-            table_id,
-            now,
-            up_to,
-            horizon,
-            chunks,
-            replaces,
-        } => {
-            let (entry, data) = target(state, path, table_id)?;
-            let now = Timestamp(*now);
-            match up_to {
-                // The compacted chunk replaces the named chunks and the dynamic store up
-                // to `up_to`; it is older than everything that remains.
-                Some(up_to) => {
-                    data.chunks.retain(|c| !replaces.contains(&c.path));
-                    data.chunks.splice(0..0, chunks.iter().cloned());
-                    data.forget_flushed(Timestamp(*up_to));
-                }
-                // Records of stores written before chunked compaction: retention applied
-                // to the dynamic store in place.
-                None => {
-                    let keys: Vec<KeyOrd> = data.sorted.keys().cloned().collect();
-                    let horizon = Timestamp(horizon.unwrap_or(u64::MAX));
-                    for k in keys {
-                        let compacted = data.sorted.get(&k).map(|d| {
-                            compact_versions(&entry.schema, &entry.retention, d, now, horizon)
-                        });
-                        match compacted {
-                            Some(v) if !v.is_empty() => {
-                                data.sorted.insert(k, v);
-                            }
-                            _ => {
-                                data.sorted.remove(&k);
-                            }
-                        }
-                    }
-                }
-            }
-            match horizon {
-                // Locks at or before the horizon are older than every transaction that was
-                // live: no conflict check can need them any more.
-                Some(horizon) => {
-                    data.compaction_horizon = data.compaction_horizon.max(Timestamp(*horizon));
-                    data.locks.retain(|_, ls| {
-                        ls.retain(|l| l.timestamp.0 > *horizon);
-                        !ls.is_empty()
-                    });
-                }
-                // Older records: locks older than the retention window went.
-                None => {
-                    let horizon = crate::compaction::timestamp_ms(now)
-                        .saturating_sub(entry.retention.min_data_ttl);
-                    data.locks.retain(|_, ls| {
-                        ls.retain(|l| crate::compaction::timestamp_ms(l.timestamp) >= horizon);
-                        !ls.is_empty()
-                    });
-                }
-            }
-        }
-        Action::LockRows {
-            path,
-            table_id,
-            mode,
-            groups,
-            keys,
-        } => {
-            let (entry, data) = target(state, path, table_id)?;
-            let groups: BTreeSet<String> = if groups.is_empty() {
-                all_groups(&entry.schema)
-            } else {
-                groups.iter().cloned().collect()
-            };
-            for text in keys {
-                let key = decode_key(&entry.schema, text).map_err(|e| e.to_string())?;
-                data.locks.entry(KeyOrd(key)).or_default().push(LockDelta {
-                    timestamp: ts,
-                    mode: *mode,
-                    groups: groups.clone(),
-                });
-            }
-        }
     }
     Ok(())
 }

@@ -162,11 +162,7 @@ impl Store {
             .await?
             .ok_or_else(|| Error::NoSuchTransaction { id: id.into() })?;
         if now_ms() > info.deadline_unix_ms {
-            match self.abort_transaction(id).await {
-                // Its commit started before the deadline: let it finish.
-                Err(Error::TransactionSealed { .. }) => return Ok(info),
-                other => other?,
-            }
+            self.abort_transaction(id).await?;
             return Err(Error::NoSuchTransaction { id: id.into() });
         }
         Ok(info)
@@ -308,28 +304,30 @@ impl Store {
         let seal = self.seal(id, Seal::Commit).await?;
         let slots = self.slots(id).await?;
         let mut actions = Vec::new();
+        // Slots are numbered without gaps: one missing below the seal was deleted by hand or
+        // lost, and committing without it would drop an acknowledged write.
+        let missing = |slot: u64| {
+            Error::Corrupt {
+            path: slot_path(id, slot).to_string(),
+            message: format!(
+                "staged write {slot} of transaction {id} is missing; the transaction cannot be committed"
+            ),
+        }
+        };
         let mut expect = 1;
         for (n, location) in slots.iter().filter(|(n, _)| *n < seal) {
-            let missing = || {
-                Error::Corrupt {
-                path: slot_path(id, expect).to_string(),
-                message: format!(
-                    "staged write {expect} of transaction {id} is missing; the transaction cannot be committed"
-                ),
-            }
-            };
             if *n != expect {
-                return Err(missing());
+                return Err(missing(expect));
             }
-            let slot = self.read_slot(location).await?.ok_or_else(missing)?;
+            let slot = self
+                .read_slot(location)
+                .await?
+                .ok_or_else(|| missing(expect))?;
             actions.extend(slot.actions);
             expect += 1;
         }
         if expect != seal {
-            return Err(Error::Corrupt {
-                path: slot_path(id, expect).to_string(),
-                message: format!("staged write {expect} of transaction {id} is missing"),
-            });
+            return Err(missing(expect));
         }
         let result = self
             .commit_checked(id, info.start_timestamp, &actions)
