@@ -240,23 +240,13 @@ pub struct DamagedRecord {
     pub header: Option<RecordHeader>,
 }
 
-/// The tables (path, id) an action touches.
-pub fn touched_tables(action: &Action) -> Vec<(String, String)> {
+/// The table (path, id) an action changes first (a copy: its source).
+pub fn action_table(action: &Action) -> (&str, &str) {
     match action {
-        Action::CreateTable { path, entry } => vec![(path.clone(), entry.id.clone())],
+        Action::CreateTable { path, entry } => (path, &entry.id),
         Action::CopyTable {
-            source,
-            table_id,
-            destination,
-            new_id,
-            keep_source,
-        } => vec![
-            (source.clone(), table_id.clone()),
-            (
-                destination.clone(),
-                if *keep_source { new_id } else { table_id }.clone(),
-            ),
-        ],
+            source, table_id, ..
+        } => (source, table_id),
         Action::RemoveTable { path, table_id }
         | Action::WriteRows { path, table_id, .. }
         | Action::Flush { path, table_id, .. }
@@ -267,8 +257,26 @@ pub fn touched_tables(action: &Action) -> Vec<(String, String)> {
         | Action::SetAttribute { path, table_id, .. }
         | Action::SetTabletState { path, table_id, .. }
         | Action::Reshard { path, table_id, .. }
-        | Action::LockRows { path, table_id, .. } => vec![(path.clone(), table_id.clone())],
+        | Action::LockRows { path, table_id, .. } => (path, table_id),
     }
+}
+
+/// The tables (path, id) an action touches: its [`action_table`], and a copy's destination.
+pub fn touched_tables(action: &Action) -> Vec<(String, String)> {
+    let (path, id) = action_table(action);
+    let mut out = vec![(path.to_string(), id.to_string())];
+    if let Action::CopyTable {
+        destination,
+        new_id,
+        table_id,
+        keep_source,
+        ..
+    } = action
+    {
+        let id = if *keep_source { new_id } else { table_id };
+        out.push((destination.clone(), id.clone()));
+    }
+    out
 }
 
 /// The bytes of a record file (see [`RecordHeader`]).

@@ -72,7 +72,7 @@ pub(crate) fn apply(
     flushed: &HashMap<String, u64>,
 ) {
     for (n, action) in record.actions.iter().enumerate() {
-        let (path, table_id) = action_table(action);
+        let (path, table_id) = log::action_table(action);
         let damaged = state
             .tables
             .get(path)
@@ -117,27 +117,6 @@ pub(crate) fn apply_damaged(state: &mut State, d: &log::DamagedRecord) {
         state.last_timestamp = state.last_timestamp.max(Timestamp(h.timestamp));
     }
     state.seq = d.seq;
-}
-
-/// The table (path, id) an action changes first (a copy: its source).
-fn action_table(action: &Action) -> (&str, &str) {
-    match action {
-        Action::CreateTable { path, entry } => (path, &entry.id),
-        Action::CopyTable {
-            source, table_id, ..
-        } => (source, table_id),
-        Action::RemoveTable { path, table_id }
-        | Action::WriteRows { path, table_id, .. }
-        | Action::Flush { path, table_id, .. }
-        | Action::Compact { path, table_id, .. }
-        | Action::TrimRows { path, table_id, .. }
-        | Action::ReshardQueues { path, table_id, .. }
-        | Action::AlterTable { path, table_id, .. }
-        | Action::SetAttribute { path, table_id, .. }
-        | Action::SetTabletState { path, table_id, .. }
-        | Action::Reshard { path, table_id, .. }
-        | Action::LockRows { path, table_id, .. } => (path, table_id),
-    }
 }
 
 /// What an action does, for error messages: its name and table.

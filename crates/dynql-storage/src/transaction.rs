@@ -170,7 +170,15 @@ impl Store {
 
     /// The transaction's metadata, if it is there.
     async fn read_meta(&self, id: &str) -> Result<Option<TransactionInfo>> {
-        let bytes = match self.objects.get(&meta_path(id)).await {
+        self.read_json(&meta_path(id)).await
+    }
+
+    /// A JSON object of the transaction folder; `None` when it is not there.
+    async fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        location: &ObjectPath,
+    ) -> Result<Option<T>> {
+        let bytes = match self.objects.get(location).await {
             Ok(r) => r.bytes().await?,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -178,7 +186,7 @@ impl Store {
         serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| Error::Corrupt {
-                path: meta_path(id).to_string(),
+                path: location.to_string(),
                 message: e.to_string(),
             })
     }
@@ -204,17 +212,7 @@ impl Store {
 
     /// Reads one slot; `None` when it is gone (a cleanup raced the listing).
     async fn read_slot(&self, location: &ObjectPath) -> Result<Option<Slot>> {
-        let bytes = match self.objects.get(location).await {
-            Ok(r) => r.bytes().await?,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::Corrupt {
-                path: location.to_string(),
-                message: e.to_string(),
-            })
+        self.read_json(location).await
     }
 
     /// Creates `slot` in the next free position of the folder; fails with
