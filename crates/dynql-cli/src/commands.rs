@@ -25,7 +25,13 @@ pub struct Cli {
 /// Input row formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
+    /// JSON with strings as UTF-8 text (also spelled `<encode_utf8=%false>json`).
+    #[value(alias = "<encode_utf8=%false>json")]
     Json,
+    /// YT's `encode_utf8` JSON: every byte of a string is the code point of the same number
+    /// (U+0000..U+00FF), so any byte string round-trips.
+    #[value(name = "<encode_utf8=%true>json")]
+    JsonBytes,
     Yson,
 }
 
@@ -807,7 +813,7 @@ async fn read_rows(
     input: &mut dyn Read,
 ) -> Result<Vec<Yson>> {
     let mut rows = parse_rows(format, input)?;
-    if format == InputFormat::Json {
+    if format != InputFormat::Yson {
         // JSON has no literals for NaN and the infinities: the output writes them as the
         // strings "nan", "inf" and "-inf", and they read back as doubles in double columns.
         if let Ok(entry) = db.store().table(path).await {
@@ -849,6 +855,14 @@ fn special_double(value: &Yson) -> Option<f64> {
 
 fn parse_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
     match format {
+        InputFormat::JsonBytes => parse_rows(InputFormat::Json, input)?
+            .into_iter()
+            .enumerate()
+            .map(|(n, row)| {
+                crate::format::code_points_as_bytes(row)
+                    .map_err(|e| anyhow::anyhow!("row {}: {e}", n + 1))
+            })
+            .collect(),
         InputFormat::Json => {
             let mut rows = Vec::new();
             for (n, line) in std::io::BufReader::new(input).split(b'\n').enumerate() {

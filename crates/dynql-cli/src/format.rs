@@ -11,9 +11,92 @@ use crate::commands::InputFormat;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 #[clap(rename_all = "snake_case")]
 pub enum OutputFormat {
+    /// JSON with strings as UTF-8 text (also spelled `<encode_utf8=%false>json`).
+    #[value(alias = "<encode_utf8=%false>json")]
     Json,
+    /// YT's `encode_utf8` JSON: every byte of a string is the code point of the same number
+    /// (U+0000..U+00FF), so any byte string round-trips.
+    #[value(name = "<encode_utf8=%true>json")]
+    JsonBytes,
     Yson,
     SchemafulDsv,
+}
+
+/// YT's `encode_utf8` rule for output: every byte of every string (map keys aside) becomes
+/// the character of the same code point, so the JSON text holds any bytes.
+pub fn bytes_as_code_points(y: &Yson) -> Yson {
+    match y {
+        Yson::String(b) => Yson::String(b.iter().map(|&c| c as char).collect::<String>().into()),
+        Yson::List(items) => Yson::List(items.iter().map(bytes_as_code_points).collect()),
+        Yson::Map(entries) => Yson::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), bytes_as_code_points(v)))
+                .collect(),
+        ),
+        Yson::Attributed { attributes, value } => Yson::Attributed {
+            attributes: attributes
+                .iter()
+                .map(|(k, v)| (k.clone(), bytes_as_code_points(v)))
+                .collect(),
+            value: Box::new(bytes_as_code_points(value)),
+        },
+        other => other.clone(),
+    }
+}
+
+/// YT's `encode_utf8` rule for input: every character of a string must be a code point up
+/// to 255 and becomes that byte.
+pub fn code_points_as_bytes(y: Yson) -> std::result::Result<Yson, String> {
+    Ok(match y {
+        Yson::String(b) => {
+            let text = String::from_utf8(b).map_err(|e| e.to_string())?;
+            let mut bytes = Vec::with_capacity(text.len());
+            for c in text.chars() {
+                let Ok(byte) = u8::try_from(u32::from(c)) else {
+                    return Err(format!(
+                        "the character {c:?} (U+{:04X}) is above U+00FF: with <encode_utf8=%true>json every character stands for one byte; use json for UTF-8 text",
+                        u32::from(c)
+                    ));
+                };
+                bytes.push(byte);
+            }
+            Yson::String(bytes)
+        }
+        Yson::List(items) => Yson::List(
+            items
+                .into_iter()
+                .map(code_points_as_bytes)
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+        Yson::Map(entries) => Yson::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| code_points_as_bytes(v).map(|v| (k, v)))
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+        Yson::Attributed { attributes, value } => Yson::Attributed {
+            attributes: attributes
+                .into_iter()
+                .map(|(k, v)| code_points_as_bytes(v).map(|v| (k, v)))
+                .collect::<std::result::Result<_, _>>()?,
+            value: Box::new(code_points_as_bytes(*value)?),
+        },
+        other => other,
+    })
+}
+
+/// A row as a JSON object in YT's `encode_utf8` form.
+fn json_bytes_row<'a>(
+    columns: impl Iterator<Item = &'a String>,
+    values: &[Value],
+) -> serde_json::Value {
+    serde_json::Value::Object(
+        columns
+            .zip(values)
+            .map(|(n, v)| (n.clone(), bytes_as_code_points(&v.to_yson()).to_json()))
+            .collect(),
+    )
 }
 
 /// Writes a result in `format`.
@@ -26,6 +109,13 @@ pub fn write_result(
         OutputFormat::Json => {
             for row in result.to_json_rows() {
                 serde_json::to_writer(&mut *out, &row)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        OutputFormat::JsonBytes => {
+            for row in &result.rows {
+                let json = json_bytes_row(result.columns.iter().map(|(n, _)| n), row);
+                serde_json::to_writer(&mut *out, &json)?;
                 out.write_all(b"\n")?;
             }
         }
@@ -101,6 +191,14 @@ pub fn write_lookup(
             ),
         };
         match format {
+            InputFormat::JsonBytes => {
+                let json = match row {
+                    None => serde_json::Value::Null,
+                    Some(values) => json_bytes_row(result.columns.iter().map(|(n, _)| n), values),
+                };
+                serde_json::to_writer(&mut *out, &json)?;
+                out.write_all(b"\n")?;
+            }
             InputFormat::Json => {
                 let json = match row {
                     None => serde_json::Value::Null,

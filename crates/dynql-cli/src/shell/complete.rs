@@ -453,7 +453,14 @@ mod tests {
         assert_eq!(at("insert-rows //t --form"), (16, vec!["--format".into()]));
         assert_eq!(
             at("insert-rows //t --format "),
-            (25, vec!["json".into(), "yson".into()])
+            (
+                25,
+                vec![
+                    "<encode_utf8=%true>json".into(),
+                    "json".into(),
+                    "yson".into()
+                ]
+            )
         );
         assert_eq!(
             at("get //home/users/@key"),

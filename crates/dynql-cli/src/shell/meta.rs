@@ -32,7 +32,13 @@ const META: &[(&str, &str, &str)] = &[
 ];
 
 /// The names `\format` accepts.
-pub const FORMATS: &[&str] = &["pretty", "json", "yson", "schemaful_dsv"];
+pub const FORMATS: &[&str] = &[
+    "pretty",
+    "json",
+    "<encode_utf8=%true>json",
+    "yson",
+    "schemaful_dsv",
+];
 
 /// The meta command names, backslash included.
 pub fn names() -> impl Iterator<Item = &'static str> {

@@ -85,6 +85,7 @@ impl ResultFormat {
         match self {
             ResultFormat::Pretty => "pretty",
             ResultFormat::Plain(OutputFormat::Json) => "json",
+            ResultFormat::Plain(OutputFormat::JsonBytes) => "<encode_utf8=%true>json",
             ResultFormat::Plain(OutputFormat::Yson) => "yson",
             ResultFormat::Plain(OutputFormat::SchemafulDsv) => "schemaful_dsv",
         }

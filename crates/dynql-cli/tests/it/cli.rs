@@ -329,3 +329,58 @@ fn json_output_loads_back_value_for_value() {
         "{original}"
     );
 }
+
+#[test]
+fn encode_utf8_json_round_trips_every_byte() {
+    let s = TestStore::new();
+    let attributes = "{dynamic=%true;schema=[{name=k;type=int64;sort_order=ascending};{name=s;type=string};{name=a;type=any}]}";
+    for t in ["//t", "//copy"] {
+        s.ok(&["create", "table", t, "--attributes", attributes], None);
+    }
+    // Every byte value, as YSON escapes, in a string and inside an `any` value.
+    let all: String = (0..=255u8).map(|b| format!("\\x{b:02x}")).collect();
+    s.ok(
+        &["insert-rows", "//t"],
+        Some(&format!(
+            r#"{{k=1;s="{all}";a={{x="{all}"}}}};{{k=2;s="é"}}"#
+        )),
+    );
+    let format = "<encode_utf8=%true>json";
+    let json = s.ok(&["select-rows", "* from [//t]", "--format", format], None);
+    s.ok(&["insert-rows", "//copy", "--format", format], Some(&json));
+    let lookup = s.ok(
+        &["lookup-rows", "//t", "--format", format],
+        Some(r#"{"k":1}"#),
+    );
+    assert_eq!(lookup.trim(), json.lines().next().unwrap());
+    assert_eq!(
+        s.ok(&["select-rows", "* from [//copy]"], None),
+        s.ok(&["select-rows", "* from [//t]"], None)
+    );
+    // A character above U+00FF stands for no byte.
+    let err = s.fails(
+        &["insert-rows", "//copy", "--format", format],
+        Some("{\"k\":3,\"s\":\"привет\"}\n"),
+    );
+    assert!(err.contains("above U+00FF"), "{err}");
+    // `<encode_utf8=%false>json` is the plain json format.
+    s.ok(
+        &[
+            "insert-rows",
+            "//copy",
+            "--format",
+            "<encode_utf8=%false>json",
+        ],
+        Some("{\"k\":3,\"s\":\"привет\"}\n"),
+    );
+    let text = s.ok(
+        &[
+            "select-rows",
+            "s from [//copy] where k = 3",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(text.trim(), r#"{"s":"привет"}"#);
+}
