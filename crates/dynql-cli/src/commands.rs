@@ -724,10 +724,14 @@ pub async fn execute(
         }
         Command::Check => {
             let report = db.check().await?;
+            let plural =
+                |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
             writeln!(
                 stdout,
-                "checked {} tables and {} chunks ({} bytes)",
-                report.tables, report.chunks, report.bytes
+                "checked {} and {} ({} bytes)",
+                plural(report.tables, "table"),
+                plural(report.chunks, "chunk"),
+                report.bytes
             )?;
             for d in &report.damage {
                 let tables = if d.tables.is_empty() {
