@@ -426,7 +426,11 @@ async fn bank_transfers_keep_the_total_under_compaction_and_freezes() {
             let s = Store::open(&url).unwrap();
             let mut seed = w * 11 + 5;
             let mut committed = 0;
-            for _ in 0..15 {
+            // Each transfer is retried until it commits (chores refuse or conflict with many
+            // attempts), so the test always moves money.
+            let mut attempts = 0;
+            while committed < 6 && attempts < 300 {
+                attempts += 1;
                 seed = seed
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
@@ -472,6 +476,7 @@ async fn bank_transfers_keep_the_total_under_compaction_and_freezes() {
     for w in workers {
         committed += w.await.unwrap();
     }
+    eprintln!("bank under chores: {committed} transfers committed");
     assert!(committed > 0, "no transfer committed");
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     for c in chores {
