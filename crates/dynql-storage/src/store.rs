@@ -483,10 +483,8 @@ impl Store {
     /// No such table, an attribute that cannot be set, or a value of the wrong kind.
     pub async fn set_attribute(&self, path: &str, name: &str, value: AttributeValue) -> Result<()> {
         self.commit(|state| {
-            let (entry, _) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            // A damaged table takes no change but its removal (replay would not apply one).
+            let (entry, _) = state.table_data(path)?;
             set_attribute(&mut entry.clone(), name, &value)?;
             Ok(vec![Action::SetAttribute {
                 path: path.into(),
@@ -838,9 +836,7 @@ impl Store {
         validate_path(destination)?;
         let new_id = fresh_id();
         self.commit(|state| {
-            let (entry, _) = state.tables.get(source).ok_or_else(|| Error::NoSuchTable {
-                path: source.into(),
-            })?;
+            let (entry, _) = state.table_data(source)?;
             check_new_path(state, destination)?;
             Ok(vec![Action::CopyTable {
                 source: source.into(),

@@ -370,11 +370,7 @@ impl Store {
         check_tablet_count("The resulting number of tablets", result)?;
         let table_id = entry.id.clone();
         self.commit(|state| {
-            let (e, data) = state
-                .tables
-                .get(path)
-                .filter(|(e, _)| e.id == table_id)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            let (e, data) = crate::validate::same_table(state, path, &table_id)?;
             if e.tablet_state != TabletState::Unmounted {
                 return Err(Error::Invalid(format!(
                     "Cannot reshard table {path} since it is {}: unmount-table first",

@@ -240,3 +240,45 @@ async fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
     std::fs::write(&tail_file, &tail_bytes).unwrap();
     assert!(Store::open(&url).unwrap().check().await.unwrap().is_ok());
 }
+
+#[tokio::test]
+async fn a_damaged_table_takes_no_change_but_its_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let s = two_tables(&url).await;
+    let bad = s.table("//bad").await.unwrap();
+    let seq = std::fs::read_dir(dir.path().join("_log")).unwrap().count() as u64;
+    let record = CommitRecord {
+        seq: seq + 1,
+        timestamp: Timestamp::next_after(s.last_committed_timestamp().await.unwrap()).0,
+        transaction_id: None,
+        actions: vec![Action::WriteRows {
+            path: "//bad".into(),
+            table_id: bad.id,
+            kind: WriteKind::Overwrite,
+            aggregate: false,
+            rows: vec!["{k=5;nope=1}".into()],
+            chunk: None,
+            chunk_checksum: None,
+        }],
+    };
+    log::append(s_objects(&url).as_ref(), &record)
+        .await
+        .unwrap();
+    let s = Store::open(&url).unwrap();
+    let attribute = dynql_storage::AttributeValue::Number(3);
+    for err in [
+        s.set_attribute("//bad", "max_data_versions", attribute)
+            .await
+            .unwrap_err(),
+        s.copy_table("//bad", "//copy", true).await.unwrap_err(),
+        s.copy_table("//bad", "//moved", false).await.unwrap_err(),
+        s.set_tablet_state("//bad", dynql_storage::TabletCommand::Freeze)
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    }
+    assert!(s.table("//copy").await.is_err() && s.table("//moved").await.is_err());
+    s.remove_table("//bad").await.unwrap();
+}
