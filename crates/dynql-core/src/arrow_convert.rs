@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BinaryArray, BinaryBuilder, BooleanArray, BooleanBuilder, Float64Array,
-    Float64Builder, Int64Array, Int64Builder, LargeBinaryArray, StringArray, UInt64Array,
-    UInt64Builder,
+    Array, ArrayRef, BinaryArray, BinaryBuilder, BinaryViewArray, BooleanArray, BooleanBuilder,
+    Float64Array, Float64Builder, Int64Array, Int64Builder, LargeBinaryArray, StringArray,
+    UInt64Array, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
@@ -208,6 +208,7 @@ pub fn array_value(array: &dyn Array, t: ValueType, row: usize) -> Value {
         ValueType::String | ValueType::Any => {
             let bytes = get!(BinaryArray)
                 .map(|b| b.to_vec())
+                .or_else(|| get!(BinaryViewArray).map(|b| b.to_vec()))
                 .or_else(|| get!(LargeBinaryArray).map(|b| b.to_vec()))
                 .or_else(|| get!(StringArray).map(|s| s.as_bytes().to_vec()));
             bytes.map(|b| {

@@ -2,15 +2,17 @@
 //! over store tables ([`provider::StoreTable`]) and the YT QL pipeline that runs a bound
 //! query ([`select::select_rows`]).
 
-mod columnar;
 pub mod error;
 pub mod provider;
 pub mod scan;
 pub mod select;
 pub mod source;
 pub mod sql;
+mod vectorized;
 
 pub use error::{Error, Result};
 pub use scan::Explanation;
-pub use select::{explain_query, select_rows, QueryResult, SelectOptions, Statistics};
+pub use select::{
+    explain_query, select_rows, select_rows_with, Pipeline, QueryResult, SelectOptions, Statistics,
+};
 pub use source::FileTables;

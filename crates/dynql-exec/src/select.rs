@@ -125,6 +125,28 @@ pub async fn select_rows(
     query: &str,
     options: &SelectOptions,
 ) -> Result<QueryResult> {
+    select_rows_with(store, query, options, Pipeline::Vectorized).await
+}
+
+/// Which pipeline runs a query: the two must give the same results (a differential test
+/// compares them) until the row pipeline is retired.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipeline {
+    /// DataFusion over Arrow batches where the query is lowered, rows otherwise.
+    Vectorized,
+    /// Row by row.
+    Rows,
+}
+
+/// [`select_rows`] through the given pipeline.
+#[doc(hidden)]
+pub async fn select_rows_with(
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+    pipeline: Pipeline,
+) -> Result<QueryResult> {
     check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
     for source in &plan.sources {
@@ -145,11 +167,9 @@ pub async fn select_rows(
         let (rows, stats) = scan_until_limit(&main, &plan, &inferred, options, opts).await?;
         return execute(&plan, rows, stats, options);
     }
-    if crate::columnar::groups_in_datafusion(&plan) {
-        if let Some(result) =
-            crate::columnar::group_in_datafusion(&main, &plan, &storage_ranges(&inferred), options)
-                .await?
-        {
+    if pipeline == Pipeline::Vectorized && crate::vectorized::lower::lowerable(&plan) {
+        let ranges = storage_ranges(&inferred);
+        if let Some(result) = crate::vectorized::lower::run(&main, &plan, &ranges, options).await? {
             return Ok(result);
         }
     }

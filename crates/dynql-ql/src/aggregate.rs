@@ -164,6 +164,162 @@ impl AggregateState {
     }
 }
 
+/// The byte form of a state (`AggregateState::encode`): a tag, then the state's numbers and
+/// values. It only travels between the parts of one query (partial aggregates merged by an
+/// engine), so it carries no version.
+mod encoding {
+    use super::*;
+
+    fn put_value(out: &mut Vec<u8>, v: &Value) {
+        match v {
+            Value::Null => out.push(0),
+            Value::Int64(x) => {
+                out.push(1);
+                out.extend(x.to_le_bytes());
+            }
+            Value::Uint64(x) => {
+                out.push(2);
+                out.extend(x.to_le_bytes());
+            }
+            Value::Double(x) => {
+                out.push(3);
+                out.extend(x.to_le_bytes());
+            }
+            Value::Boolean(x) => out.extend([4, *x as u8]),
+            Value::String(b) | Value::Any(b) => {
+                out.push(if matches!(v, Value::String(_)) { 5 } else { 6 });
+                out.extend((b.len() as u64).to_le_bytes());
+                out.extend(b);
+            }
+        }
+    }
+
+    pub(super) struct Reader<'a>(pub(super) &'a [u8]);
+
+    fn corrupt() -> crate::Error {
+        crate::Error::Runtime("corrupt partial aggregate state".into())
+    }
+
+    impl Reader<'_> {
+        fn take(&mut self, n: usize) -> Result<&[u8]> {
+            if self.0.len() < n {
+                return Err(corrupt());
+            }
+            let (head, rest) = self.0.split_at(n);
+            self.0 = rest;
+            Ok(head)
+        }
+
+        pub(super) fn byte(&mut self) -> Result<u8> {
+            Ok(self.take(1)?[0])
+        }
+
+        pub(super) fn u64(&mut self) -> Result<u64> {
+            let b = self.take(8)?;
+            Ok(u64::from_le_bytes(b.try_into().map_err(|_| corrupt())?))
+        }
+
+        pub(super) fn value(&mut self) -> Result<Value> {
+            Ok(match self.byte()? {
+                0 => Value::Null,
+                1 => Value::Int64(self.u64()? as i64),
+                2 => Value::Uint64(self.u64()?),
+                3 => Value::Double(f64::from_bits(self.u64()?)),
+                4 => Value::Boolean(self.byte()? != 0),
+                tag @ (5 | 6) => {
+                    let n = usize::try_from(self.u64()?).map_err(|_| corrupt())?;
+                    let b = self.take(n)?.to_vec();
+                    if tag == 5 {
+                        Value::String(b)
+                    } else {
+                        Value::Any(b)
+                    }
+                }
+                _ => return Err(corrupt()),
+            })
+        }
+    }
+
+    impl AggregateState {
+        /// The state as bytes, for merging partial aggregates ([`AggregateState::decode`]).
+        pub fn encode(&self) -> Vec<u8> {
+            let mut out = Vec::new();
+            match self {
+                AggregateState::Sum(v) => {
+                    out.push(0);
+                    put_value(&mut out, v);
+                }
+                AggregateState::Min(v) => {
+                    out.push(1);
+                    put_value(&mut out, v);
+                }
+                AggregateState::Max(v) => {
+                    out.push(2);
+                    put_value(&mut out, v);
+                }
+                AggregateState::Avg { sum, count } => {
+                    out.push(3);
+                    out.extend(sum.to_le_bytes());
+                    out.extend(count.to_le_bytes());
+                }
+                AggregateState::Cardinality(set) => {
+                    out.push(4);
+                    out.extend((set.len() as u64).to_le_bytes());
+                    for v in set {
+                        put_value(&mut out, v);
+                    }
+                }
+                AggregateState::Arg { min, value, key } => {
+                    out.extend([5, *min as u8]);
+                    put_value(&mut out, value);
+                    put_value(&mut out, key);
+                }
+                AggregateState::First(v) => {
+                    out.push(6);
+                    put_value(&mut out, v);
+                }
+            }
+            out
+        }
+
+        /// A state from [`AggregateState::encode`]'s bytes.
+        ///
+        /// # Errors
+        /// When the bytes are not an encoded state.
+        pub fn decode(bytes: &[u8]) -> Result<AggregateState> {
+            let mut r = Reader(bytes);
+            let state = match r.byte()? {
+                0 => AggregateState::Sum(r.value()?),
+                1 => AggregateState::Min(r.value()?),
+                2 => AggregateState::Max(r.value()?),
+                3 => AggregateState::Avg {
+                    sum: f64::from_bits(r.u64()?),
+                    count: r.u64()?,
+                },
+                4 => {
+                    let n = r.u64()?;
+                    let mut set = HashSet::new();
+                    for _ in 0..n {
+                        set.insert(r.value()?);
+                    }
+                    AggregateState::Cardinality(set)
+                }
+                5 => AggregateState::Arg {
+                    min: r.byte()? != 0,
+                    value: r.value()?,
+                    key: r.value()?,
+                },
+                6 => AggregateState::First(r.value()?),
+                _ => return Err(corrupt()),
+            };
+            if !r.0.is_empty() {
+                return Err(corrupt());
+            }
+            Ok(state)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +391,8 @@ mod tests {
             }
             a.merge(&b).unwrap();
             assert_eq!(a.finish(), run(f, &rows), "{f:?}");
+            let decoded = AggregateState::decode(&a.encode()).unwrap();
+            assert_eq!(decoded.finish(), a.finish(), "{f:?} through its bytes");
         }
     }
 }

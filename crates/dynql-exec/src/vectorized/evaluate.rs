@@ -1,0 +1,704 @@
+//! Typed expressions evaluated over Arrow arrays, with exactly the semantics of the row
+//! evaluator ([`dynql_ql::eval`]): wrapping integer arithmetic, YT's division errors, null as
+//! the minimum in comparisons (SQL-style null results with canonical null relations), NaN
+//! comparison errors, Kleene AND/OR whose right side is evaluated only on the rows the left
+//! side leaves undecided (so `x != 0 and 1 / x > 0` never divides by zero), and -0.0 equal
+//! to 0.0.
+//!
+//! The hot forms (columns, literals, comparisons, arithmetic, AND/OR/NOT, IS NULL, compiled
+//! LIKE, `is_prefix`) run as array kernels. Every other form is evaluated row by row with the
+//! row evaluator itself over the batch, and scalar functions row by row on their vectorised
+//! arguments: slower, never different.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Float64Array, Int64Array,
+    PrimitiveArray, UInt32Array, UInt64Array,
+};
+use arrow::buffer::{BooleanBuffer, NullBuffer};
+use arrow::compute::kernels::{boolean as kleene, cmp};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type, UInt64Type};
+
+use dynql_core::arrow_convert::{array_value, arrow_type, values_to_array};
+use dynql_core::{Value, ValueType};
+use dynql_ql::ast::{BinaryOp, UnaryOp};
+use dynql_ql::eval::{evaluate as evaluate_row, EvalOptions};
+use dynql_ql::functions::{call_scalar, ScalarFunction};
+use dynql_ql::texpr::{TExpr, TypedExpr};
+use dynql_ql::{Error, Result};
+
+/// The input of an evaluation: the arrays of one batch with their YT types, each array in
+/// its type's Arrow encoding ([`arrow_type`], or `BinaryView` for byte strings). Columns an
+/// expression does not read may be placeholders of any type.
+#[derive(Clone, Copy)]
+pub(crate) struct Batch<'a> {
+    pub columns: &'a [ArrayRef],
+    pub types: &'a [ValueType],
+    pub rows: usize,
+}
+
+fn runtime(message: impl Into<String>) -> Error {
+    Error::Runtime(message.into())
+}
+
+fn arrow_error(e: arrow::error::ArrowError) -> Error {
+    runtime(e.to_string())
+}
+
+/// Evaluates `e` over every row of `input`; the array has `input.rows` values. String results
+/// may come as `Binary` or `BinaryView`.
+///
+/// # Errors
+/// The runtime errors the row evaluator gives for some row of the batch.
+pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<ArrayRef> {
+    match &e.kind {
+        TExpr::Literal(v) => Ok(literal(v, e.ty, input.rows)),
+        TExpr::Column(i) => Ok(input.columns[*i].clone()),
+        TExpr::IsNull(x) => {
+            let a = evaluate(x, input, opts)?;
+            Ok(Arc::new(arrow::compute::is_null(&a).map_err(arrow_error)?))
+        }
+        TExpr::Unary(op, x) => unary(*op, e, x, input, opts),
+        TExpr::Binary(BinaryOp::And, l, r) => logical(true, l, r, input, opts),
+        TExpr::Binary(BinaryOp::Or, l, r) => logical(false, l, r, input, opts),
+        TExpr::Binary(op, l, r) if op.is_comparison() => comparison(*op, e, l, r, input, opts),
+        TExpr::Binary(op, l, r) => arithmetic(*op, e, l, r, input, opts),
+        TExpr::Like {
+            operand,
+            compiled: Some(re),
+            negated,
+            ..
+        } => {
+            let s = evaluate(operand, input, opts)?;
+            Ok(bytes_predicate(&s, |b| re.is_match(b) != *negated))
+        }
+        TExpr::Call(ScalarFunction::IsPrefix, args) if args[0].as_literal().is_some() => {
+            let Some(Value::String(prefix)) = args[0].as_literal() else {
+                return Ok(new_null_array(&DataType::Boolean, input.rows));
+            };
+            let s = evaluate(&args[1], input, opts)?;
+            Ok(bytes_predicate(&s, |b| b.starts_with(prefix)))
+        }
+        TExpr::Call(f, args) if *f != ScalarFunction::If => {
+            let arrays = args
+                .iter()
+                .map(|a| evaluate(a, input, opts))
+                .collect::<Result<Vec<_>>>()?;
+            let mut values = Vec::with_capacity(args.len());
+            let mut out = Vec::with_capacity(input.rows);
+            for row in 0..input.rows {
+                values.clear();
+                for (a, arg) in arrays.iter().zip(args) {
+                    values.push(array_value(a.as_ref(), arg.ty, row));
+                }
+                out.push(call_scalar(*f, &values, e.ty)?);
+            }
+            to_array(e.ty, &out)
+        }
+        _ => row_by_row(e, input, opts),
+    }
+}
+
+/// An array of `rows` copies of a literal.
+pub(crate) fn literal(v: &Value, ty: ValueType, rows: usize) -> ArrayRef {
+    match v {
+        Value::Int64(x) => Arc::new(Int64Array::from_value(*x, rows)),
+        Value::Uint64(x) => Arc::new(UInt64Array::from_value(*x, rows)),
+        Value::Double(x) => Arc::new(Float64Array::from_value(*x, rows)),
+        Value::Boolean(x) => Arc::new(BooleanArray::new(
+            if *x {
+                BooleanBuffer::new_set(rows)
+            } else {
+                BooleanBuffer::new_unset(rows)
+            },
+            None,
+        )),
+        Value::String(b) | Value::Any(b) => Arc::new(BinaryArray::from_iter_values(
+            std::iter::repeat_n(b.as_slice(), rows),
+        )),
+        Value::Null => new_null_array(&arrow_type(ty), rows),
+    }
+}
+
+/// Values of one type as an array.
+fn to_array(ty: ValueType, values: &[Value]) -> Result<ArrayRef> {
+    let refs: Vec<&Value> = values.iter().collect();
+    values_to_array(ty, &refs).map_err(arrow_error)
+}
+
+/// `e` evaluated by the row evaluator on each row of the batch (the exact fallback).
+fn row_by_row(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<ArrayRef> {
+    let mut read = Vec::new();
+    e.referenced_columns(&mut read);
+    let mut row = vec![Value::Null; input.columns.len()];
+    let mut out = Vec::with_capacity(input.rows);
+    for i in 0..input.rows {
+        for &c in &read {
+            row[c] = array_value(input.columns[c].as_ref(), input.types[c], i);
+        }
+        out.push(evaluate_row(e, &row, opts)?);
+    }
+    to_array(e.ty, &out)
+}
+
+/// A boolean array holding `f` of each byte string (null where the string is null).
+fn bytes_predicate(array: &ArrayRef, f: impl Fn(&[u8]) -> bool) -> ArrayRef {
+    let rows = array.len();
+    let values = match array.data_type() {
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            BooleanBuffer::collect_bool(rows, |i| f(a.value(i)))
+        }
+        DataType::BinaryView => {
+            let a = array.as_binary_view();
+            BooleanBuffer::collect_bool(rows, |i| f(a.value(i)))
+        }
+        DataType::Null => return new_null_array(&DataType::Boolean, rows),
+        _ => {
+            // Other encodings (foreign files): through values.
+            BooleanBuffer::collect_bool(rows, |i| {
+                match array_value(array.as_ref(), ValueType::String, i) {
+                    Value::String(b) => f(&b),
+                    _ => false,
+                }
+            })
+        }
+    };
+    Arc::new(BooleanArray::new(values, array.logical_nulls()))
+}
+
+fn unary(
+    op: UnaryOp,
+    e: &TypedExpr,
+    x: &TypedExpr,
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    let a = evaluate(x, input, opts)?;
+    Ok(match (op, x.ty) {
+        (UnaryOp::Plus, _) => a,
+        (UnaryOp::Not, ValueType::Boolean) => {
+            Arc::new(arrow::compute::not(a.as_boolean()).map_err(arrow_error)?)
+        }
+        (UnaryOp::Minus, ValueType::Int64) => map::<Int64Type>(&a, i64::wrapping_neg),
+        (UnaryOp::Minus, ValueType::Uint64) => map::<UInt64Type>(&a, u64::wrapping_neg),
+        (UnaryOp::Minus, ValueType::Double) => map::<Float64Type>(&a, |v| -v),
+        (UnaryOp::BitNot, ValueType::Int64) => map::<Int64Type>(&a, |v| !v),
+        (UnaryOp::BitNot, ValueType::Uint64) => map::<UInt64Type>(&a, |v| !v),
+        _ => return row_by_row(e, input, opts),
+    })
+}
+
+fn map<T: ArrowPrimitiveType>(a: &ArrayRef, f: impl Fn(T::Native) -> T::Native) -> ArrayRef {
+    let a: PrimitiveArray<T> = a.as_primitive::<T>().unary(f);
+    Arc::new(a)
+}
+
+/// True when evaluating `e` cannot fail, so that it may run on rows whose result AND/OR
+/// ignores (conservative: false for anything that divides, converts or compares doubles).
+fn infallible(e: &TypedExpr) -> bool {
+    let children = || e.children().into_iter().all(infallible);
+    match &e.kind {
+        TExpr::Literal(_) | TExpr::Column(_) => true,
+        TExpr::IsNull(_) => children(),
+        TExpr::Unary(_, x) => x.ty != ValueType::Any && children(),
+        TExpr::Binary(op, l, _) => {
+            let safe_op = match op {
+                BinaryOp::And | BinaryOp::Or => true,
+                BinaryOp::Divide | BinaryOp::Modulo => false,
+                op if op.is_comparison() => !matches!(l.ty, ValueType::Double | ValueType::Any),
+                BinaryOp::Concat => false,
+                _ => matches!(l.ty, ValueType::Int64 | ValueType::Uint64),
+            };
+            safe_op && children()
+        }
+        TExpr::Like {
+            compiled: Some(_),
+            operand,
+            ..
+        } => infallible(operand),
+        TExpr::Call(ScalarFunction::IsPrefix, args) => args.iter().all(infallible),
+        _ => false,
+    }
+}
+
+/// Kleene AND (`and`) or OR over two boolean expressions; the right one is evaluated only
+/// on the rows the left one does not decide (false for AND, true for OR), as the row
+/// evaluator does, unless it cannot fail.
+fn logical(
+    and: bool,
+    l: &TypedExpr,
+    r: &TypedExpr,
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    let left = evaluate(l, input, opts)?;
+    let left = left.as_boolean();
+    let deciding = !and;
+    let decided = |i: usize| left.is_valid(i) && left.value(i) == deciding;
+    let undecided = BooleanBuffer::collect_bool(input.rows, |i| !decided(i));
+    let needed = undecided.count_set_bits();
+    let right = if needed == input.rows || infallible(r) {
+        evaluate(r, input, opts)?
+    } else if needed == 0 {
+        new_null_array(&DataType::Boolean, input.rows)
+    } else {
+        let mask = BooleanArray::new(undecided.clone(), None);
+        let mut read = Vec::new();
+        r.referenced_columns(&mut read);
+        let columns: Vec<ArrayRef> = (0..input.columns.len())
+            .map(|c| {
+                if read.contains(&c) {
+                    arrow::compute::filter(input.columns[c].as_ref(), &mask).map_err(arrow_error)
+                } else {
+                    Ok(new_null_array(&DataType::Null, needed))
+                }
+            })
+            .collect::<Result<_>>()?;
+        let subset = Batch {
+            columns: &columns,
+            types: input.types,
+            rows: needed,
+        };
+        let evaluated = evaluate(r, subset, opts)?;
+        // Back to one value per input row: null where the left side decided.
+        let mut next = 0u32;
+        let indices: UInt32Array = (0..input.rows)
+            .map(|i| {
+                undecided.value(i).then(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        arrow::compute::take(evaluated.as_ref(), &indices, None).map_err(arrow_error)?
+    };
+    let right = right.as_boolean();
+    let result = if and {
+        kleene::and_kleene(left, right)
+    } else {
+        kleene::or_kleene(left, right)
+    };
+    Ok(Arc::new(result.map_err(arrow_error)?))
+}
+
+/// Both arrays in one byte-string encoding (`BinaryView` if either is).
+fn same_encoding(a: ArrayRef, b: ArrayRef) -> Result<(ArrayRef, ArrayRef)> {
+    if a.data_type() == b.data_type() {
+        return Ok((a, b));
+    }
+    let to = if a.data_type() == &DataType::BinaryView || b.data_type() == &DataType::BinaryView {
+        DataType::BinaryView
+    } else {
+        DataType::Binary
+    };
+    let cast = |x: ArrayRef| -> Result<ArrayRef> {
+        if x.data_type() == &to {
+            Ok(x)
+        } else {
+            arrow::compute::cast(&x, &to).map_err(arrow_error)
+        }
+    };
+    Ok((cast(a)?, cast(b)?))
+}
+
+/// Whether some row holds a NaN (where `rows` says to look, all rows when `None`).
+fn has_nan(a: &ArrayRef, rows: Option<&NullBuffer>) -> bool {
+    let a = a.as_primitive::<Float64Type>();
+    (0..a.len()).any(|i| a.is_valid(i) && rows.is_none_or(|r| r.is_valid(i)) && a.value(i).is_nan())
+}
+
+fn comparison(
+    op: BinaryOp,
+    e: &TypedExpr,
+    l: &TypedExpr,
+    r: &TypedExpr,
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    let ty = l.ty;
+    if ty != r.ty
+        || !matches!(
+            ty,
+            ValueType::Int64
+                | ValueType::Uint64
+                | ValueType::Double
+                | ValueType::Boolean
+                | ValueType::String
+        )
+    {
+        return row_by_row(e, input, opts);
+    }
+    let a = evaluate(l, input, opts)?;
+    let b = evaluate(r, input, opts)?;
+    let both = NullBuffer::union(a.logical_nulls().as_ref(), b.logical_nulls().as_ref());
+    if ty == ValueType::Double {
+        // Canonical null relations give null without comparing, so only rows with two
+        // values can fail there.
+        let look = if opts.canonical_null_relations {
+            both.as_ref()
+        } else {
+            None
+        };
+        if has_nan(&a, look) || has_nan(&b, look) {
+            return Err(runtime("Cannot compare NaN values"));
+        }
+    }
+    let result: BooleanArray = if ty == ValueType::Double {
+        let (x, y) = (
+            a.as_primitive::<Float64Type>(),
+            b.as_primitive::<Float64Type>(),
+        );
+        let test = ordering_test(op);
+        let values = BooleanBuffer::collect_bool(input.rows, |i| {
+            test(
+                x.value(i)
+                    .partial_cmp(&y.value(i))
+                    .unwrap_or(Ordering::Equal),
+            )
+        });
+        BooleanArray::new(values, both.clone())
+    } else {
+        let (a, b) = if ty == ValueType::String {
+            same_encoding(a.clone(), b.clone())?
+        } else {
+            (a.clone(), b.clone())
+        };
+        let kernel = match op {
+            BinaryOp::Eq => cmp::eq,
+            BinaryOp::NotEq => cmp::neq,
+            BinaryOp::Less => cmp::lt,
+            BinaryOp::LessOrEq => cmp::lt_eq,
+            BinaryOp::Greater => cmp::gt,
+            _ => cmp::gt_eq,
+        };
+        kernel(&a, &b).map_err(arrow_error)?
+    };
+    if opts.canonical_null_relations || result.null_count() == 0 {
+        return Ok(Arc::new(result));
+    }
+    // Null is the least value: decide the rows with a null operand by which sides are null.
+    let test = ordering_test(op);
+    let values = BooleanBuffer::collect_bool(input.rows, |i| {
+        if result.is_valid(i) {
+            return result.value(i);
+        }
+        test(b.is_null(i).cmp(&a.is_null(i)))
+    });
+    Ok(Arc::new(BooleanArray::new(values, None)))
+}
+
+/// Whether an ordering of two operands satisfies a comparison operator.
+fn ordering_test(op: BinaryOp) -> fn(Ordering) -> bool {
+    match op {
+        BinaryOp::Eq => |o| o == Ordering::Equal,
+        BinaryOp::NotEq => |o| o != Ordering::Equal,
+        BinaryOp::Less => |o| o == Ordering::Less,
+        BinaryOp::LessOrEq => |o| o != Ordering::Greater,
+        BinaryOp::Greater => |o| o == Ordering::Greater,
+        _ => |o| o != Ordering::Less,
+    }
+}
+
+fn arithmetic(
+    op: BinaryOp,
+    e: &TypedExpr,
+    l: &TypedExpr,
+    r: &TypedExpr,
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    use BinaryOp::*;
+    let integer = matches!(
+        op,
+        Plus | Minus | Multiply | Divide | Modulo | BitAnd | BitOr | LeftShift | RightShift
+    );
+    match (l.ty, r.ty) {
+        (ValueType::Int64, ValueType::Int64) if integer => {
+            let (a, b) = (evaluate(l, input, opts)?, evaluate(r, input, opts)?);
+            integer_op::<Int64Type>(op, &a, &b, Some(i64::MIN), |y| y as u32)
+        }
+        (ValueType::Uint64, ValueType::Uint64) if integer => {
+            let (a, b) = (evaluate(l, input, opts)?, evaluate(r, input, opts)?);
+            integer_op::<UInt64Type>(op, &a, &b, None, |y| y as u32)
+        }
+        (ValueType::Double, ValueType::Double)
+            if matches!(op, Plus | Minus | Multiply | Divide) =>
+        {
+            let (a, b) = (evaluate(l, input, opts)?, evaluate(r, input, opts)?);
+            let f: fn(f64, f64) -> f64 = match op {
+                Plus => |x, y| x + y,
+                Minus => |x, y| x - y,
+                Multiply => |x, y| x * y,
+                _ => |x, y| x / y,
+            };
+            let out: Float64Array = arrow::compute::binary(
+                a.as_primitive::<Float64Type>(),
+                b.as_primitive::<Float64Type>(),
+                f,
+            )
+            .map_err(arrow_error)?;
+            Ok(Arc::new(out))
+        }
+        _ => row_by_row(e, input, opts),
+    }
+}
+
+/// Wrapping integer arithmetic; division and modulo fail as YT does on the first row that
+/// divides by zero (or `INT_MIN` by -1, for signed types).
+fn integer_op<T>(
+    op: BinaryOp,
+    a: &ArrayRef,
+    b: &ArrayRef,
+    min: Option<T::Native>,
+    shift: fn(T::Native) -> u32,
+) -> Result<ArrayRef>
+where
+    T: ArrowPrimitiveType,
+    T::Native: num_like::Integer,
+{
+    use num_like::Integer;
+    use BinaryOp::*;
+    let (x, y) = (a.as_primitive::<T>(), b.as_primitive::<T>());
+    if matches!(op, Divide | Modulo) {
+        for i in 0..x.len() {
+            if x.is_null(i) || y.is_null(i) {
+                continue;
+            }
+            let (p, q) = (x.value(i), y.value(i));
+            if q == T::Native::ZERO {
+                return Err(runtime("Division by zero"));
+            }
+            if Some(p) == min && q == T::Native::MINUS_ONE {
+                return Err(runtime("Division of INT_MIN by -1"));
+            }
+        }
+    }
+    let f = |p: T::Native, q: T::Native| -> T::Native {
+        match op {
+            Plus => p.wrapping_add(q),
+            Minus => p.wrapping_sub(q),
+            Multiply => p.wrapping_mul(q),
+            // Checked above for the rows with values; null rows hold arbitrary numbers.
+            Divide => p.checked_div(q).unwrap_or(T::Native::ZERO),
+            Modulo => p.checked_rem(q).unwrap_or(T::Native::ZERO),
+            BitAnd => p & q,
+            BitOr => p | q,
+            LeftShift => p.wrapping_shl(shift(q)),
+            _ => p.wrapping_shr(shift(q)),
+        }
+    };
+    let out: PrimitiveArray<T> = arrow::compute::binary(x, y, f).map_err(arrow_error)?;
+    Ok(Arc::new(out))
+}
+
+/// The integer operations [`integer_op`] needs, for `i64` and `u64`.
+mod num_like {
+    pub trait Integer:
+        Copy + PartialEq + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self>
+    {
+        const ZERO: Self;
+        const MINUS_ONE: Self;
+        fn wrapping_add(self, o: Self) -> Self;
+        fn wrapping_sub(self, o: Self) -> Self;
+        fn wrapping_mul(self, o: Self) -> Self;
+        fn checked_div(self, o: Self) -> Option<Self>;
+        fn checked_rem(self, o: Self) -> Option<Self>;
+        fn wrapping_shl(self, n: u32) -> Self;
+        fn wrapping_shr(self, n: u32) -> Self;
+    }
+
+    macro_rules! integer {
+        ($t:ty, $minus_one:expr) => {
+            impl Integer for $t {
+                const ZERO: Self = 0;
+                const MINUS_ONE: Self = $minus_one;
+                fn wrapping_add(self, o: Self) -> Self {
+                    <$t>::wrapping_add(self, o)
+                }
+                fn wrapping_sub(self, o: Self) -> Self {
+                    <$t>::wrapping_sub(self, o)
+                }
+                fn wrapping_mul(self, o: Self) -> Self {
+                    <$t>::wrapping_mul(self, o)
+                }
+                fn checked_div(self, o: Self) -> Option<Self> {
+                    <$t>::checked_div(self, o)
+                }
+                fn checked_rem(self, o: Self) -> Option<Self> {
+                    <$t>::checked_rem(self, o)
+                }
+                fn wrapping_shl(self, n: u32) -> Self {
+                    <$t>::wrapping_shl(self, n)
+                }
+                fn wrapping_shr(self, n: u32) -> Self {
+                    <$t>::wrapping_shr(self, n)
+                }
+            }
+        };
+    }
+    integer!(i64, -1);
+    // Unsigned types have no -1; u64::MAX never equals the (absent) INT_MIN check.
+    integer!(u64, u64::MAX);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynql_ql::texpr::TypedExpr;
+
+    fn column(i: usize, ty: ValueType) -> TypedExpr {
+        TypedExpr::new(TExpr::Column(i), ty)
+    }
+
+    fn binary(op: BinaryOp, l: TypedExpr, r: TypedExpr, ty: ValueType) -> TypedExpr {
+        TypedExpr::new(TExpr::Binary(op, Box::new(l), Box::new(r)), ty)
+    }
+
+    /// Evaluates `e` both ways over `rows` (one column per value) and checks they agree.
+    fn agree(e: &TypedExpr, types: &[ValueType], rows: &[Vec<Value>], opts: EvalOptions) {
+        let columns: Vec<ArrayRef> = types
+            .iter()
+            .enumerate()
+            .map(|(c, t)| to_array(*t, &rows.iter().map(|r| r[c].clone()).collect::<Vec<_>>()))
+            .collect::<Result<_>>()
+            .unwrap();
+        let batch = Batch {
+            columns: &columns,
+            types,
+            rows: rows.len(),
+        };
+        let vectorised = evaluate(e, batch, opts);
+        let by_row: Result<Vec<Value>> = rows.iter().map(|r| evaluate_row(e, r, opts)).collect();
+        match (vectorised, by_row) {
+            (Ok(a), Ok(b)) => {
+                let got: Vec<Value> = (0..rows.len())
+                    .map(|i| array_value(a.as_ref(), e.ty, i))
+                    .collect();
+                assert_eq!(got, b, "{e:?}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("{e:?}: vectorised {a:?}, row by row {b:?}"),
+        }
+    }
+
+    #[test]
+    fn comparisons_order_null_first_and_zeroes_equal() {
+        let i = ValueType::Int64;
+        let rows: Vec<Vec<Value>> = [
+            (None, None),
+            (None, Some(1)),
+            (Some(1), None),
+            (Some(2), Some(1)),
+        ]
+        .iter()
+        .map(|(a, b)| {
+            vec![
+                a.map_or(Value::Null, Value::Int64),
+                b.map_or(Value::Null, Value::Int64),
+            ]
+        })
+        .collect();
+        for op in [
+            BinaryOp::Eq,
+            BinaryOp::NotEq,
+            BinaryOp::Less,
+            BinaryOp::LessOrEq,
+            BinaryOp::Greater,
+            BinaryOp::GreaterOrEq,
+        ] {
+            let e = binary(op, column(0, i), column(1, i), ValueType::Boolean);
+            agree(&e, &[i, i], &rows, EvalOptions::default());
+            let canonical = EvalOptions {
+                canonical_null_relations: true,
+            };
+            agree(&e, &[i, i], &rows, canonical);
+        }
+        let d = ValueType::Double;
+        let e = binary(BinaryOp::Eq, column(0, d), column(1, d), ValueType::Boolean);
+        agree(
+            &e,
+            &[d, d],
+            &[vec![Value::Double(-0.0), Value::Double(0.0)]],
+            EvalOptions::default(),
+        );
+        agree(
+            &e,
+            &[d, d],
+            &[vec![Value::Double(f64::NAN), Value::Null]],
+            EvalOptions::default(),
+        );
+    }
+
+    #[test]
+    fn division_errors_and_wrapping_match_the_row_evaluator() {
+        let i = ValueType::Int64;
+        let rows = vec![
+            vec![Value::Int64(i64::MAX), Value::Int64(1)],
+            vec![Value::Int64(-17), Value::Int64(5)],
+            vec![Value::Null, Value::Int64(0)],
+        ];
+        for op in [
+            BinaryOp::Plus,
+            BinaryOp::Modulo,
+            BinaryOp::Divide,
+            BinaryOp::LeftShift,
+        ] {
+            agree(
+                &binary(op, column(0, i), column(1, i), i),
+                &[i, i],
+                &rows,
+                EvalOptions::default(),
+            );
+        }
+        let zero = vec![vec![Value::Int64(1), Value::Int64(0)]];
+        agree(
+            &binary(BinaryOp::Divide, column(0, i), column(1, i), i),
+            &[i, i],
+            &zero,
+            EvalOptions::default(),
+        );
+        let min = vec![vec![Value::Int64(i64::MIN), Value::Int64(-1)]];
+        agree(
+            &binary(BinaryOp::Modulo, column(0, i), column(1, i), i),
+            &[i, i],
+            &min,
+            EvalOptions::default(),
+        );
+    }
+
+    #[test]
+    fn and_does_not_evaluate_its_right_side_where_the_left_is_false() {
+        let i = ValueType::Int64;
+        let b = ValueType::Boolean;
+        // x != 0 and 10 / x > 1
+        let nonzero = binary(
+            BinaryOp::NotEq,
+            column(0, i),
+            TypedExpr::literal(Value::Int64(0), i),
+            b,
+        );
+        let quotient = binary(
+            BinaryOp::Greater,
+            binary(
+                BinaryOp::Divide,
+                TypedExpr::literal(Value::Int64(10), i),
+                column(0, i),
+                i,
+            ),
+            TypedExpr::literal(Value::Int64(1), i),
+            b,
+        );
+        let e = binary(BinaryOp::And, nonzero, quotient, b);
+        let rows: Vec<Vec<Value>> = [0, 5, 20, 0, 2]
+            .iter()
+            .map(|x| vec![Value::Int64(*x)])
+            .collect();
+        agree(&e, &[i], &rows, EvalOptions::default());
+        let mut with_null = rows.clone();
+        with_null.push(vec![Value::Null]);
+        agree(&e, &[i], &with_null, EvalOptions::default());
+    }
+}

@@ -1,0 +1,351 @@
+//! A bound YT QL query lowered onto a DataFusion logical plan and run over Arrow batches.
+//!
+//! ```text
+//! scan (key ranges) ─▶ Filter(WHERE) ─▶ Aggregate(keys, aggregates) ─▶ Filter(HAVING) ─▶ Sort ─▶ Limit ─▶ Projection
+//! ```
+//!
+//! Expressions become [`YtExpression`] calls over the columns they read (column references
+//! and literals stay DataFusion's own); `sum`/`min`/`max`/`avg` of the types where
+//! DataFusion's built-ins agree with YT use them, the other aggregates [`YtAggregate`].
+//! Columns are named by position (`c0`.. for the table, `g0`../`a0`.. for group keys and
+//! aggregates), as the bound plan refers to them.
+//!
+//! Where YT's result depends on scan order (no ORDER BY and no grouping, or `first`), the
+//! plan runs as one partition in key order. The grouped rows are counted before HAVING, as
+//! YT applies the output row limit to them.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use datafusion::common::Column;
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::MemTable;
+use datafusion::error::DataFusionError;
+use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
+use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use dynql_core::arrow_convert::{arrow_type, batch_to_rows};
+use dynql_core::ValueType;
+use dynql_ql::ast::TotalsMode;
+use dynql_ql::eval::EvalOptions;
+use dynql_ql::functions::AggregateFunction;
+use dynql_ql::plan::{AggregateCall, QueryPlan};
+use dynql_ql::texpr::{TExpr, TypedExpr};
+use dynql_storage::KeyRange;
+
+use super::udf::{scalar, Check, YtAggregate, YtExpression};
+use crate::error::{Error, Result};
+use crate::select::{QueryResult, SelectOptions, Statistics};
+use crate::source::Source;
+
+/// Whether the vectorised pipeline runs `plan` (the row pipeline runs the rest for now):
+/// no joins, no WITH TOTALS, and no LIMIT of groups without ORDER BY (YT keeps the first
+/// groups in scan order there).
+pub(crate) fn lowerable(plan: &QueryPlan) -> bool {
+    plan.joins.is_empty()
+        && plan.group.as_ref().is_none_or(|g| {
+            g.totals == TotalsMode::None && !(plan.limit.is_some() && plan.order_by.is_empty())
+        })
+}
+
+/// Whether the result depends on the order rows are scanned in.
+fn needs_scan_order(plan: &QueryPlan) -> bool {
+    match &plan.group {
+        None => plan.order_by.is_empty(),
+        Some(g) => g
+            .aggregates
+            .iter()
+            .any(|a| a.function == AggregateFunction::First),
+    }
+}
+
+/// The query-language error behind a DataFusion error (raised by a YT function), or the
+/// DataFusion error itself.
+pub(crate) fn query_error(e: DataFusionError) -> Error {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if let Some(q) = c.downcast_ref::<dynql_ql::Error>() {
+            return Error::Query(q.clone());
+        }
+        cause = c.source();
+    }
+    Error::DataFusion(e)
+}
+
+/// Column names and YT types of the rows at one step of the plan.
+type Layout = Vec<(String, ValueType)>;
+
+fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// `e` over `layout` as a DataFusion expression.
+fn lower(e: &TypedExpr, layout: &Layout, opts: EvalOptions, check: Check) -> Result<Expr> {
+    if check == Check::None {
+        match &e.kind {
+            TExpr::Column(i) => return Ok(column(&layout[*i].0)),
+            TExpr::Literal(v) => return Ok(lit(scalar(v, e.ty)?)),
+            _ => {}
+        }
+    }
+    let mut read = Vec::new();
+    e.referenced_columns(&mut read);
+    read.sort_unstable();
+    let mut expr = e.clone();
+    expr.remap_columns(&|c| read.iter().position(|&r| r == c).unwrap_or(c));
+    let types = read.iter().map(|&c| layout[c].1).collect();
+    let udf = ScalarUDF::from(YtExpression::new(expr, types, opts, check));
+    Ok(udf.call(read.iter().map(|&c| column(&layout[c].0)).collect()))
+}
+
+/// An aggregate call: DataFusion's built-in where it computes exactly what YT does (nulls
+/// skipped, null for no values, wrapping integer sums, averages as doubles), ours otherwise.
+fn aggregate(call: &AggregateCall, layout: &Layout, opts: EvalOptions) -> Result<Expr> {
+    let args = call
+        .args
+        .iter()
+        .map(|a| lower(a, layout, opts, Check::None))
+        .collect::<Result<Vec<_>>>()?;
+    let ty = call.args.first().map(|a| a.ty);
+    let numeric = matches!(
+        ty,
+        Some(ValueType::Int64 | ValueType::Uint64 | ValueType::Double)
+    );
+    let ordered = numeric || matches!(ty, Some(ValueType::Boolean | ValueType::String));
+    let first = || args[0].clone();
+    Ok(match call.function {
+        AggregateFunction::Sum if numeric => sum(first()),
+        AggregateFunction::Avg if numeric => avg(first()),
+        AggregateFunction::Min if ordered => min(first()),
+        AggregateFunction::Max if ordered => max(first()),
+        f => {
+            let types = call.args.iter().map(|a| a.ty).collect();
+            AggregateUDF::from(YtAggregate::new(f, types, call.ty)).call(args)
+        }
+    })
+}
+
+/// The table's batches as a DataFusion table: columns `c0`.. in their wire types' Arrow
+/// encodings (byte strings may stay views), one partition per tablet, or one in key order.
+fn input_table(
+    batches: Vec<(usize, RecordBatch)>,
+    types: &[ValueType],
+    one_partition: bool,
+) -> Result<MemTable> {
+    let view = |b: &RecordBatch, i: usize| b.column(i).data_type() == &DataType::BinaryView;
+    let fields: Vec<Field> = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let data_type = match batches.first() {
+                Some((_, b)) if view(b, i) => DataType::BinaryView,
+                _ => arrow_type(*t),
+            };
+            Field::new(format!("c{i}"), data_type, true)
+        })
+        .collect();
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let mut partitions: Vec<Vec<RecordBatch>> = Vec::new();
+    let mut current = None;
+    for (tablet, b) in batches {
+        let columns = b
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| {
+                if c.data_type() == f.data_type() {
+                    Ok(c.clone())
+                } else {
+                    arrow::compute::cast(c, f.data_type())
+                }
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(DataFusionError::from)?;
+        let b = RecordBatch::try_new(schema.clone(), columns).map_err(DataFusionError::from)?;
+        if partitions.is_empty() || (!one_partition && current != Some(tablet)) {
+            partitions.push(Vec::new());
+        }
+        current = Some(tablet);
+        if let Some(p) = partitions.last_mut() {
+            p.push(b);
+        }
+    }
+    if partitions.is_empty() {
+        partitions.push(Vec::new());
+    }
+    Ok(MemTable::try_new(schema, partitions)?)
+}
+
+/// Runs `plan` (accepted by [`lowerable`]) over the main table's `ranges`. `None` when a row
+/// limit is exceeded without `fail_on_incomplete_result`: the row pipeline then truncates as
+/// YT does.
+pub(crate) async fn run(
+    main: &Source<'_>,
+    plan: &QueryPlan,
+    ranges: &[KeyRange],
+    options: &SelectOptions,
+) -> Result<Option<QueryResult>> {
+    let opts = EvalOptions {
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
+    let types: Vec<ValueType> = plan.sources[0]
+        .schema
+        .columns()
+        .iter()
+        .map(|c| c.wire_type())
+        .collect();
+    let (batches, scan) = main.viewed_batches(Some(ranges), options.timestamp).await?;
+    if scan.rows_read > options.input_row_limit {
+        if options.fail_on_incomplete_result {
+            return Err(Error::LimitExceeded { what: "input" });
+        }
+        return Ok(None);
+    }
+    let ordered = needs_scan_order(plan);
+    let mut config = SessionConfig::new();
+    if ordered {
+        config = config.with_target_partitions(1);
+    }
+    let ctx = SessionContext::new_with_config(config);
+    let table = input_table(batches, &types, ordered)?;
+    let mut df = ctx.read_table(Arc::new(table))?;
+    let mut layout: Layout = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("c{i}"), *t))
+        .collect();
+    if let Some(w) = &plan.where_clause {
+        df = df.filter(lower(w, &layout, opts, Check::None)?)?;
+    }
+    if let Some(group) = &plan.group {
+        let mut keys = Vec::new();
+        let mut grouped: Layout = Vec::new();
+        for (i, k) in group.keys.iter().enumerate() {
+            keys.push(lower(k, &layout, opts, Check::None)?.alias(format!("g{i}")));
+            grouped.push((format!("g{i}"), k.ty));
+        }
+        let mut aggregates = Vec::new();
+        for (i, a) in group.aggregates.iter().enumerate() {
+            aggregates.push(aggregate(a, &layout, opts)?.alias(format!("a{i}")));
+            grouped.push((format!("a{i}"), a.ty));
+        }
+        df = df.aggregate(keys, aggregates)?;
+        // The groups are counted before HAVING: YT's output limit applies to them.
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let groups = df.collect().await.map_err(query_error)?;
+        let count: usize = groups.iter().map(RecordBatch::num_rows).sum();
+        if count as u64 > options.output_row_limit {
+            if options.fail_on_incomplete_result {
+                return Err(Error::LimitExceeded { what: "output" });
+            }
+            return Ok(None);
+        }
+        df = ctx.read_table(Arc::new(MemTable::try_new(schema, vec![groups])?))?;
+        layout = grouped;
+        if let Some(h) = &group.having {
+            df = df.filter(lower(h, &layout, opts, Check::None)?)?;
+        }
+    }
+    df = order_and_limit(df, plan, &layout, opts)?;
+    let projections = plan
+        .projections
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Ok(lower(&p.expr, &layout, opts, Check::None)?.alias(format!("p{i}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let batches = df
+        .select(projections)?
+        .collect()
+        .await
+        .map_err(query_error)?;
+    let out_types: Vec<ValueType> = plan.projections.iter().map(|p| p.expr.ty).collect();
+    let mut rows = Vec::new();
+    for b in &batches {
+        rows.extend(batch_to_rows(&in_wire_types(b, &out_types)?, &out_types));
+    }
+    if rows.len() as u64 > options.output_row_limit {
+        if options.fail_on_incomplete_result {
+            return Err(Error::LimitExceeded { what: "output" });
+        }
+        return Ok(None);
+    }
+    let statistics = Statistics {
+        rows_read: scan.rows_read,
+        data_weight_read: scan.data_weight,
+        rows_written: rows.len() as u64,
+        scan,
+        ..Statistics::default()
+    };
+    Ok(Some(QueryResult {
+        columns: plan
+            .projections
+            .iter()
+            .map(|p| (p.name.clone(), p.expr.ty))
+            .collect(),
+        rows,
+        statistics,
+    }))
+}
+
+/// ORDER BY in YT's value order (null first ascending, last descending; a NaN key fails),
+/// then OFFSET and LIMIT.
+fn order_and_limit(
+    mut df: DataFrame,
+    plan: &QueryPlan,
+    layout: &Layout,
+    opts: EvalOptions,
+) -> Result<DataFrame> {
+    if !plan.order_by.is_empty() {
+        let keys = plan
+            .order_by
+            .iter()
+            .map(|(e, descending)| {
+                let check = if e.ty == ValueType::Double {
+                    Check::NoNanToOrder
+                } else {
+                    Check::None
+                };
+                Ok(lower(e, layout, opts, check)?.sort(!descending, !descending))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        df = df.sort(keys)?;
+    }
+    if plan.offset > 0 || plan.limit.is_some() {
+        let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
+        let limit = plan.limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        df = df.limit(offset, limit)?;
+    }
+    Ok(df)
+}
+
+/// `batch` with each column in its YT type's Arrow type (DataFusion may return views or
+/// wider types).
+fn in_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(types)
+        .map(|(c, t)| {
+            let to = arrow_type(*t);
+            if c.data_type() == &to || to == DataType::Null {
+                Ok(c.clone())
+            } else {
+                arrow::compute::cast(c, &to)
+            }
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(DataFusionError::from)?;
+    let fields: Vec<Field> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Field::new(format!("p{i}"), c.data_type().clone(), true))
+        .collect();
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        columns,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+    .map_err(DataFusionError::from)?)
+}
