@@ -1,0 +1,1 @@
+SELECT count(*) AS n FROM bench WHERE id % 7 = 3

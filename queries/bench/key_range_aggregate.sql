@@ -1,0 +1,1 @@
+SELECT sum(amount) AS s FROM bench WHERE hash = 7 AND id BETWEEN 1000000 AND 1100000

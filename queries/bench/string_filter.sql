@@ -1,0 +1,1 @@
+SELECT count(*) AS n FROM bench WHERE starts_with(category, 'del')
