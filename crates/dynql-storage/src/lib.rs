@@ -25,6 +25,7 @@ mod read;
 mod replay;
 pub mod scan;
 pub mod store;
+pub mod stream;
 pub mod tablets;
 pub mod timestamp;
 pub mod transaction;
@@ -43,6 +44,7 @@ pub use store::{
     validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS,
     WRITABLE_ATTRIBUTES,
 };
+pub use stream::{ScanStream, TableScan};
 pub use tablets::{Reshard, TabletCommand, TabletState};
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

@@ -184,15 +184,15 @@ pub fn tablet_ranges(entry: &TableEntry) -> Result<Vec<KeyRange>> {
 }
 
 /// Which tablets, chunks and row groups a scan of `ranges` needs.
-struct ScanPlan {
+pub(crate) struct ScanPlan {
     /// Per selected tablet: its index and the ranges clipped to it.
-    tablets: Vec<(usize, Vec<KeyRange>)>,
+    pub(crate) tablets: Vec<(usize, Vec<KeyRange>)>,
     /// Per selected chunk (index into the table's chunk list, in list order): the row groups.
-    row_groups: Vec<(usize, Vec<usize>)>,
-    statistics: ScanStatistics,
+    pub(crate) row_groups: Vec<(usize, Vec<usize>)>,
+    pub(crate) statistics: ScanStatistics,
 }
 
-fn plan_scan(
+pub(crate) fn plan_scan(
     entry: &TableEntry,
     data: &TableData,
     ranges: &[KeyRange],
@@ -465,17 +465,51 @@ impl Store {
         sink: &mut (dyn FnMut(usize, Piece) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
         let state = self.refresh().await?;
-        let (entry, data) = state.table_data(path)?;
-        let schema = &entry.schema;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
+        let mut sink = FnSink(sink);
+        self.scan_state_pieces(&state, path, &ranges, timestamp, columnar, None, &mut sink)
+            .await
+    }
+
+    /// [`Store::scan_pieces`] over a pinned state, of normalised `ranges`, of the tablets in
+    /// `tablets` only (all when `None`), handing pieces to an asynchronous sink (which may
+    /// wait for its consumer).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn scan_state_pieces<S: PieceSink>(
+        &self,
+        state: &crate::store::State,
+        path: &str,
+        ranges: &[KeyRange],
+        timestamp: Timestamp,
+        columnar: Option<bool>,
+        tablets: Option<&[usize]>,
+        sink: &mut S,
+    ) -> Result<ScanStatistics> {
+        let (entry, data) = state.table_data(path)?;
+        let schema = &entry.schema;
         if !schema.is_sorted() {
-            // Ordered tables: rows in the query layout, `($tablet_index, $row_index)` first.
-            return crate::queue::scan_queues(entry, data, &ranges, timestamp, &mut |t, row| {
-                sink(t, Piece::Row(row))
-            });
+            // Ordered tables (held in memory): rows in the query layout,
+            // `($tablet_index, $row_index)` first.
+            let mut rows = Vec::new();
+            let statistics =
+                crate::queue::scan_queues(entry, data, ranges, timestamp, &mut |t, row| {
+                    if tablets.is_none_or(|only| only.contains(&t)) {
+                        rows.push((t, row));
+                    }
+                    Ok(true)
+                })?;
+            for (t, row) in rows {
+                if !sink.accept(t, Piece::Row(row)).await? {
+                    break;
+                }
+            }
+            return Ok(statistics);
         }
-        let plan = plan_scan(entry, data, &ranges, timestamp)?;
+        let mut plan = plan_scan(entry, data, ranges, timestamp)?;
+        if let Some(only) = tablets {
+            plan.tablets.retain(|(t, _)| only.contains(t));
+        }
         let key_count = schema.key_column_count();
         let width = schema.columns().len();
         let mut statistics = plan.statistics;
@@ -567,7 +601,7 @@ impl Store {
                                     };
                                     statistics.rows_read += batch.num_rows() as u64;
                                     statistics.data_weight += batch_weight(&batch);
-                                    if !sink(*tablet_index, Piece::Batch(batch))? {
+                                    if !sink.accept(*tablet_index, Piece::Batch(batch)).await? {
                                         break 'tablets;
                                     }
                                 }
@@ -602,7 +636,7 @@ impl Store {
                         if let Some(row) = resolve_versions(schema, &history, timestamp) {
                             statistics.rows_read += 1;
                             statistics.data_weight += row_weight(&row);
-                            if !sink(*tablet_index, Piece::Row(row))? {
+                            if !sink.accept(*tablet_index, Piece::Row(row)).await? {
                                 break 'tablets;
                             }
                         }
@@ -621,9 +655,31 @@ impl Store {
 }
 
 /// What a scan hands over: a resolved row, or a slice of a clean row group.
-enum Piece {
+pub(crate) enum Piece {
     Row(Vec<Value>),
     Batch(RecordBatch),
+}
+
+/// Where a scan hands its pieces; `false` stops the scan.
+pub(crate) trait PieceSink: Send {
+    fn accept(
+        &mut self,
+        tablet: usize,
+        piece: Piece,
+    ) -> impl std::future::Future<Output = Result<bool>> + Send;
+}
+
+/// A synchronous callback as a sink.
+struct FnSink<'a>(&'a mut (dyn FnMut(usize, Piece) -> Result<bool> + Send));
+
+impl PieceSink for FnSink<'_> {
+    fn accept(
+        &mut self,
+        tablet: usize,
+        piece: Piece,
+    ) -> impl std::future::Future<Output = Result<bool>> + Send {
+        std::future::ready((self.0)(tablet, piece))
+    }
 }
 
 /// YT's data weight of a batch: one byte per row plus each value's size.

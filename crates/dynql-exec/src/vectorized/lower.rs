@@ -20,7 +20,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::Column;
 use datafusion::dataframe::DataFrame;
-use datafusion::datasource::MemTable;
+use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::error::DataFusionError;
 use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
 use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
@@ -33,8 +33,9 @@ use dynql_ql::eval::EvalOptions;
 use dynql_ql::functions::AggregateFunction;
 use dynql_ql::plan::{AggregateCall, QueryPlan};
 use dynql_ql::texpr::{TExpr, TypedExpr};
-use dynql_storage::KeyRange;
+use dynql_storage::{KeyRange, ScanStatistics};
 
+use super::table_scan::{InputLimit, ScanReads, ScanTable};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
 use crate::error::{Error, Result};
 use crate::select::{QueryResult, SelectOptions, Statistics};
@@ -61,17 +62,47 @@ fn needs_scan_order(plan: &QueryPlan) -> bool {
     }
 }
 
-/// The query-language error behind a DataFusion error (raised by a YT function), or the
+/// The dynql error behind a DataFusion error (raised by a YT function or the scan), or the
 /// DataFusion error itself.
 pub(crate) fn query_error(e: DataFusionError) -> Error {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-    while let Some(c) = cause {
-        if let Some(q) = c.downcast_ref::<dynql_ql::Error>() {
-            return Error::Query(q.clone());
+    match e {
+        DataFusionError::External(cause) => from_cause(cause),
+        DataFusionError::Context(_, inner) => query_error(*inner),
+        DataFusionError::ArrowError(arrow, backtrace) => match *arrow {
+            arrow::error::ArrowError::ExternalError(cause) => from_cause(cause),
+            other => Error::DataFusion(DataFusionError::ArrowError(Box::new(other), backtrace)),
+        },
+        other => {
+            // Shared or collected errors: the query error can still be found by reference.
+            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&other);
+            while let Some(c) = cause {
+                if let Some(q) = c.downcast_ref::<dynql_ql::Error>() {
+                    return Error::Query(q.clone());
+                }
+                cause = c.source();
+            }
+            Error::DataFusion(other)
         }
-        cause = c.source();
     }
-    Error::DataFusion(e)
+}
+
+fn from_cause(cause: Box<dyn std::error::Error + Send + Sync>) -> Error {
+    let cause = match cause.downcast::<dynql_ql::Error>() {
+        Ok(q) => return Error::Query(*q),
+        Err(c) => c,
+    };
+    let cause = match cause.downcast::<dynql_storage::Error>() {
+        Ok(s) => return Error::Storage(*s),
+        Err(c) => c,
+    };
+    let cause = match cause.downcast::<Error>() {
+        Ok(e) => return *e,
+        Err(c) => c,
+    };
+    match cause.downcast::<DataFusionError>() {
+        Ok(e) => query_error(*e),
+        Err(c) => Error::DataFusion(DataFusionError::External(c)),
+    }
 }
 
 /// Column names and YT types of the rows at one step of the plan.
@@ -196,21 +227,35 @@ pub(crate) async fn run(
         .iter()
         .map(|c| c.wire_type())
         .collect();
-    let (batches, scan) = main.viewed_batches(Some(ranges), options.timestamp).await?;
-    if scan.rows_read > options.input_row_limit {
-        if options.fail_on_incomplete_result {
-            return Err(Error::LimitExceeded { what: "input" });
-        }
-        return Ok(None);
-    }
     let ordered = needs_scan_order(plan);
     let mut config = SessionConfig::new();
     if ordered {
         config = config.with_target_partitions(1);
     }
     let ctx = SessionContext::new_with_config(config);
-    let table = input_table(batches, &types, ordered)?;
-    let mut df = ctx.read_table(Arc::new(table))?;
+    let limit = Arc::new(InputLimit::new(options.input_row_limit));
+    let reads: ScanReads = Arc::default();
+    // Dynamic tables stream; Parquet file tables are read whole (for now).
+    let (table, read_whole): (Arc<dyn TableProvider>, Option<ScanStatistics>) = match main {
+        Source::Store { store, path } => {
+            let scan = store
+                .plan_table_scan(path, Some(ranges), options.timestamp)
+                .await?;
+            let table = ScanTable::new(scan, &types, ordered, limit.clone(), reads.clone());
+            (Arc::new(table), None)
+        }
+        Source::Files(_) => {
+            let (batches, scan) = main.viewed_batches(Some(ranges), options.timestamp).await?;
+            if scan.rows_read > options.input_row_limit {
+                if options.fail_on_incomplete_result {
+                    return Err(Error::LimitExceeded { what: "input" });
+                }
+                return Ok(None);
+            }
+            (Arc::new(input_table(batches, &types, ordered)?), Some(scan))
+        }
+    };
+    let mut df = ctx.read_table(table)?;
     let mut layout: Layout = types
         .iter()
         .enumerate()
@@ -234,7 +279,9 @@ pub(crate) async fn run(
         df = df.aggregate(keys, aggregates)?;
         // The groups are counted before HAVING: YT's output limit applies to them.
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let groups = df.collect().await.map_err(query_error)?;
+        let Some(groups) = collect(df, &limit, options).await? else {
+            return Ok(None);
+        };
         let count: usize = groups.iter().map(RecordBatch::num_rows).sum();
         if count as u64 > options.output_row_limit {
             if options.fail_on_incomplete_result {
@@ -255,11 +302,9 @@ pub(crate) async fn run(
         .enumerate()
         .map(|(i, p)| Ok(lower(&p.expr, &layout, opts, Check::None)?.alias(format!("p{i}"))))
         .collect::<Result<Vec<_>>>()?;
-    let batches = df
-        .select(projections)?
-        .collect()
-        .await
-        .map_err(query_error)?;
+    let Some(batches) = collect(df.select(projections)?, &limit, options).await? else {
+        return Ok(None);
+    };
     let out_types: Vec<ValueType> = plan.projections.iter().map(|p| p.expr.ty).collect();
     let mut rows = Vec::new();
     for b in &batches {
@@ -271,6 +316,10 @@ pub(crate) async fn run(
         }
         return Ok(None);
     }
+    let scan = match read_whole {
+        Some(scan) => scan,
+        None => streamed(&reads, limit.read()),
+    };
     let statistics = Statistics {
         rows_read: scan.rows_read,
         data_weight_read: scan.data_weight,
@@ -287,6 +336,42 @@ pub(crate) async fn run(
         rows,
         statistics,
     }))
+}
+
+/// Runs `df` to its batches. A scan past the input row limit fails the query with
+/// `fail_on_incomplete_result`, and otherwise gives `None` (the row pipeline truncates).
+async fn collect(
+    df: DataFrame,
+    limit: &InputLimit,
+    options: &SelectOptions,
+) -> Result<Option<Vec<RecordBatch>>> {
+    match df.collect().await {
+        Ok(batches) => Ok(Some(batches)),
+        Err(_) if limit.exceeded() && !options.fail_on_incomplete_result => Ok(None),
+        Err(_) if limit.exceeded() => Err(Error::LimitExceeded { what: "input" }),
+        Err(e) => Err(query_error(e)),
+    }
+}
+
+/// What the streams of a query read, summed.
+fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistics {
+    let mut total = ScanStatistics {
+        rows_read,
+        ..ScanStatistics::default()
+    };
+    for read in reads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        if let Some(s) = *read.lock().unwrap_or_else(|p| p.into_inner()) {
+            total.data_weight += s.data_weight;
+            total.rows_decoded += s.rows_decoded;
+            total.tablets.0 = total.tablets.0.max(s.tablets.0);
+            total.tablets.1 = s.tablets.1;
+            total.chunks.0 += s.chunks.0;
+            total.chunks.1 = s.chunks.1;
+            total.row_groups.0 += s.row_groups.0;
+            total.row_groups.1 = s.row_groups.1;
+        }
+    }
+    total
 }
 
 /// ORDER BY in YT's value order (null first ascending, last descending; a NaN key fails),

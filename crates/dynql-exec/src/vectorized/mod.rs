@@ -4,4 +4,5 @@
 
 pub(crate) mod evaluate;
 pub(crate) mod lower;
+pub(crate) mod table_scan;
 pub(crate) mod udf;

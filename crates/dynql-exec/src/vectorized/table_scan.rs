@@ -1,0 +1,289 @@
+//! The scan of a dynamic table inside a DataFusion plan: [`ScanTable`] (a `TableProvider`
+//! over one planned [`TableScan`]) and [`TabletScanExec`], whose partitions stream the
+//! selected tablets batch by batch ([`TableScan::stream`]), so memory holds a few batches
+//! per partition, not the table. Only the projected columns leave the scan; YT's input row
+//! limit is counted across all partitions as batches pass.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use futures::StreamExt;
+
+use dynql_core::arrow_convert::arrow_type;
+use dynql_core::ValueType;
+use dynql_storage::{ScanStatistics, TableScan};
+
+/// Rows per batch where the scan resolves versions row by row (clean row groups pass in
+/// their own slices).
+const BATCH_ROWS: usize = 8192;
+
+/// YT's input row limit, counted across the partitions of one query.
+#[derive(Debug)]
+pub(crate) struct InputLimit {
+    limit: u64,
+    read: AtomicU64,
+    exceeded: AtomicBool,
+}
+
+impl InputLimit {
+    pub(crate) fn new(limit: u64) -> InputLimit {
+        InputLimit {
+            limit,
+            read: AtomicU64::new(0),
+            exceeded: AtomicBool::new(false),
+        }
+    }
+
+    /// Rows read so far.
+    pub(crate) fn read(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+
+    /// Whether the scan went past the limit (and failed the query for it).
+    pub(crate) fn exceeded(&self) -> bool {
+        self.exceeded.load(Ordering::Relaxed)
+    }
+}
+
+/// What the streams of one query read, summed once they end.
+pub(crate) type ScanReads = Arc<Mutex<Vec<Arc<Mutex<Option<ScanStatistics>>>>>>;
+
+/// The column types of a table as the scan gives them: `c0`.. in the wire types' Arrow
+/// types, byte strings as views.
+pub(crate) fn scan_schema(types: &[ValueType]) -> SchemaRef {
+    Arc::new(Schema::new(
+        types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let data_type = match t {
+                    ValueType::String | ValueType::Any => DataType::BinaryView,
+                    t => arrow_type(*t),
+                };
+                Field::new(format!("c{i}"), data_type, true)
+            })
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// A planned scan as a DataFusion table.
+pub(crate) struct ScanTable {
+    scan: TableScan,
+    schema: SchemaRef,
+    /// One partition reading the tablets in key order (for results that depend on it).
+    in_key_order: bool,
+    limit: Arc<InputLimit>,
+    reads: ScanReads,
+}
+
+impl ScanTable {
+    pub(crate) fn new(
+        scan: TableScan,
+        types: &[ValueType],
+        in_key_order: bool,
+        limit: Arc<InputLimit>,
+        reads: ScanReads,
+    ) -> ScanTable {
+        ScanTable {
+            scan,
+            schema: scan_schema(types),
+            in_key_order,
+            limit,
+            reads,
+        }
+    }
+}
+
+impl fmt::Debug for ScanTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScanTable")
+            .field("scan", &self.scan)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl TableProvider for ScanTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let schema = Arc::new(self.schema.project(&projection)?);
+        let tablets = self.scan.tablets().to_vec();
+        let partitions: Vec<Vec<usize>> = if self.in_key_order || tablets.len() <= 1 {
+            vec![tablets]
+        } else {
+            tablets.into_iter().map(|t| vec![t]).collect()
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Arc::new(TabletScanExec {
+            scan: self.scan.clone(),
+            partitions,
+            projection,
+            schema,
+            properties: Arc::new(properties),
+            limit: self.limit.clone(),
+            reads: self.reads.clone(),
+        }))
+    }
+}
+
+/// Streams the tablets of a [`TableScan`]: one partition per tablet (or one for all, in key
+/// order), the projected columns only.
+#[derive(Debug)]
+pub(crate) struct TabletScanExec {
+    scan: TableScan,
+    partitions: Vec<Vec<usize>>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    limit: Arc<InputLimit>,
+    reads: ScanReads,
+}
+
+impl DisplayAs for TabletScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let planned = self.scan.planned();
+        let columns = self.scan.entry().schema.query_schema();
+        let names: Vec<&str> = self
+            .projection
+            .iter()
+            .filter_map(|&i| columns.columns().get(i).map(|c| c.name.as_str()))
+            .collect();
+        write!(
+            f,
+            "TabletScanExec: table={}, ranges={}, tablets={}/{}, chunks={}/{}, row_groups={}/{}, columns=[{}]",
+            self.scan.path(),
+            self.scan.ranges().len(),
+            planned.tablets.0,
+            planned.tablets.1,
+            planned.chunks.0,
+            planned.chunks.1,
+            planned.row_groups.0,
+            planned.row_groups.1,
+            names.join(", ")
+        )
+    }
+}
+
+impl ExecutionPlan for TabletScanExec {
+    fn name(&self) -> &str {
+        "TabletScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            Err(DataFusionError::Internal(
+                "TabletScanExec has no children".into(),
+            ))
+        }
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let tablets = self.partitions.get(partition).cloned().ok_or_else(|| {
+            DataFusionError::Internal(format!("TabletScanExec has no partition {partition}"))
+        })?;
+        let stream = self.scan.stream(tablets, true, BATCH_ROWS);
+        self.reads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(stream.statistics());
+        let schema = self.schema.clone();
+        let projection = self.projection.clone();
+        let limit = self.limit.clone();
+        let out = schema.clone();
+        let batches = stream.map(move |batch| {
+            let batch = batch.map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let rows = batch.num_rows() as u64;
+            let read = limit.read.fetch_add(rows, Ordering::Relaxed) + rows;
+            if read > limit.limit {
+                limit.exceeded.store(true, Ordering::Relaxed);
+                return Err(DataFusionError::External(Box::new(
+                    crate::Error::LimitExceeded { what: "input" },
+                )));
+            }
+            project(&batch, &projection, &out)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
+    }
+}
+
+/// The projected columns of a scanned batch, in the scan schema's types.
+fn project(batch: &RecordBatch, projection: &[usize], schema: &SchemaRef) -> DfResult<RecordBatch> {
+    let columns = projection
+        .iter()
+        .zip(schema.fields())
+        .map(|(&i, f)| {
+            let c = batch.column(i);
+            if c.data_type() == f.data_type() {
+                Ok(c.clone())
+            } else {
+                arrow::compute::cast(c, f.data_type()).map_err(DataFusionError::from)
+            }
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}

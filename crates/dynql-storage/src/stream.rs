@@ -1,0 +1,242 @@
+//! Scans as streams of record batches. A [`TableScan`] is planned once over a pinned store
+//! state (one snapshot for the whole query) and read tablet by tablet: each stream is fed by
+//! a task that decodes, merges and sends a batch at a time into a channel of two, so a scan
+//! holds a few batches, not the table, and stops when its reader goes away.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
+use dynql_core::Value;
+use tokio::sync::mpsc;
+
+use crate::error::Result;
+use crate::scan::{normalize_ranges, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics};
+use crate::store::{State, Store, TableEntry};
+use crate::timestamp::Timestamp;
+
+/// Batches a scan stream may hold before its reader takes them.
+const CHANNEL_BATCHES: usize = 2;
+
+/// A scan of one table planned over one pinned state: the tablets that meet the key ranges,
+/// read as streams ([`TableScan::stream`]).
+#[derive(Clone)]
+pub struct TableScan {
+    store: Store,
+    state: Arc<State>,
+    path: String,
+    entry: TableEntry,
+    ranges: Vec<KeyRange>,
+    timestamp: Timestamp,
+    tablets: Vec<usize>,
+    planned: ScanStatistics,
+}
+
+impl std::fmt::Debug for TableScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableScan")
+            .field("path", &self.path)
+            .field("timestamp", &self.timestamp)
+            .field("tablets", &self.tablets)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Plans a scan of `ranges` (all keys when `None`) of the table at `path` as of
+    /// `timestamp`, over the store state as of now; later commits do not change it.
+    ///
+    /// # Errors
+    /// No such table, a damaged table, bad pivot keys.
+    pub async fn plan_table_scan(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<TableScan> {
+        let state = self.refresh().await?;
+        let (entry, data) = state.table_data(path)?;
+        let all = [KeyRange::all()];
+        let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
+        let (tablets, planned) = if entry.schema.is_sorted() {
+            let plan = crate::scan::plan_scan(entry, data, &ranges, timestamp)?;
+            let tablets = plan.tablets.iter().map(|(t, _)| *t).collect();
+            (tablets, plan.statistics)
+        } else {
+            let tablets: Vec<usize> = (0..data.queues.len())
+                .filter(|t| {
+                    let tablet = KeyRange {
+                        lower: KeyBound::new(vec![Value::Int64(*t as i64)], false),
+                        upper: KeyBound::new(vec![Value::Int64(*t as i64)], true),
+                    };
+                    ranges.iter().any(|r| r.intersect(&tablet).is_some())
+                })
+                .collect();
+            let statistics = ScanStatistics {
+                tablets: (tablets.len(), data.queues.len()),
+                ..ScanStatistics::default()
+            };
+            (tablets, statistics)
+        };
+        let entry = entry.clone();
+        Ok(TableScan {
+            store: self.clone(),
+            state,
+            path: path.to_string(),
+            entry,
+            ranges,
+            timestamp,
+            tablets,
+            planned,
+        })
+    }
+}
+
+impl TableScan {
+    /// The selected tablets, in key order.
+    pub fn tablets(&self) -> &[usize] {
+        &self.tablets
+    }
+
+    /// The normalised key ranges the scan reads.
+    pub fn ranges(&self) -> &[KeyRange] {
+        &self.ranges
+    }
+
+    /// The table's catalog entry in the pinned state.
+    pub fn entry(&self) -> &TableEntry {
+        &self.entry
+    }
+
+    /// The table path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What the plan selected (tablets, chunks, row groups), before reading anything.
+    pub fn planned(&self) -> ScanStatistics {
+        self.planned
+    }
+
+    /// The Arrow schema of the rows (the query layout: ordered tables lead with
+    /// `$tablet_index`, `$row_index`).
+    pub fn schema(&self) -> SchemaRef {
+        table_arrow_schema(&self.entry.schema.query_schema())
+    }
+
+    /// Streams the rows of `tablets` (a subset of [`TableScan::tablets`], read in the order
+    /// given) in key order, as batches: resolved rows gathered `batch_rows` at a time, clean
+    /// row-group slices as decoded. Byte strings come as `BinaryView` when `views`. Must be
+    /// called inside a Tokio runtime (the reading runs as a task).
+    pub fn stream(&self, tablets: Vec<usize>, views: bool, batch_rows: usize) -> ScanStream {
+        let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
+        let statistics = Arc::new(Mutex::new(None));
+        let scan = self.clone();
+        let done = statistics.clone();
+        tokio::spawn(async move {
+            let mut sink = ChannelSink {
+                sender: sender.clone(),
+                schema: scan.schema(),
+                views,
+                rows: Vec::new(),
+                batch_rows: batch_rows.max(1),
+            };
+            let read = scan
+                .store
+                .scan_state_pieces(
+                    &scan.state,
+                    &scan.path,
+                    &scan.ranges,
+                    scan.timestamp,
+                    Some(views),
+                    Some(&tablets),
+                    &mut sink,
+                )
+                .await;
+            let read = match read {
+                Ok(s) => sink.flush().await.map(|_| s),
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(s) => *done.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+                Err(e) => {
+                    // The reader may be gone; then nobody needs the error.
+                    let _ = sender.send(Err(e)).await;
+                }
+            }
+        });
+        ScanStream {
+            receiver,
+            statistics,
+        }
+    }
+}
+
+/// The batches of a [`TableScan::stream`].
+pub struct ScanStream {
+    receiver: mpsc::Receiver<Result<RecordBatch>>,
+    statistics: Arc<Mutex<Option<ScanStatistics>>>,
+}
+
+impl ScanStream {
+    /// What the stream read, once it has ended (`None` before, or after an error).
+    pub fn statistics(&self) -> Arc<Mutex<Option<ScanStatistics>>> {
+        self.statistics.clone()
+    }
+}
+
+impl futures::Stream for ScanStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+/// Gathers resolved rows into batches and sends them (and clean slices) to the stream,
+/// waiting while the reader is behind.
+struct ChannelSink {
+    sender: mpsc::Sender<Result<RecordBatch>>,
+    schema: SchemaRef,
+    views: bool,
+    rows: Vec<Vec<Value>>,
+    batch_rows: usize,
+}
+
+impl ChannelSink {
+    /// Sends the gathered rows; `false` when the reader is gone.
+    async fn flush(&mut self) -> Result<bool> {
+        if self.rows.is_empty() {
+            return Ok(true);
+        }
+        let mut batch = rows_to_batch(&self.schema, &self.rows)?;
+        if self.views {
+            batch = crate::chunk_cache::binary_as_views(&batch)?;
+        }
+        self.rows.clear();
+        Ok(self.sender.send(Ok(batch)).await.is_ok())
+    }
+}
+
+impl PieceSink for ChannelSink {
+    async fn accept(&mut self, _tablet: usize, piece: Piece) -> Result<bool> {
+        match piece {
+            Piece::Row(row) => {
+                self.rows.push(row);
+                if self.rows.len() >= self.batch_rows {
+                    return self.flush().await;
+                }
+                Ok(true)
+            }
+            Piece::Batch(batch) => {
+                if !self.flush().await? {
+                    return Ok(false);
+                }
+                Ok(self.sender.send(Ok(batch)).await.is_ok())
+            }
+        }
+    }
+}
