@@ -171,7 +171,7 @@ pub enum Command {
         #[command(flatten)]
         files: crate::files::FileArgs,
     },
-    /// Show the key ranges a query reads and which tablets, chunks and row groups that selects.
+    /// Show the key ranges a query reads, which tablets, chunks and row groups that selects, and the physical plan (`plan`).
     ExplainQuery {
         #[arg(allow_hyphen_values = true)]
         query: String,

@@ -132,12 +132,19 @@ impl Ord for KeyOrder {
 pub struct Explanation {
     pub ranges: Vec<ranges::KeyRange>,
     pub read: ScanStatistics,
+    /// The physical plan that runs the query, as indented text (`None` for queries the row
+    /// pipeline still runs: joins, WITH TOTALS, LIMIT of groups without ORDER BY).
+    pub plan: Option<String>,
 }
 
 impl Explanation {
     /// The JSON object printed by `explain-query --format json`.
     pub fn to_json(&self) -> serde_json::Value {
         let pair = |(a, b): (usize, usize)| serde_json::json!([a, b]);
+        let plan = self.plan.clone().unwrap_or_else(|| {
+            "RowPipeline: joins, WITH TOTALS or LIMIT of groups without ORDER BY run row by row"
+                .to_string()
+        });
         serde_json::json!({
             "ranges": self.ranges.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
             "read": {
@@ -145,6 +152,7 @@ impl Explanation {
                 "chunks": pair(self.read.chunks),
                 "row_groups": pair(self.read.row_groups),
             },
+            "plan": plan,
         })
     }
 }

@@ -221,11 +221,20 @@ pub async fn explain_query(
         options.range_expansion_limit,
         options.allow_full_scan,
     )?;
-    let read = catalog
-        .source(store, &plan.sources[0].path)?
-        .explain(Some(&storage_ranges(&ranges)), options.timestamp)
-        .await?;
-    Ok(Explanation { ranges, read })
+    let main = catalog.source(store, &plan.sources[0].path)?;
+    let scanned = storage_ranges(&ranges);
+    let read = main.explain(Some(&scanned), options.timestamp).await?;
+    let plan = if reads_in_key_order_up_to_limit(&plan) {
+        Some(
+            "KeyOrderScan: rows in key order until OFFSET + LIMIT pass WHERE (row pipeline)"
+                .to_string(),
+        )
+    } else if crate::vectorized::lower::lowerable(&plan) {
+        Some(crate::vectorized::lower::explain(&main, &plan, &scanned, options).await?)
+    } else {
+        None
+    };
+    Ok(Explanation { ranges, read, plan })
 }
 
 /// The query's tables (file tables opened) and its bound plan.

@@ -289,3 +289,41 @@ fn range_expansion_limits_above_the_cap_are_refused_before_any_work() {
         None,
     );
 }
+
+#[test]
+fn explain_shows_the_physical_plan_with_the_tablet_scan() {
+    let store = TestStore::new();
+    hashed_table(&store, "[[]; [1u]; [2u]; [3u]]");
+    let out = store.ok(
+        &[
+            "explain-query",
+            "v, sum(1) as n from [//t] where id between 1 and 9 group by v having n > 1 order by v limit 3",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let e: Value = serde_json::from_str(&out).unwrap();
+    let plan = e["plan"].as_str().unwrap();
+    for step in [
+        "ProjectionExec",
+        "SortExec",
+        "AggregateExec",
+        "FilterExec",
+        "TabletScanExec: table=//t",
+    ] {
+        assert!(plan.contains(step), "{step} missing from\n{plan}");
+    }
+    // Only the columns the query reads leave the scan.
+    assert!(plan.contains("columns=[id, v]"), "{plan}");
+    // A scan in key order up to LIMIT says so.
+    let out = store.ok(
+        &["explain-query", "* from [//t] limit 2", "--format", "json"],
+        None,
+    );
+    let e: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        e["plan"].as_str().unwrap().starts_with("KeyOrderScan"),
+        "{e}"
+    );
+}

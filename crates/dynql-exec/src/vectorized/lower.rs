@@ -265,17 +265,7 @@ pub(crate) async fn run(
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
     if let Some(group) = &plan.group {
-        let mut keys = Vec::new();
-        let mut grouped: Layout = Vec::new();
-        for (i, k) in group.keys.iter().enumerate() {
-            keys.push(lower(k, &layout, opts, Check::None)?.alias(format!("g{i}")));
-            grouped.push((format!("g{i}"), k.ty));
-        }
-        let mut aggregates = Vec::new();
-        for (i, a) in group.aggregates.iter().enumerate() {
-            aggregates.push(aggregate(a, &layout, opts)?.alias(format!("a{i}")));
-            grouped.push((format!("a{i}"), a.ty));
-        }
+        let (grouped, keys, aggregates) = grouping(group, &layout, opts)?;
         df = df.aggregate(keys, aggregates)?;
         // The groups are counted before HAVING: YT's output limit applies to them.
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
@@ -296,12 +286,7 @@ pub(crate) async fn run(
         }
     }
     df = order_and_limit(df, plan, &layout, opts)?;
-    let projections = plan
-        .projections
-        .iter()
-        .enumerate()
-        .map(|(i, p)| Ok(lower(&p.expr, &layout, opts, Check::None)?.alias(format!("p{i}"))))
-        .collect::<Result<Vec<_>>>()?;
+    let projections = projections(plan, &layout, opts)?;
     let Some(batches) = collect(df.select(projections)?, &limit, options).await? else {
         return Ok(None);
     };
@@ -336,6 +321,98 @@ pub(crate) async fn run(
         rows,
         statistics,
     }))
+}
+
+/// The physical plan DataFusion would run for `plan` (accepted by [`lowerable`]), as
+/// indented text; nothing is read. Grouped queries show the whole pipeline in one plan (the
+/// run counts the groups between aggregation and HAVING).
+pub(crate) async fn explain(
+    main: &Source<'_>,
+    plan: &QueryPlan,
+    ranges: &[KeyRange],
+    options: &SelectOptions,
+) -> Result<String> {
+    let opts = EvalOptions {
+        canonical_null_relations: options.use_canonical_null_relations,
+    };
+    let types: Vec<ValueType> = plan.sources[0]
+        .schema
+        .columns()
+        .iter()
+        .map(|c| c.wire_type())
+        .collect();
+    let ordered = needs_scan_order(plan);
+    let mut config = SessionConfig::new();
+    if ordered {
+        config = config.with_target_partitions(1);
+    }
+    let ctx = SessionContext::new_with_config(config);
+    let table: Arc<dyn TableProvider> = match main {
+        Source::Store { store, path } => {
+            let scan = store
+                .plan_table_scan(path, Some(ranges), options.timestamp)
+                .await?;
+            let limit = Arc::new(InputLimit::new(options.input_row_limit));
+            Arc::new(ScanTable::new(scan, &types, ordered, limit, Arc::default()))
+        }
+        Source::Files(_) => Arc::new(input_table(Vec::new(), &types, ordered)?),
+    };
+    let mut df = ctx.read_table(table)?;
+    let mut layout: Layout = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("c{i}"), *t))
+        .collect();
+    if let Some(w) = &plan.where_clause {
+        df = df.filter(lower(w, &layout, opts, Check::None)?)?;
+    }
+    if let Some(group) = &plan.group {
+        let (grouped, keys, aggregates) = grouping(group, &layout, opts)?;
+        df = df.aggregate(keys, aggregates)?;
+        layout = grouped;
+        if let Some(h) = &group.having {
+            df = df.filter(lower(h, &layout, opts, Check::None)?)?;
+        }
+    }
+    df = order_and_limit(df, plan, &layout, opts)?;
+    let physical = df
+        .select(projections(plan, &layout, opts)?)?
+        .create_physical_plan()
+        .await?;
+    let text = datafusion::physical_plan::displayable(physical.as_ref())
+        .indent(true)
+        .to_string();
+    Ok(text)
+}
+
+/// The group keys (`g0`..) and aggregates (`a0`..) as DataFusion expressions, and the layout
+/// of the grouped rows.
+fn grouping(
+    group: &dynql_ql::plan::GroupPlan,
+    layout: &Layout,
+    opts: EvalOptions,
+) -> Result<(Layout, Vec<Expr>, Vec<Expr>)> {
+    let mut keys = Vec::new();
+    let mut grouped: Layout = Vec::new();
+    for (i, k) in group.keys.iter().enumerate() {
+        keys.push(lower(k, layout, opts, Check::None)?.alias(format!("g{i}")));
+        grouped.push((format!("g{i}"), k.ty));
+    }
+    let mut aggregates = Vec::new();
+    for (i, a) in group.aggregates.iter().enumerate() {
+        aggregates.push(aggregate(a, layout, opts)?.alias(format!("a{i}")));
+        grouped.push((format!("a{i}"), a.ty));
+    }
+    Ok((grouped, keys, aggregates))
+}
+
+/// The output columns (`p0`..).
+fn projections(plan: &QueryPlan, layout: &Layout, opts: EvalOptions) -> Result<Vec<Expr>> {
+    plan.projections
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Ok(lower(&p.expr, layout, opts, Check::None)?.alias(format!("p{i}"))))
+        .collect()
 }
 
 /// Runs `df` to its batches. A scan past the input row limit fails the query with
