@@ -209,6 +209,48 @@ fn input_table(
     Ok(MemTable::try_new(schema, partitions)?)
 }
 
+/// What running and explaining a plan share: the evaluation options, the main table's
+/// column types, whether it needs scan order, and a session configured for it.
+struct Setup {
+    opts: EvalOptions,
+    types: Vec<ValueType>,
+    ordered: bool,
+    ctx: SessionContext,
+}
+
+impl Setup {
+    fn new(plan: &QueryPlan, options: &SelectOptions) -> Setup {
+        let types = plan.sources[0]
+            .schema
+            .columns()
+            .iter()
+            .map(|c| c.wire_type())
+            .collect();
+        let ordered = needs_scan_order(plan);
+        let mut config = SessionConfig::new();
+        if ordered {
+            config = config.with_target_partitions(1);
+        }
+        Setup {
+            opts: EvalOptions {
+                canonical_null_relations: options.use_canonical_null_relations,
+            },
+            types,
+            ordered,
+            ctx: SessionContext::new_with_config(config),
+        }
+    }
+}
+
+/// The main table's columns as the plan names them (`c0`..).
+fn table_layout(types: &[ValueType]) -> Layout {
+    types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("c{i}"), *t))
+        .collect()
+}
+
 /// Runs `plan` (accepted by [`lowerable`]) over the main table's `ranges`. `None` when a row
 /// limit is exceeded without `fail_on_incomplete_result`: the row pipeline then truncates as
 /// YT does.
@@ -218,21 +260,12 @@ pub(crate) async fn run(
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<Option<QueryResult>> {
-    let opts = EvalOptions {
-        canonical_null_relations: options.use_canonical_null_relations,
-    };
-    let types: Vec<ValueType> = plan.sources[0]
-        .schema
-        .columns()
-        .iter()
-        .map(|c| c.wire_type())
-        .collect();
-    let ordered = needs_scan_order(plan);
-    let mut config = SessionConfig::new();
-    if ordered {
-        config = config.with_target_partitions(1);
-    }
-    let ctx = SessionContext::new_with_config(config);
+    let Setup {
+        opts,
+        types,
+        ordered,
+        ctx,
+    } = Setup::new(plan, options);
     let limit = Arc::new(InputLimit::new(options.input_row_limit));
     let reads: ScanReads = Arc::default();
     // Dynamic tables stream; Parquet file tables are read whole (for now).
@@ -256,11 +289,7 @@ pub(crate) async fn run(
         }
     };
     let mut df = ctx.read_table(table)?;
-    let mut layout: Layout = types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (format!("c{i}"), *t))
-        .collect();
+    let mut layout = table_layout(&types);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
@@ -332,21 +361,12 @@ pub(crate) async fn explain(
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<String> {
-    let opts = EvalOptions {
-        canonical_null_relations: options.use_canonical_null_relations,
-    };
-    let types: Vec<ValueType> = plan.sources[0]
-        .schema
-        .columns()
-        .iter()
-        .map(|c| c.wire_type())
-        .collect();
-    let ordered = needs_scan_order(plan);
-    let mut config = SessionConfig::new();
-    if ordered {
-        config = config.with_target_partitions(1);
-    }
-    let ctx = SessionContext::new_with_config(config);
+    let Setup {
+        opts,
+        types,
+        ordered,
+        ctx,
+    } = Setup::new(plan, options);
     let table: Arc<dyn TableProvider> = match main {
         Source::Store { store, path } => {
             let scan = store
@@ -358,11 +378,7 @@ pub(crate) async fn explain(
         Source::Files(_) => Arc::new(input_table(Vec::new(), &types, ordered)?),
     };
     let mut df = ctx.read_table(table)?;
-    let mut layout: Layout = types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (format!("c{i}"), *t))
-        .collect();
+    let mut layout = table_layout(&types);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }

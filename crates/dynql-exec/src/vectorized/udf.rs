@@ -172,25 +172,12 @@ impl YtAggregate {
         let id = next_id();
         YtAggregate {
             id,
-            name: format!("yt_{}_{id}", function_name(function)),
+            name: format!("yt_{}_{id}", function.name()),
             function,
             signature: Signature::any(types.len(), Volatility::Immutable),
             types,
             result,
         }
-    }
-}
-
-fn function_name(f: AggregateFunction) -> &'static str {
-    match f {
-        AggregateFunction::Sum => "sum",
-        AggregateFunction::Min => "min",
-        AggregateFunction::Max => "max",
-        AggregateFunction::Avg => "avg",
-        AggregateFunction::Cardinality => "cardinality",
-        AggregateFunction::Argmin => "argmin",
-        AggregateFunction::Argmax => "argmax",
-        AggregateFunction::First => "first",
     }
 }
 
