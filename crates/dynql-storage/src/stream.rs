@@ -3,6 +3,7 @@
 //! a task that decodes, merges and sends a batch at a time into a channel of two, so a scan
 //! holds a few batches, not the table, and stops when its reader goes away.
 
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -45,7 +46,35 @@ impl std::fmt::Debug for TableScan {
     }
 }
 
+/// The store's state at one moment, pinned: every table read through it (its catalog and
+/// every scan planned from it) sees the same commits, whatever commits later. One query
+/// reads one snapshot.
+#[derive(Clone)]
+pub struct Snapshot {
+    store: Store,
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("seq", &self.state.seq)
+            .finish()
+    }
+}
+
 impl Store {
+    /// The store's state as of now (the latest checkpoint and log read first).
+    ///
+    /// # Errors
+    /// Reading the log or checkpoint fails.
+    pub async fn snapshot(&self) -> Result<Snapshot> {
+        Ok(Snapshot {
+            store: self.clone(),
+            state: self.refresh().await?,
+        })
+    }
+
     /// Plans a scan of `ranges` (all keys when `None`) of the table at `path` as of
     /// `timestamp`, over the store state as of now; later commits do not change it.
     ///
@@ -57,7 +86,34 @@ impl Store {
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
     ) -> Result<TableScan> {
-        let state = self.refresh().await?;
+        self.snapshot()
+            .await?
+            .plan_table_scan(path, ranges, timestamp)
+    }
+}
+
+impl Snapshot {
+    /// The tables and their catalog entries.
+    pub fn tables(&self) -> BTreeMap<String, TableEntry> {
+        self.state
+            .tables
+            .iter()
+            .map(|(p, (e, _))| (p.clone(), e.clone()))
+            .collect()
+    }
+
+    /// Plans a scan of `ranges` (all keys when `None`) of the table at `path` as of
+    /// `timestamp`: the tablets, chunks and row groups that meet the ranges.
+    ///
+    /// # Errors
+    /// No such table, a damaged table, bad pivot keys.
+    pub fn plan_table_scan(
+        &self,
+        path: &str,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+    ) -> Result<TableScan> {
+        let state = self.state.clone();
         let (entry, data) = state.table_data(path)?;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
@@ -83,8 +139,8 @@ impl Store {
         };
         let entry = entry.clone();
         Ok(TableScan {
-            store: self.clone(),
-            state,
+            store: self.store.clone(),
+            state: self.state.clone(),
             path: path.to_string(),
             entry,
             ranges,
