@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod provider;
+mod pushdown;
 pub mod scan;
 pub mod select;
 pub mod source;

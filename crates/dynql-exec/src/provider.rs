@@ -2,7 +2,7 @@
 //! [`FileTableProvider`] over Parquet files read as a table.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -10,88 +10,62 @@ use datafusion::catalog::Session;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result as DfResult};
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
 use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_storage::files::FileTable;
-use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
+use dynql_storage::{ScanStatistics, Snapshot, TableEntry, Timestamp};
 
-/// Batches grouped into one partition per tablet (at least one partition).
-pub(crate) fn partitions_by_tablet(
-    batches: Vec<(usize, datafusion::arrow::record_batch::RecordBatch)>,
-) -> Vec<Vec<datafusion::arrow::record_batch::RecordBatch>> {
-    let mut partitions: Vec<Vec<_>> = Vec::new();
-    let mut current = None;
-    for (tablet, b) in batches {
-        if current != Some(tablet) {
-            partitions.push(Vec::new());
-            current = Some(tablet);
-        }
-        if let Some(p) = partitions.last_mut() {
-            p.push(b);
-        }
-    }
-    if partitions.is_empty() {
-        partitions.push(Vec::new());
-    }
-    partitions
-}
+use crate::vectorized::table_scan::{streamed, InputLimit, ScanReads, TabletScanExec};
 
-/// A dynamic table as a DataFusion table read at one timestamp: one partition per tablet, rows in key
-/// order within each (sorted tables) or append order (ordered tables), compacted data passed through
-/// column-wise ([`Store::scan_batches`]). With key ranges, the scan reads only the tablets,
-/// chunks and row groups that meet them.
+/// A dynamic table as a DataFusion table, read at one timestamp from one pinned
+/// [`Snapshot`]: the scan (`TabletScanExec`) streams the tablets, one partition each, a few
+/// batches at a time, and reads only the tablets, chunks and row groups that meet the key
+/// ranges the pushed-down filters fix (through YT QL's range inference, computed key
+/// columns included).
+/// Filters stay above the scan: the ranges only decide what is read.
 pub struct StoreTable {
-    store: Store,
+    snapshot: Snapshot,
     path: String,
     entry: TableEntry,
     timestamp: Timestamp,
     schema: SchemaRef,
-    ranges: Option<Vec<KeyRange>>,
-    statistics: Arc<Mutex<ScanStatistics>>,
-    /// Whether string columns are shown as UTF-8 text (see [`StoreTable::with_text_strings`]).
-    text: bool,
+    read: Arc<InputLimit>,
+    reads: ScanReads,
 }
 
 impl StoreTable {
-    /// A provider for `entry` (as read from `store`'s catalog), reading at `timestamp`.
+    /// A provider for the table at `path` of `snapshot` (its catalog entry `entry`), reading
+    /// at `timestamp`. Byte strings are `BinaryView`.
     pub fn new(
-        store: Store,
+        snapshot: Snapshot,
         path: impl Into<String>,
         entry: TableEntry,
         timestamp: Timestamp,
     ) -> StoreTable {
-        let schema = table_arrow_schema(&entry.schema);
+        let schema = string_schema(&table_arrow_schema(&entry.schema), false);
         StoreTable {
-            store,
+            snapshot,
             path: path.into(),
             entry,
             timestamp,
             schema,
-            ranges: None,
-            statistics: Arc::default(),
-            text: false,
+            read: Arc::new(InputLimit::new(u64::MAX)),
+            reads: ScanReads::default(),
         }
     }
 
-    /// Shows `string`/`utf8` columns as UTF-8 text (`Utf8`) instead of bytes, for SQL's
+    /// Shows `string`/`utf8` columns as UTF-8 text (`Utf8View`) instead of bytes, for SQL's
     /// string functions; a value that is not valid UTF-8 then fails the scan.
     pub fn with_text_strings(mut self) -> StoreTable {
-        self.schema = text_schema(&self.schema);
-        self.text = true;
+        self.schema = string_schema(&self.schema, true);
         self
     }
 
-    /// Reads only keys in `ranges` (sorted tables).
-    pub fn with_ranges(mut self, ranges: Vec<KeyRange>) -> StoreTable {
-        self.ranges = Some(ranges);
-        self
-    }
-
-    /// What the last scan read.
+    /// What the scans of this table read so far (summed over their streams once they end).
     pub fn statistics(&self) -> ScanStatistics {
-        *self.statistics.lock().unwrap_or_else(|p| p.into_inner())
+        streamed(&self.reads, self.read.read())
     }
 
     /// The catalog entry the provider reads.
@@ -119,34 +93,41 @@ impl TableProvider for StoreTable {
         TableType::Base
     }
 
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
     async fn scan(
         &self,
         _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let (batches, statistics) = self
-            .store
-            .scan_batches_as(&self.path, self.ranges.as_deref(), self.timestamp, false)
-            .await
+        let ranges = crate::pushdown::key_ranges(filters, &self.entry.schema);
+        let scan = self
+            .snapshot
+            .plan_table_scan(&self.path, Some(&ranges), self.timestamp)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        *self.statistics.lock().unwrap_or_else(|p| p.into_inner()) = statistics;
-        let batches = if self.text {
-            batches
-                .into_iter()
-                .map(|(t, b)| Ok((t, cast_batch(&b, &self.schema, &self.path)?)))
-                .collect::<DfResult<Vec<_>>>()?
-        } else {
-            batches
-        };
-        let partitions = partitions_by_tablet(batches);
-        let exec = MemorySourceConfig::try_new_exec(
-            &partitions,
-            self.schema.clone(),
-            projection.cloned(),
-        )?;
-        Ok(exec)
+        // Ordered tables lead the scanned rows with `$tablet_index`, `$row_index`.
+        let offset =
+            self.entry.schema.query_schema().columns().len() - self.entry.schema.columns().len();
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let schema = Arc::new(self.schema.project(&projection)?);
+        let columns = projection.iter().map(|i| i + offset).collect();
+        Ok(Arc::new(TabletScanExec::new(
+            scan,
+            false,
+            columns,
+            schema,
+            self.read.clone(),
+            self.reads.clone(),
+        )))
     }
 }
 
@@ -159,7 +140,8 @@ pub struct FileTableProvider {
 
 impl FileTableProvider {
     /// A provider over opened files; `string`/`utf8` columns are UTF-8 text (`Utf8`), as
-    /// with [`StoreTable::with_text_strings`].
+    /// with SQL's view of store tables
+    /// ([`StoreTable::with_text_strings`]), but as `Utf8`.
     pub fn new(table: FileTable) -> FileTableProvider {
         let schema = text_schema(&table_arrow_schema(table.schema()));
         FileTableProvider { table, schema }
@@ -210,7 +192,28 @@ impl TableProvider for FileTableProvider {
     }
 }
 
-/// `schema` with the fields of YT type `string` or `utf8` as `Utf8` (`any` stays bytes).
+/// `schema` with the fields of YT type `string` or `utf8` as `Utf8View` when `text`, and
+/// byte strings (`any`, and strings when not `text`) as `BinaryView`.
+fn string_schema(schema: &SchemaRef, text: bool) -> SchemaRef {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let yt = f.metadata().get(dynql_core::arrow_convert::YT_TYPE_KEY);
+            let string = matches!(yt.map(String::as_str), Some("string" | "utf8"));
+            let bytes = matches!(f.data_type(), DataType::Binary | DataType::BinaryView);
+            match () {
+                _ if bytes && string && text => Field::clone(f).with_data_type(DataType::Utf8View),
+                _ if bytes => Field::clone(f).with_data_type(DataType::BinaryView),
+                _ => Field::clone(f),
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// The fields of YT type `string` or `utf8` as `Utf8` (`any` stays bytes).
 fn text_schema(schema: &SchemaRef) -> SchemaRef {
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     let fields: Vec<Field> = schema

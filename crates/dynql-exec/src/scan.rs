@@ -2,13 +2,14 @@
 //! WHERE ([`dynql_ql::ranges`]), the full-scan guard, key ranges of joined tables from the
 //! join keys of the rows already read, and `explain-query`.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
+use std::sync::Arc;
 
-use dynql_core::{TableSchema, Value};
+use dynql_core::{TableSchema, Value, ValueType};
 use dynql_ql::eval::{evaluate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
 use dynql_ql::ranges::{self, infer_key_ranges, used_key_width, KeyBoundValue, RangeOptions};
-use dynql_ql::texpr::TExpr;
+use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_storage::{KeyBound, KeyRange, ScanStatistics};
 
 use crate::error::{Error, Result};
@@ -68,62 +69,78 @@ pub fn main_table_ranges(
     Ok(inferred)
 }
 
-/// For a join whose equations fix a prefix of the foreign table's key: the point ranges of
-/// the distinct prefixes the rows already joined ask for (only those foreign rows can
-/// match). `None` when the equations fix no key prefix (the foreign table is read whole).
+/// For a join whose equations fix key columns of the foreign table: the key ranges that
+/// hold the foreign rows the rows already joined can match, inferred from `(fixed columns)
+/// IN (the distinct values the rows ask for)`, so computed key columns over the fixed ones
+/// are enumerated as in WHERE. `None` when that fixes no key prefix (the foreign table is
+/// read whole).
 pub fn join_ranges(
     join: &JoinPlan,
     foreign: &TableSchema,
     rows: &[Vec<Value>],
     opts: EvalOptions,
 ) -> Result<Option<Vec<KeyRange>>> {
-    // Equation index for each leading key column of the foreign table.
-    let mut prefix = Vec::new();
-    for column in 0..foreign.key_column_count() {
-        let equation = join
-            .foreign_keys
-            .iter()
-            .position(|e| matches!(e.kind, TExpr::Column(c) if c == column));
-        match equation {
-            Some(i) => prefix.push(i),
-            None => break,
-        }
-    }
-    if prefix.is_empty() {
+    let fixed = fixed_columns(join);
+    if fixed.is_empty() || !foreign.is_sorted() {
         return Ok(None);
     }
-    let mut keys: BTreeSet<KeyOrder> = BTreeSet::new();
+    let mut set = HashSet::new();
     for r in rows {
-        let mut key = Vec::with_capacity(prefix.len());
-        for &i in &prefix {
+        let mut key = Vec::with_capacity(fixed.len());
+        for &(i, _) in &fixed {
             key.push(evaluate(&join.self_keys[i], r, opts)?);
         }
-        keys.insert(KeyOrder(key));
+        set.insert(key);
     }
-    Ok(Some(
-        keys.into_iter()
-            .map(|k| KeyRange {
-                lower: KeyBound::new(k.0.clone(), false),
-                upper: KeyBound::new(k.0, true),
-            })
-            .collect(),
-    ))
+    if set.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    Ok(lookup_ranges(join, foreign, &fixed, set))
 }
 
-/// A key prefix in YT order.
-#[derive(PartialEq, Eq)]
-struct KeyOrder(Vec<Value>);
-
-impl PartialOrd for KeyOrder {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
+/// Whether a join reads the foreign table by key (see [`join_ranges`]) rather than whole.
+pub fn join_reads_by_key(join: &JoinPlan, foreign: &TableSchema) -> bool {
+    let fixed = fixed_columns(join);
+    let nulls = HashSet::from([vec![Value::Null; fixed.len()]]);
+    !fixed.is_empty()
+        && foreign.is_sorted()
+        && lookup_ranges(join, foreign, &fixed, nulls).is_some()
 }
 
-impl Ord for KeyOrder {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        dynql_core::compare_rows(&self.0, &other.0)
+/// The equations on plain foreign columns, one per column: (equation, column).
+fn fixed_columns(join: &JoinPlan) -> Vec<(usize, usize)> {
+    let mut fixed: Vec<(usize, usize)> = Vec::new();
+    for (i, e) in join.foreign_keys.iter().enumerate() {
+        if let TExpr::Column(c) = e.kind {
+            if fixed.iter().all(|&(_, seen)| seen != c) {
+                fixed.push((i, c));
+            }
+        }
     }
+    fixed
+}
+
+/// The key ranges of `(fixed columns) IN set`; `None` when they fix no key prefix.
+fn lookup_ranges(
+    join: &JoinPlan,
+    foreign: &TableSchema,
+    fixed: &[(usize, usize)],
+    set: HashSet<Vec<Value>>,
+) -> Option<Vec<KeyRange>> {
+    let predicate = TypedExpr::new(
+        TExpr::In {
+            operands: fixed
+                .iter()
+                .map(|&(i, c)| TypedExpr::new(TExpr::Column(c), join.foreign_keys[i].ty))
+                .collect(),
+            set: Arc::new(set),
+            negated: false,
+        },
+        ValueType::Boolean,
+    );
+    // A computed key column that cannot be enumerated for some value: read everything.
+    let inferred = infer_key_ranges(foreign, Some(&predicate), &RangeOptions::default()).ok()?;
+    (used_key_width(&inferred) > 0).then(|| storage_ranges(&inferred))
 }
 
 /// What `explain-query` reports: the main table's inferred key ranges and what a scan of
@@ -133,7 +150,7 @@ pub struct Explanation {
     pub ranges: Vec<ranges::KeyRange>,
     pub read: ScanStatistics,
     /// The physical plan that runs the query, as indented text (`None` for queries the row
-    /// pipeline still runs: joins, WITH TOTALS, LIMIT of groups without ORDER BY).
+    /// pipeline still runs: WITH TOTALS, LIMIT of groups without ORDER BY).
     pub plan: Option<String>,
 }
 
@@ -142,7 +159,7 @@ impl Explanation {
     pub fn to_json(&self) -> serde_json::Value {
         let pair = |(a, b): (usize, usize)| serde_json::json!([a, b]);
         let plan = self.plan.clone().unwrap_or_else(|| {
-            "RowPipeline: joins, WITH TOTALS or LIMIT of groups without ORDER BY run row by row"
+            "RowPipeline: WITH TOTALS or LIMIT of groups without ORDER BY run row by row"
                 .to_string()
         });
         serde_json::json!({

@@ -169,7 +169,9 @@ pub async fn select_rows_with(
     }
     if pipeline == Pipeline::Vectorized && crate::vectorized::lower::lowerable(&plan) {
         let ranges = storage_ranges(&inferred);
-        if let Some(result) = crate::vectorized::lower::run(&main, &plan, &ranges, options).await? {
+        if let Some(result) =
+            crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await?
+        {
             return Ok(result);
         }
     }
@@ -230,7 +232,7 @@ pub async fn explain_query(
                 .to_string(),
         )
     } else if crate::vectorized::lower::lowerable(&plan) {
-        Some(crate::vectorized::lower::explain(&main, &plan, &scanned, options).await?)
+        Some(crate::vectorized::lower::explain(&catalog, &plan, &scanned, options).await?)
     } else {
         None
     };
@@ -533,7 +535,8 @@ fn eval_all(exprs: &[TypedExpr], row: &[Value], opts: EvalOptions) -> Result<Vec
 }
 
 /// A lookup join: the foreign rows passing the join predicate, indexed by their equation
-/// values; every row looks its own equation values up.
+/// values; every row looks its own equation values up. Past the output row limit the
+/// joined rows are cut there (or the query fails with `fail_on_incomplete_result`).
 fn run_join(
     join: &JoinPlan,
     rows: Vec<Vec<Value>>,
@@ -543,14 +546,35 @@ fn run_join(
     options: &SelectOptions,
     stats: &mut Statistics,
 ) -> Result<Vec<Vec<Value>>> {
-    let mut index: HashMap<Vec<Value>, Vec<Vec<Value>>> = HashMap::new();
+    let mut out = join_rows(join, rows, &foreign, foreign_width, opts)?;
+    if out.len() as u64 > options.output_row_limit {
+        if options.fail_on_incomplete_result {
+            return Err(Error::LimitExceeded { what: "output" });
+        }
+        stats.incomplete_output = true;
+        out.truncate(options.output_row_limit as usize);
+    }
+    Ok(out)
+}
+
+/// The rows of `rows` joined with those of `foreign` (rows of a table `foreign_width`
+/// columns wide) by `join`'s equations, in the order of `rows`: each row with every match,
+/// or with nulls when unmatched in a LEFT join. Equal values match, nulls included.
+pub(crate) fn join_rows(
+    join: &JoinPlan,
+    rows: Vec<Vec<Value>>,
+    foreign: &[Vec<Value>],
+    foreign_width: usize,
+    opts: EvalOptions,
+) -> Result<Vec<Vec<Value>>> {
+    let mut index: HashMap<Vec<Value>, Vec<&Vec<Value>>> = HashMap::new();
     for f in foreign {
         if let Some(p) = &join.foreign_predicate {
-            if !evaluate_predicate(p, &f, opts)? {
+            if !evaluate_predicate(p, f, opts)? {
                 continue;
             }
         }
-        let key = eval_all(&join.foreign_keys, &f, opts)?;
+        let key = eval_all(&join.foreign_keys, f, opts)?;
         index.entry(key).or_default().push(f);
     }
     let mut out = Vec::with_capacity(rows.len());
@@ -570,14 +594,6 @@ fn run_join(
                 out.push(joined);
             }
             None => {}
-        }
-        if out.len() as u64 > options.output_row_limit {
-            if options.fail_on_incomplete_result {
-                return Err(Error::LimitExceeded { what: "output" });
-            }
-            stats.incomplete_output = true;
-            out.truncate(options.output_row_limit as usize);
-            break;
         }
     }
     Ok(out)

@@ -8,7 +8,7 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::{TableSchema, Value};
 use dynql_ql::Catalog;
 use dynql_storage::files::FileTable;
-use dynql_storage::{KeyRange, ScanStatistics, Store, TableEntry, Timestamp};
+use dynql_storage::{KeyRange, ScanStatistics, Snapshot, Store, TableEntry, Timestamp};
 
 use crate::error::{Error, Result};
 
@@ -46,8 +46,10 @@ impl FileTables {
     }
 }
 
-/// The tables of one query, with their schemas.
+/// The tables of one query, with their schemas, and the store snapshot they were read
+/// from (the vectorised pipeline reads every dynamic table from it).
 pub(crate) struct Tables {
+    pub(crate) snapshot: Snapshot,
     pub(crate) store: BTreeMap<String, TableEntry>,
     pub(crate) files: BTreeMap<String, Arc<FileTable>>,
 }
@@ -59,7 +61,8 @@ impl Tables {
         paths: &[String],
         files: &FileTables,
     ) -> Result<Tables> {
-        let tables = store.tables().await?;
+        let snapshot = store.snapshot().await?;
+        let tables = snapshot.tables();
         let mut opened = BTreeMap::new();
         for path in paths {
             if opened.contains_key(path) {
@@ -77,6 +80,7 @@ impl Tables {
             opened.insert(path.clone(), Arc::new(table));
         }
         Ok(Tables {
+            snapshot,
             store: tables,
             files: opened,
         })

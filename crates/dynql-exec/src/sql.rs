@@ -3,7 +3,8 @@
 //! or a name mapped with [`FileTables`]).
 //!
 //! Only the tables a statement names are opened. Dynamic tables are read at one timestamp
-//! through [`StoreTable`]; files through [`FileTableProvider`]. String columns are UTF-8 text
+//! from one snapshot through [`StoreTable`], streamed tablet by tablet, with the key ranges
+//! the filters fix pushed into the scan; files through [`FileTableProvider`]. String columns are UTF-8 text
 //! to SQL (its string functions need it); a value that is not UTF-8 fails the statement.
 
 use std::sync::Arc;
@@ -77,7 +78,10 @@ async fn run(
     let state = ctx.state();
     let statement = state.sql_to_statement(sql, &state.config().options().sql_parser.dialect)?;
     let references = state.resolve_table_references(&statement)?;
-    let tables = store.tables().await?;
+    // Every dynamic table of the statement is read from one snapshot.
+    let snapshot = store.snapshot().await?;
+    let tables = snapshot.tables();
+    let mut scanned = Vec::new();
     for reference in references {
         // Only bare names can be paths or file locations (`"//t"`, `"file:…"`).
         if reference.schema().is_some() {
@@ -97,9 +101,12 @@ async fn run(
             ctx.register_table(reference.clone(), Arc::new(FileTableProvider::new(table)))?;
         } else if let Some(entry) = tables.get(name) {
             dynql_storage::tablets::check_readable(entry, name)?;
-            let provider =
-                StoreTable::new(store.clone(), name, entry.clone(), timestamp).with_text_strings();
-            ctx.register_table(reference.clone(), Arc::new(provider))?;
+            let provider = Arc::new(
+                StoreTable::new(snapshot.clone(), name, entry.clone(), timestamp)
+                    .with_text_strings(),
+            );
+            scanned.push(provider.clone());
+            ctx.register_table(reference.clone(), provider)?;
         }
     }
     let plan = state.statement_to_plan(statement).await?;
@@ -128,10 +135,17 @@ async fn run(
     } else {
         (Vec::new(), Vec::new())
     };
+    let mut statistics = Statistics::default();
+    for table in &scanned {
+        let read = table.statistics();
+        statistics.rows_read += read.rows_read;
+        statistics.data_weight_read += read.data_weight;
+    }
+    statistics.rows_written = rows.len() as u64;
     Ok(QueryResult {
         columns,
         rows,
-        statistics: Statistics::default(),
+        statistics,
     })
 }
 

@@ -127,6 +127,19 @@ fn query() -> impl Strategy<Value = (String, bool)> {
             format!("sum(1) as n, sum({v}) as s from [//t] where {w} group by 1 as one"),
             true
         )),
+        // Joins: lookups by the foreign key, without an index, LEFT, and grouped after.
+        (bool_expr(), int_expr()).prop_map(|(w, v)| (
+            format!("k, g, w, {v} as v from [//t] join [//u] using g where {w}"),
+            true
+        )),
+        bool_expr().prop_map(|w| (
+            format!("k, t.g, u.g as ug, w from [//t] as t left join [//u] as u on t.x = u.w and u.w > -2 where {w}"),
+            true
+        )),
+        (bool_expr(), int_expr()).prop_map(|(w, v)| (
+            format!("w, sum({v}) as s, sum(1) as n from [//t] left join [//u] using g where {w} group by w"),
+            false
+        )),
     ]
 }
 
@@ -186,7 +199,17 @@ fn run(
                 _ => {}
             }
         }
+        db.create_table_from_text(
+            "//u",
+            "{dynamic=%true; schema=[{name=g; type=string; sort_order=ascending}; {name=w; type=int64}]}",
+        )
+        .await
+        .unwrap();
+        let foreign = [json!({"g": "g0", "w": 1}), json!({"g": "g1", "w": -2}),
+                       json!({"g": "g2", "w": 1}), json!({"g": null, "w": 3})];
+        db.insert_json_rows("//u", &foreign).await.unwrap();
         let options = SelectOptions {
+            allow_join_without_index: true,
             use_canonical_null_relations: canonical,
             ..SelectOptions::default()
         };
@@ -202,7 +225,11 @@ fn run(
                         "{}",
                         query
                     );
-                    prop_assert_eq!(v.statistics.rows_read, r.statistics.rows_read);
+                    // A lookup join reads the foreign table once per batch of its input (as YT
+                    // does), the row pipeline once per query: only the rows must agree there.
+                    if !query.contains(" join ") {
+                        prop_assert_eq!(v.statistics.rows_read, r.statistics.rows_read);
+                    }
                 }
                 (Err(v), Err(r)) => prop_assert_eq!(v.to_string(), r.to_string(), "{}", query),
                 (v, r) => prop_assert!(

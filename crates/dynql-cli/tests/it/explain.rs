@@ -326,4 +326,20 @@ fn explain_shows_the_physical_plan_with_the_tablet_scan() {
         e["plan"].as_str().unwrap().starts_with("KeyOrderScan"),
         "{e}"
     );
+    // A join is a lookup over the joined table's key prefixes, under the WHERE filter.
+    let out = store.ok(
+        &[
+            "explain-query",
+            "a.v, b.v from [//t] as a join [//t] as b on a.id = b.id where a.id between 1 and 9 and b.v > \"value 1\"",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let e: Value = serde_json::from_str(&out).unwrap();
+    let plan = e["plan"].as_str().unwrap();
+    assert!(
+        plan.contains("LookupJoinExec: table=//t, inner, reads=key prefixes"),
+        "{plan}"
+    );
 }

@@ -10,10 +10,14 @@
 //! Columns are named by position (`c0`.. for the table, `g0`../`a0`.. for group keys and
 //! aggregates), as the bound plan refers to them.
 //!
+//! JOINs come first, as YT joins before WHERE: the scanned table is the main table joined
+//! by lookup joins ([`JoinedTable`]).
+//!
 //! Where YT's result depends on scan order (no ORDER BY and no grouping, or `first`), the
 //! plan runs as one partition in key order. The grouped rows are counted before HAVING, as
 //! YT applies the output row limit to them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -35,20 +39,20 @@ use dynql_ql::plan::{AggregateCall, QueryPlan};
 use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_storage::{KeyRange, ScanStatistics};
 
-use super::table_scan::{InputLimit, ScanReads, ScanTable};
+use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
+use super::table_scan::{streamed, InputLimit, ScanReads, ScanTable};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
 use crate::error::{Error, Result};
 use crate::select::{QueryResult, SelectOptions, Statistics};
-use crate::source::Source;
+use crate::source::{Source, Tables};
 
 /// Whether the vectorised pipeline runs `plan` (the row pipeline runs the rest for now):
-/// no joins, no WITH TOTALS, and no LIMIT of groups without ORDER BY (YT keeps the first
-/// groups in scan order there).
+/// no WITH TOTALS, and no LIMIT of groups without ORDER BY (YT keeps the first groups in
+/// scan order there).
 pub(crate) fn lowerable(plan: &QueryPlan) -> bool {
-    plan.joins.is_empty()
-        && plan.group.as_ref().is_none_or(|g| {
-            g.totals == TotalsMode::None && !(plan.limit.is_some() && plan.order_by.is_empty())
-        })
+    plan.group.as_ref().is_none_or(|g| {
+        g.totals == TotalsMode::None && !(plan.limit.is_some() && plan.order_by.is_empty())
+    })
 }
 
 /// Whether the result depends on the order rows are scanned in.
@@ -209,23 +213,27 @@ fn input_table(
     Ok(MemTable::try_new(schema, partitions)?)
 }
 
-/// What running and explaining a plan share: the evaluation options, the main table's
-/// column types, whether it needs scan order, and a session configured for it.
+/// What running and explaining a plan share: the evaluation options, the column types of
+/// the main table and of the joined row, whether it needs scan order, and a session
+/// configured for it.
 struct Setup {
     opts: EvalOptions,
     types: Vec<ValueType>,
+    joined: Vec<ValueType>,
     ordered: bool,
     ctx: SessionContext,
 }
 
 impl Setup {
     fn new(plan: &QueryPlan, options: &SelectOptions) -> Setup {
-        let types = plan.sources[0]
-            .schema
-            .columns()
-            .iter()
-            .map(|c| c.wire_type())
-            .collect();
+        let wire = |schema: &dynql_core::TableSchema| -> Vec<ValueType> {
+            schema.columns().iter().map(|c| c.wire_type()).collect()
+        };
+        let types = wire(&plan.sources[0].schema);
+        let mut joined = types.clone();
+        for join in &plan.joins {
+            joined.extend(wire(&plan.sources[join.source].schema));
+        }
         let ordered = needs_scan_order(plan);
         let mut config = SessionConfig::new();
         if ordered {
@@ -236,8 +244,124 @@ impl Setup {
                 canonical_null_relations: options.use_canonical_null_relations,
             },
             types,
+            joined,
             ordered,
             ctx: SessionContext::new_with_config(config),
+        }
+    }
+
+    /// The rows the plan reads: the main table (dynamic tables stream from the query's
+    /// snapshot; Parquet file tables are read whole, for now, and only when `read`) under
+    /// one lookup join per JOIN clause. `None` when a file table is past the input row limit
+    /// without `fail_on_incomplete_result` (the row pipeline then truncates as YT does).
+    async fn input(
+        &self,
+        tables: &Tables,
+        plan: &QueryPlan,
+        ranges: &[KeyRange],
+        options: &SelectOptions,
+        read: bool,
+    ) -> Result<Option<Input>> {
+        let limit = Arc::new(InputLimit::new(options.input_row_limit));
+        let reads: ScanReads = Arc::default();
+        let path = &plan.sources[0].path;
+        let (main, read_whole): (Arc<dyn TableProvider>, Option<ScanStatistics>) =
+            match tables.files.get(path) {
+                None => {
+                    let scan =
+                        tables
+                            .snapshot
+                            .plan_table_scan(path, Some(ranges), options.timestamp)?;
+                    let table = ScanTable::new(
+                        scan,
+                        &self.types,
+                        self.ordered,
+                        limit.clone(),
+                        reads.clone(),
+                    );
+                    (Arc::new(table), None)
+                }
+                Some(_) if !read => (
+                    Arc::new(input_table(Vec::new(), &self.types, self.ordered)?),
+                    None,
+                ),
+                Some(files) => {
+                    let source = Source::Files(files);
+                    let (batches, scan) = source
+                        .viewed_batches(Some(ranges), options.timestamp)
+                        .await?;
+                    if scan.rows_read > options.input_row_limit {
+                        if options.fail_on_incomplete_result {
+                            return Err(Error::LimitExceeded { what: "input" });
+                        }
+                        return Ok(None);
+                    }
+                    (
+                        Arc::new(input_table(batches, &self.types, self.ordered)?),
+                        Some(scan),
+                    )
+                }
+            };
+        let joins = Arc::new(JoinContext {
+            opts: self.opts,
+            timestamp: options.timestamp,
+            output: Arc::new(InputLimit::new(options.output_row_limit)),
+            rows_read: AtomicU64::new(0),
+            data_weight: AtomicU64::new(0),
+        });
+        let table = if plan.joins.is_empty() {
+            main
+        } else {
+            let steps = plan
+                .joins
+                .iter()
+                .map(|join| {
+                    let source = &plan.sources[join.source];
+                    let foreign = match tables.files.get(&source.path) {
+                        Some(files) => Foreign::Files(files.clone()),
+                        None => Foreign::Store {
+                            snapshot: tables.snapshot.clone(),
+                            path: source.path.clone(),
+                        },
+                    };
+                    JoinStep {
+                        join: join.clone(),
+                        foreign,
+                        schema: source.schema.clone(),
+                    }
+                })
+                .collect();
+            Arc::new(JoinedTable::new(main, &self.types, steps, joins.clone()))
+        };
+        Ok(Some(Input {
+            table,
+            read_whole,
+            limit,
+            reads,
+            joins,
+        }))
+    }
+}
+
+/// The table a plan reads and the counters of what it read.
+struct Input {
+    table: Arc<dyn TableProvider>,
+    /// What a file table's whole read read.
+    read_whole: Option<ScanStatistics>,
+    limit: Arc<InputLimit>,
+    reads: ScanReads,
+    joins: Arc<JoinContext>,
+}
+
+impl Input {
+    /// Whether a row limit was passed, as the error YT gives for it.
+    fn exceeded(&self) -> Option<Error> {
+        if self.limit.exceeded() {
+            Some(Error::LimitExceeded { what: "input" })
+        } else if self.joins.output.exceeded() {
+            Some(Error::LimitExceeded { what: "output" })
+        } else {
+            None
         }
     }
 }
@@ -255,41 +379,20 @@ fn table_layout(types: &[ValueType]) -> Layout {
 /// limit is exceeded without `fail_on_incomplete_result`: the row pipeline then truncates as
 /// YT does.
 pub(crate) async fn run(
-    main: &Source<'_>,
+    tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<Option<QueryResult>> {
-    let Setup {
-        opts,
-        types,
-        ordered,
-        ctx,
-    } = Setup::new(plan, options);
-    let limit = Arc::new(InputLimit::new(options.input_row_limit));
-    let reads: ScanReads = Arc::default();
-    // Dynamic tables stream; Parquet file tables are read whole (for now).
-    let (table, read_whole): (Arc<dyn TableProvider>, Option<ScanStatistics>) = match main {
-        Source::Store { store, path } => {
-            let scan = store
-                .plan_table_scan(path, Some(ranges), options.timestamp)
-                .await?;
-            let table = ScanTable::new(scan, &types, ordered, limit.clone(), reads.clone());
-            (Arc::new(table), None)
-        }
-        Source::Files(_) => {
-            let (batches, scan) = main.viewed_batches(Some(ranges), options.timestamp).await?;
-            if scan.rows_read > options.input_row_limit {
-                if options.fail_on_incomplete_result {
-                    return Err(Error::LimitExceeded { what: "input" });
-                }
-                return Ok(None);
-            }
-            (Arc::new(input_table(batches, &types, ordered)?), Some(scan))
-        }
+    let setup = Setup::new(plan, options);
+    let Some(input) = setup.input(tables, plan, ranges, options, true).await? else {
+        return Ok(None);
     };
-    let mut df = ctx.read_table(table)?;
-    let mut layout = table_layout(&types);
+    let Setup {
+        opts, joined, ctx, ..
+    } = setup;
+    let mut df = ctx.read_table(input.table.clone())?;
+    let mut layout = table_layout(&joined);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
@@ -298,7 +401,7 @@ pub(crate) async fn run(
         df = df.aggregate(keys, aggregates)?;
         // The groups are counted before HAVING: YT's output limit applies to them.
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let Some(groups) = collect(df, &limit, options).await? else {
+        let Some(groups) = collect(df, &input, options).await? else {
             return Ok(None);
         };
         let count: usize = groups.iter().map(RecordBatch::num_rows).sum();
@@ -316,7 +419,7 @@ pub(crate) async fn run(
     }
     df = order_and_limit(df, plan, &layout, opts)?;
     let projections = projections(plan, &layout, opts)?;
-    let Some(batches) = collect(df.select(projections)?, &limit, options).await? else {
+    let Some(batches) = collect(df.select(projections)?, &input, options).await? else {
         return Ok(None);
     };
     let out_types: Vec<ValueType> = plan.projections.iter().map(|p| p.expr.ty).collect();
@@ -330,13 +433,13 @@ pub(crate) async fn run(
         }
         return Ok(None);
     }
-    let scan = match read_whole {
+    let scan = match input.read_whole {
         Some(scan) => scan,
-        None => streamed(&reads, limit.read()),
+        None => streamed(&input.reads, input.limit.read()),
     };
     let statistics = Statistics {
-        rows_read: scan.rows_read,
-        data_weight_read: scan.data_weight,
+        rows_read: scan.rows_read + input.joins.rows_read.load(Ordering::Relaxed),
+        data_weight_read: scan.data_weight + input.joins.data_weight.load(Ordering::Relaxed),
         rows_written: rows.len() as u64,
         scan,
         ..Statistics::default()
@@ -356,29 +459,21 @@ pub(crate) async fn run(
 /// indented text; nothing is read. Grouped queries show the whole pipeline in one plan (the
 /// run counts the groups between aggregation and HAVING).
 pub(crate) async fn explain(
-    main: &Source<'_>,
+    tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<String> {
+    let setup = Setup::new(plan, options);
+    let input = setup
+        .input(tables, plan, ranges, options, false)
+        .await?
+        .ok_or_else(|| DataFusionError::Internal("explaining reads nothing".into()))?;
     let Setup {
-        opts,
-        types,
-        ordered,
-        ctx,
-    } = Setup::new(plan, options);
-    let table: Arc<dyn TableProvider> = match main {
-        Source::Store { store, path } => {
-            let scan = store
-                .plan_table_scan(path, Some(ranges), options.timestamp)
-                .await?;
-            let limit = Arc::new(InputLimit::new(options.input_row_limit));
-            Arc::new(ScanTable::new(scan, &types, ordered, limit, Arc::default()))
-        }
-        Source::Files(_) => Arc::new(input_table(Vec::new(), &types, ordered)?),
-    };
-    let mut df = ctx.read_table(table)?;
-    let mut layout = table_layout(&types);
+        opts, joined, ctx, ..
+    } = setup;
+    let mut df = ctx.read_table(input.table)?;
+    let mut layout = table_layout(&joined);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
@@ -431,40 +526,22 @@ fn projections(plan: &QueryPlan, layout: &Layout, opts: EvalOptions) -> Result<V
         .collect()
 }
 
-/// Runs `df` to its batches. A scan past the input row limit fails the query with
-/// `fail_on_incomplete_result`, and otherwise gives `None` (the row pipeline truncates).
+/// Runs `df` to its batches. A scan past the input row limit (or joins past the output
+/// row limit) fails the query with `fail_on_incomplete_result`, and otherwise gives `None`
+/// (the row pipeline truncates).
 async fn collect(
     df: DataFrame,
-    limit: &InputLimit,
+    input: &Input,
     options: &SelectOptions,
 ) -> Result<Option<Vec<RecordBatch>>> {
     match df.collect().await {
         Ok(batches) => Ok(Some(batches)),
-        Err(_) if limit.exceeded() && !options.fail_on_incomplete_result => Ok(None),
-        Err(_) if limit.exceeded() => Err(Error::LimitExceeded { what: "input" }),
-        Err(e) => Err(query_error(e)),
+        Err(e) => match input.exceeded() {
+            Some(_) if !options.fail_on_incomplete_result => Ok(None),
+            Some(limit) => Err(limit),
+            None => Err(query_error(e)),
+        },
     }
-}
-
-/// What the streams of a query read, summed.
-fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistics {
-    let mut total = ScanStatistics {
-        rows_read,
-        ..ScanStatistics::default()
-    };
-    for read in reads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        if let Some(s) = *read.lock().unwrap_or_else(|p| p.into_inner()) {
-            total.data_weight += s.data_weight;
-            total.rows_decoded += s.rows_decoded;
-            total.tablets.0 = total.tablets.0.max(s.tablets.0);
-            total.tablets.1 = s.tablets.1;
-            total.chunks.0 += s.chunks.0;
-            total.chunks.1 = s.chunks.1;
-            total.row_groups.0 += s.row_groups.0;
-            total.row_groups.1 = s.row_groups.1;
-        }
-    }
-    total
 }
 
 /// ORDER BY in YT's value order (null first ascending, last descending; a NaN key fails),

@@ -3,6 +3,7 @@
 //! expressions over Arrow arrays ([`evaluate`]).
 
 pub(crate) mod evaluate;
+pub(crate) mod lookup_join;
 pub(crate) mod lower;
 pub(crate) mod table_scan;
 pub(crate) mod udf;

@@ -33,7 +33,8 @@ use dynql_storage::{ScanStatistics, TableScan};
 /// their own slices).
 const BATCH_ROWS: usize = 8192;
 
-/// YT's input row limit, counted across the partitions of one query.
+/// A row limit of YT's (input rows, or joined rows), counted across the partitions of one
+/// query.
 #[derive(Debug)]
 pub(crate) struct InputLimit {
     limit: u64,
@@ -50,6 +51,16 @@ impl InputLimit {
         }
     }
 
+    /// Counts `rows` more; `true` (and marked exceeded) when the count passes the limit.
+    pub(crate) fn add(&self, rows: u64) -> bool {
+        let read = self.read.fetch_add(rows, Ordering::Relaxed) + rows;
+        if read > self.limit {
+            self.exceeded.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
     /// Rows read so far.
     pub(crate) fn read(&self) -> u64 {
         self.read.load(Ordering::Relaxed)
@@ -63,6 +74,27 @@ impl InputLimit {
 
 /// What the streams of one query read, summed once they end.
 pub(crate) type ScanReads = Arc<Mutex<Vec<Arc<Mutex<Option<ScanStatistics>>>>>>;
+
+/// What the streams of a query read, summed.
+pub(crate) fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistics {
+    let mut total = ScanStatistics {
+        rows_read,
+        ..ScanStatistics::default()
+    };
+    for read in reads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        if let Some(s) = *read.lock().unwrap_or_else(|p| p.into_inner()) {
+            total.data_weight += s.data_weight;
+            total.rows_decoded += s.rows_decoded;
+            total.tablets.0 = total.tablets.0.max(s.tablets.0);
+            total.tablets.1 = s.tablets.1;
+            total.chunks.0 += s.chunks.0;
+            total.chunks.1 = s.chunks.1;
+            total.row_groups.0 += s.row_groups.0;
+            total.row_groups.1 = s.row_groups.1;
+        }
+    }
+    total
+}
 
 /// The column types of a table as the scan gives them: `c0`.. in the wire types' Arrow
 /// types, byte strings as views.
@@ -139,27 +171,14 @@ impl TableProvider for ScanTable {
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         let schema = Arc::new(self.schema.project(&projection)?);
-        let tablets = self.scan.tablets().to_vec();
-        let partitions: Vec<Vec<usize>> = if self.in_key_order || tablets.len() <= 1 {
-            vec![tablets]
-        } else {
-            tablets.into_iter().map(|t| vec![t]).collect()
-        };
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(partitions.len()),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
-        Ok(Arc::new(TabletScanExec {
-            scan: self.scan.clone(),
-            partitions,
+        Ok(Arc::new(TabletScanExec::new(
+            self.scan.clone(),
+            self.in_key_order,
             projection,
             schema,
-            properties: Arc::new(properties),
-            limit: self.limit.clone(),
-            reads: self.reads.clone(),
-        }))
+            self.limit.clone(),
+            self.reads.clone(),
+        )))
     }
 }
 
@@ -174,6 +193,42 @@ pub(crate) struct TabletScanExec {
     properties: Arc<PlanProperties>,
     limit: Arc<InputLimit>,
     reads: ScanReads,
+}
+
+impl TabletScanExec {
+    /// Streams `scan`'s tablets (one partition each, or one in key order for
+    /// `in_key_order`), giving the scan-layout `columns` as `schema`'s fields (cast to
+    /// their types: a string column shown as text fails on a value that is not UTF-8).
+    pub(crate) fn new(
+        scan: TableScan,
+        in_key_order: bool,
+        columns: Vec<usize>,
+        schema: SchemaRef,
+        limit: Arc<InputLimit>,
+        reads: ScanReads,
+    ) -> TabletScanExec {
+        let tablets = scan.tablets().to_vec();
+        let partitions: Vec<Vec<usize>> = if in_key_order || tablets.len() <= 1 {
+            vec![tablets]
+        } else {
+            tablets.into_iter().map(|t| vec![t]).collect()
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        TabletScanExec {
+            scan,
+            partitions,
+            projection: columns,
+            schema,
+            properties: Arc::new(properties),
+            limit,
+            reads,
+        }
+    }
 }
 
 impl DisplayAs for TabletScanExec {
@@ -251,24 +306,27 @@ impl ExecutionPlan for TabletScanExec {
         let projection = self.projection.clone();
         let limit = self.limit.clone();
         let out = schema.clone();
+        let table = self.scan.path().to_string();
         let batches = stream.map(move |batch| {
             let batch = batch.map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let rows = batch.num_rows() as u64;
-            let read = limit.read.fetch_add(rows, Ordering::Relaxed) + rows;
-            if read > limit.limit {
-                limit.exceeded.store(true, Ordering::Relaxed);
+            if limit.add(batch.num_rows() as u64) {
                 return Err(DataFusionError::External(Box::new(
                     crate::Error::LimitExceeded { what: "input" },
                 )));
             }
-            project(&batch, &projection, &out)
+            project(&batch, &projection, &out, &table)
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }
 }
 
-/// The projected columns of a scanned batch, in the scan schema's types.
-fn project(batch: &RecordBatch, projection: &[usize], schema: &SchemaRef) -> DfResult<RecordBatch> {
+/// The projected columns of a scanned batch of `table`, in the scan schema's types.
+fn project(
+    batch: &RecordBatch,
+    projection: &[usize],
+    schema: &SchemaRef,
+    table: &str,
+) -> DfResult<RecordBatch> {
     let columns = projection
         .iter()
         .zip(schema.fields())
@@ -277,7 +335,20 @@ fn project(batch: &RecordBatch, projection: &[usize], schema: &SchemaRef) -> DfR
             if c.data_type() == f.data_type() {
                 Ok(c.clone())
             } else {
-                arrow::compute::cast(c, f.data_type()).map_err(DataFusionError::from)
+                let options = arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                arrow::compute::cast_with_options(c, f.data_type(), &options).map_err(|e| {
+                    if matches!(f.data_type(), DataType::Utf8 | DataType::Utf8View) {
+                        DataFusionError::Execution(format!(
+                            "column {} of {table} holds a value that is not UTF-8 text ({e}); SQL reads string columns as text, YT QL (select-rows) reads them as bytes",
+                            f.name()
+                        ))
+                    } else {
+                        DataFusionError::from(e)
+                    }
+                })
             }
         })
         .collect::<DfResult<Vec<_>>>()?;

@@ -1,0 +1,413 @@
+//! YT's joins as plan operators. YT joins before WHERE, so the main table joined with the
+//! tables of the JOIN clauses is one DataFusion table, [`JoinedTable`]: the main table's
+//! scan under one [`LookupJoinExec`] per JOIN. Each batch of rows joined so far asks the
+//! next table only for the key prefixes its rows name (the equations that fix a prefix of
+//! the foreign key become point ranges), so a join reads the foreign table at those keys,
+//! never whole, and memory holds a batch's matches, not the table. A join whose equations
+//! fix no key prefix (`allow_join_without_index`) reads the foreign table once.
+//!
+//! Within a batch the join runs row by row over the equation values (as the row pipeline
+//! did); the rows it gives stay in the order of their left rows.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+};
+use futures::StreamExt;
+use tokio::sync::OnceCell;
+
+use dynql_core::arrow_convert::{arrow_type, batch_to_rows, rows_to_batch};
+use dynql_core::{TableSchema, Value, ValueType};
+use dynql_ql::eval::EvalOptions;
+use dynql_ql::plan::JoinPlan;
+use dynql_storage::files::FileTable;
+use dynql_storage::scan::row_weight;
+use dynql_storage::{KeyRange, Snapshot, Timestamp};
+
+use super::table_scan::InputLimit;
+use crate::error::{Error, Result};
+use crate::scan::{join_ranges, join_reads_by_key};
+use crate::select::join_rows;
+
+/// Rows per batch of a foreign table's scan.
+const FOREIGN_BATCH_ROWS: usize = 8192;
+
+/// The table a JOIN reads.
+#[derive(Debug, Clone)]
+pub(crate) enum Foreign {
+    /// A dynamic table, read from the query's snapshot.
+    Store { snapshot: Snapshot, path: String },
+    /// Parquet files.
+    Files(Arc<FileTable>),
+}
+
+impl Foreign {
+    fn name(&self) -> &str {
+        match self {
+            Foreign::Store { path, .. } => path,
+            Foreign::Files(f) => f.location(),
+        }
+    }
+
+    /// The rows with keys in `ranges` (all when `None`), each `types.len()` values.
+    async fn rows(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        timestamp: Timestamp,
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>> {
+        match self {
+            Foreign::Store { snapshot, path } => {
+                let scan = snapshot.plan_table_scan(path, ranges, timestamp)?;
+                let mut stream = scan.stream(scan.tablets().to_vec(), false, FOREIGN_BATCH_ROWS);
+                let mut rows = Vec::new();
+                while let Some(batch) = stream.next().await {
+                    rows.extend(batch_to_rows(&batch?, types));
+                }
+                Ok(rows)
+            }
+            Foreign::Files(f) => Ok(f.scan_rows(ranges).await?.0),
+        }
+    }
+}
+
+/// One JOIN clause: its plan, the table it reads and that table's (query) schema.
+#[derive(Debug)]
+pub(crate) struct JoinStep {
+    pub(crate) join: JoinPlan,
+    pub(crate) foreign: Foreign,
+    pub(crate) schema: TableSchema,
+}
+
+/// What the joins of one query share: options, the output row limit on joined rows (YT
+/// cuts the joined rows there), and what the lookups read.
+#[derive(Debug)]
+pub(crate) struct JoinContext {
+    pub(crate) opts: EvalOptions,
+    pub(crate) timestamp: Timestamp,
+    pub(crate) output: Arc<InputLimit>,
+    pub(crate) rows_read: AtomicU64,
+    pub(crate) data_weight: AtomicU64,
+}
+
+/// The main table joined with the JOIN clauses' tables, columns `c0`.. over the joined row.
+pub(crate) struct JoinedTable {
+    main: Arc<dyn TableProvider>,
+    steps: Arc<Vec<JoinStep>>,
+    /// The YT types of the joined row, main table first.
+    types: Vec<ValueType>,
+    schema: SchemaRef,
+    context: Arc<JoinContext>,
+}
+
+impl JoinedTable {
+    /// `main` (columns `c0`.. of the types its plan gives) joined by `steps`.
+    pub(crate) fn new(
+        main: Arc<dyn TableProvider>,
+        main_types: &[ValueType],
+        steps: Vec<JoinStep>,
+        context: Arc<JoinContext>,
+    ) -> JoinedTable {
+        let mut types = main_types.to_vec();
+        for step in &steps {
+            types.extend(step.schema.columns().iter().map(|c| c.wire_type()));
+        }
+        JoinedTable {
+            main,
+            steps: Arc::new(steps),
+            schema: joined_schema(&types),
+            types,
+            context,
+        }
+    }
+}
+
+/// Columns `c0`.. in their wire types' Arrow types.
+fn joined_schema(types: &[ValueType]) -> SchemaRef {
+    Arc::new(Schema::new(
+        types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Field::new(format!("c{i}"), arrow_type(*t), true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+impl fmt::Debug for JoinedTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinedTable")
+            .field("steps", &self.steps)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl TableProvider for JoinedTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        // The equations may read any column joined so far: every one is kept until the last
+        // join, which gives only the projected columns.
+        let mut plan = self.main.scan(state, None, &[], None).await?;
+        let mut width = plan.schema().fields().len();
+        for step in 0..self.steps.len() {
+            let left = self.types[..width].to_vec();
+            width += self.steps[step].schema.columns().len();
+            let last = step + 1 == self.steps.len();
+            let columns: Vec<usize> = match projection {
+                Some(p) if last => p.clone(),
+                _ => (0..width).collect(),
+            };
+            plan = Arc::new(LookupJoinExec::new(
+                plan,
+                self.steps.clone(),
+                step,
+                left,
+                self.types[..width].to_vec(),
+                columns,
+                self.context.clone(),
+            ));
+        }
+        Ok(plan)
+    }
+}
+
+/// Joins each batch of its input with the rows of one foreign table that match it (see the
+/// module notes), keeping the input's partitions and order.
+#[derive(Debug)]
+pub(crate) struct LookupJoinExec {
+    input: Arc<dyn ExecutionPlan>,
+    steps: Arc<Vec<JoinStep>>,
+    step: usize,
+    /// The YT types of the input rows and of the joined rows.
+    left: Vec<ValueType>,
+    joined: Vec<ValueType>,
+    /// The joined columns given, in order.
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    context: Arc<JoinContext>,
+    /// The whole foreign table, read once, when the equations fix no key prefix.
+    whole: Arc<OnceCell<Arc<Vec<Vec<Value>>>>>,
+}
+
+impl LookupJoinExec {
+    fn new(
+        input: Arc<dyn ExecutionPlan>,
+        steps: Arc<Vec<JoinStep>>,
+        step: usize,
+        left: Vec<ValueType>,
+        joined: Vec<ValueType>,
+        columns: Vec<usize>,
+        context: Arc<JoinContext>,
+    ) -> LookupJoinExec {
+        let full = joined_schema(&joined);
+        let schema = Arc::new(Schema::new(
+            columns
+                .iter()
+                .map(|&c| full.field(c).clone())
+                .collect::<Vec<_>>(),
+        ));
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            input.output_partitioning().clone(),
+            input.pipeline_behavior(),
+            input.boundedness(),
+        );
+        LookupJoinExec {
+            input,
+            steps,
+            step,
+            left,
+            joined,
+            columns,
+            schema,
+            properties: Arc::new(properties),
+            context,
+            whole: Arc::default(),
+        }
+    }
+}
+
+impl DisplayAs for LookupJoinExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let step = &self.steps[self.step];
+        let lookup = if join_reads_by_key(&step.join, &step.schema) {
+            "key prefixes"
+        } else {
+            "whole table"
+        };
+        write!(
+            f,
+            "LookupJoinExec: table={}, {}, reads={}",
+            step.foreign.name(),
+            if step.join.left_outer {
+                "left"
+            } else {
+                "inner"
+            },
+            lookup
+        )
+    }
+}
+
+/// The part of a join that runs per batch, owned by the batch's future.
+#[derive(Clone)]
+struct Lookup {
+    steps: Arc<Vec<JoinStep>>,
+    step: usize,
+    left: Arc<Vec<ValueType>>,
+    joined: Arc<Vec<ValueType>>,
+    columns: Arc<Vec<usize>>,
+    schema: SchemaRef,
+    context: Arc<JoinContext>,
+    whole: Arc<OnceCell<Arc<Vec<Vec<Value>>>>>,
+}
+
+impl Lookup {
+    async fn join(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let step = &self.steps[self.step];
+        let opts = self.context.opts;
+        let rows = batch_to_rows(&batch, &self.left);
+        let foreign_types: Vec<ValueType> = self.joined[self.left.len()..].to_vec();
+        let foreign: Arc<Vec<Vec<Value>>> =
+            match join_ranges(&step.join, &step.schema, &rows, opts)? {
+                Some(ranges) if ranges.is_empty() => Arc::default(),
+                Some(ranges) => Arc::new(self.read(Some(&ranges), &foreign_types).await?),
+                None => self
+                    .whole
+                    .get_or_try_init(|| async {
+                        Ok::<_, Error>(Arc::new(self.read(None, &foreign_types).await?))
+                    })
+                    .await?
+                    .clone(),
+            };
+        let joined = join_rows(&step.join, rows, &foreign, foreign_types.len(), opts)?;
+        let output = &self.context.output;
+        if output.add(joined.len() as u64) {
+            return Err(Error::LimitExceeded { what: "output" });
+        }
+        let projected: Vec<Vec<Value>> = joined
+            .into_iter()
+            .map(|r| self.columns.iter().map(|&c| r[c].clone()).collect())
+            .collect();
+        Ok(rows_to_batch(&self.schema, &projected).map_err(DataFusionError::from)?)
+    }
+
+    /// Reads the foreign rows of `ranges`, counting them as read.
+    async fn read(
+        &self,
+        ranges: Option<&[KeyRange]>,
+        types: &[ValueType],
+    ) -> Result<Vec<Vec<Value>>> {
+        let step = &self.steps[self.step];
+        let rows = step
+            .foreign
+            .rows(ranges, self.context.timestamp, types)
+            .await?;
+        let weight: u64 = rows.iter().map(|r| row_weight(r)).sum();
+        self.context
+            .rows_read
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        self.context
+            .data_weight
+            .fetch_add(weight, Ordering::Relaxed);
+        Ok(rows)
+    }
+}
+
+impl ExecutionPlan for LookupJoinExec {
+    fn name(&self) -> &str {
+        "LookupJoinExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| DataFusionError::Internal("LookupJoinExec has one child".into()))?;
+        Ok(Arc::new(LookupJoinExec::new(
+            input,
+            self.steps.clone(),
+            self.step,
+            self.left.clone(),
+            self.joined.clone(),
+            self.columns.clone(),
+            self.context.clone(),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let input = self.input.execute(partition, context)?;
+        let lookup = Lookup {
+            steps: self.steps.clone(),
+            step: self.step,
+            left: Arc::new(self.left.clone()),
+            joined: Arc::new(self.joined.clone()),
+            columns: Arc::new(self.columns.clone()),
+            schema: self.schema.clone(),
+            context: self.context.clone(),
+            whole: self.whole.clone(),
+        };
+        let batches = input.then(move |batch| {
+            let lookup = lookup.clone();
+            async move {
+                let batch = batch?;
+                lookup
+                    .join(batch)
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            batches,
+        )))
+    }
+}
