@@ -51,7 +51,7 @@ impl StoreTable {
             entry,
             timestamp,
             schema,
-            read: Arc::new(InputLimit::new(u64::MAX)),
+            read: Arc::new(InputLimit::new(u64::MAX, false)),
             reads: ScanReads::default(),
         }
     }

@@ -149,8 +149,8 @@ fn lookup_ranges(
 pub struct Explanation {
     pub ranges: Vec<ranges::KeyRange>,
     pub read: ScanStatistics,
-    /// The physical plan that runs the query, as indented text (`None` for queries the row
-    /// pipeline still runs: WITH TOTALS, LIMIT of groups without ORDER BY).
+    /// The physical plan that runs the query, as indented text (`KeyOrderScan` for reads up
+    /// to a LIMIT in key order; `None` when not known).
     pub plan: Option<String>,
 }
 
@@ -158,10 +158,7 @@ impl Explanation {
     /// The JSON object printed by `explain-query --format json`.
     pub fn to_json(&self) -> serde_json::Value {
         let pair = |(a, b): (usize, usize)| serde_json::json!([a, b]);
-        let plan = self.plan.clone().unwrap_or_else(|| {
-            "RowPipeline: WITH TOTALS or LIMIT of groups without ORDER BY run row by row"
-                .to_string()
-        });
+        let plan = self.plan.clone().unwrap_or_default();
         serde_json::json!({
             "ranges": self.ranges.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
             "read": {

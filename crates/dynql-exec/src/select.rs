@@ -167,13 +167,9 @@ pub async fn select_rows_with(
         let (rows, stats) = scan_until_limit(&main, &plan, &inferred, options, opts).await?;
         return execute(&plan, rows, stats, options);
     }
-    if pipeline == Pipeline::Vectorized && crate::vectorized::lower::lowerable(&plan) {
+    if pipeline == Pipeline::Vectorized {
         let ranges = storage_ranges(&inferred);
-        if let Some(result) =
-            crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await?
-        {
-            return Ok(result);
-        }
+        return crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await;
     }
     let (mut rows, scan) = main
         .rows(Some(&storage_ranges(&inferred)), options.timestamp)
@@ -231,10 +227,8 @@ pub async fn explain_query(
             "KeyOrderScan: rows in key order until OFFSET + LIMIT pass WHERE (row pipeline)"
                 .to_string(),
         )
-    } else if crate::vectorized::lower::lowerable(&plan) {
-        Some(crate::vectorized::lower::explain(&catalog, &plan, &scanned, options).await?)
     } else {
-        None
+        Some(crate::vectorized::lower::explain(&catalog, &plan, &scanned, options).await?)
     };
     Ok(Explanation { ranges, read, plan })
 }

@@ -93,13 +93,14 @@ pub(crate) struct JoinStep {
     pub(crate) schema: TableSchema,
 }
 
-/// What the joins of one query share: options, the output row limit on joined rows (YT
-/// cuts the joined rows there), and what the lookups read.
+/// What the joins of one query share: options, the output row limit on the rows of each
+/// join (YT cuts each join's rows there), and what the lookups read.
 #[derive(Debug)]
 pub(crate) struct JoinContext {
     pub(crate) opts: EvalOptions,
     pub(crate) timestamp: Timestamp,
-    pub(crate) output: Arc<InputLimit>,
+    /// One per JOIN clause.
+    pub(crate) output: Vec<InputLimit>,
     pub(crate) rows_read: AtomicU64,
     pub(crate) data_weight: AtomicU64,
 }
@@ -308,11 +309,11 @@ impl Lookup {
                     .await?
                     .clone(),
             };
-        let joined = join_rows(&step.join, rows, &foreign, foreign_types.len(), opts)?;
-        let output = &self.context.output;
-        if output.add(joined.len() as u64) {
-            return Err(Error::LimitExceeded { what: "output" });
-        }
+        let mut joined = join_rows(&step.join, rows, &foreign, foreign_types.len(), opts)?;
+        let passed = self.context.output[self.step]
+            .admit(joined.len() as u64)
+            .ok_or(Error::LimitExceeded { what: "output" })?;
+        joined.truncate(passed as usize);
         let projected: Vec<Vec<Value>> = joined
             .into_iter()
             .map(|r| self.columns.iter().map(|&c| r[c].clone()).collect())

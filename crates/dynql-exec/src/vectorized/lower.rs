@@ -11,52 +11,50 @@
 //! aggregates), as the bound plan refers to them.
 //!
 //! JOINs come first, as YT joins before WHERE: the scanned table is the main table joined
-//! by lookup joins ([`JoinedTable`]).
+//! by lookup joins ([`super::lookup_join::JoinedTable`]).
 //!
-//! Where YT's result depends on scan order (no ORDER BY and no grouping, or `first`), the
-//! plan runs as one partition in key order. The grouped rows are counted before HAVING, as
-//! YT applies the output row limit to them.
+//! Where YT's result depends on scan order (no ORDER BY and no grouping, `first`, WITH
+//! TOTALS, LIMIT of groups without ORDER BY), the plan runs as one partition in key order;
+//! grouping that keeps the first groups goes through [`FirstGroupsExec`]. The grouped rows
+//! are counted before HAVING, as YT applies the output row limit to them. WITH TOTALS
+//! aggregates states, finished and merged by [`super::totals`].
+//!
+//! YT's row limits: with `fail_on_incomplete_result` passing one fails the query. Without
+//! it YT keeps the rows up to the limit in scan order: a run in scan order cuts them there
+//! (and marks the result incomplete); a parallel run that passes a limit is repeated in
+//! scan order.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::Column;
 use datafusion::dataframe::DataFrame;
-use datafusion::datasource::{MemTable, TableProvider};
+use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
 use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
-use datafusion::prelude::{SessionConfig, SessionContext};
 
-use dynql_core::arrow_convert::{arrow_type, batch_to_rows};
+use dynql_core::arrow_convert::{arrow_type, batch_to_rows, rows_to_batch};
 use dynql_core::ValueType;
 use dynql_ql::ast::TotalsMode;
 use dynql_ql::eval::EvalOptions;
 use dynql_ql::functions::AggregateFunction;
-use dynql_ql::plan::{AggregateCall, QueryPlan};
+use dynql_ql::plan::{AggregateCall, GroupPlan, QueryPlan};
 use dynql_ql::texpr::{TExpr, TypedExpr};
-use dynql_storage::{KeyRange, ScanStatistics};
+use dynql_storage::KeyRange;
 
-use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
-use super::table_scan::{streamed, InputLimit, ScanReads, ScanTable};
+use super::first_groups::{Admission, FirstGroupsExec, PlanTable, ORDINAL};
+use super::input::{table_layout, Input, Setup};
+use super::totals::{group_numbers, grouped_schema, Groups, GROUP_NUMBER};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
 use crate::error::{Error, Result};
-use crate::select::{QueryResult, SelectOptions, Statistics};
-use crate::source::{Source, Tables};
-
-/// Whether the vectorised pipeline runs `plan` (the row pipeline runs the rest for now):
-/// no WITH TOTALS, and no LIMIT of groups without ORDER BY (YT keeps the first groups in
-/// scan order there).
-pub(crate) fn lowerable(plan: &QueryPlan) -> bool {
-    plan.group.as_ref().is_none_or(|g| {
-        g.totals == TotalsMode::None && !(plan.limit.is_some() && plan.order_by.is_empty())
-    })
-}
+use crate::select::{QueryResult, SelectOptions};
+use crate::source::Tables;
 
 /// Whether the result depends on the order rows are scanned in.
-fn needs_scan_order(plan: &QueryPlan) -> bool {
+pub(super) fn needs_scan_order(plan: &QueryPlan) -> bool {
     match &plan.group {
         None => plan.order_by.is_empty(),
         Some(g) => g
@@ -64,6 +62,14 @@ fn needs_scan_order(plan: &QueryPlan) -> bool {
             .iter()
             .any(|a| a.function == AggregateFunction::First),
     }
+}
+
+/// Whether grouping keeps groups in the order they first appear: WITH TOTALS (which
+/// merges them in that order), or LIMIT without ORDER BY (the first groups are kept).
+pub(super) fn groups_in_scan_order(plan: &QueryPlan) -> bool {
+    plan.group.as_ref().is_some_and(|g| {
+        g.totals != TotalsMode::None || (plan.limit.is_some() && plan.order_by.is_empty())
+    })
 }
 
 /// The dynql error behind a DataFusion error (raised by a YT function or the scan), or the
@@ -110,7 +116,7 @@ fn from_cause(cause: Box<dyn std::error::Error + Send + Sync>) -> Error {
 }
 
 /// Column names and YT types of the rows at one step of the plan.
-type Layout = Vec<(String, ValueType)>;
+pub(super) type Layout = Vec<(String, ValueType)>;
 
 fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
@@ -162,246 +168,55 @@ fn aggregate(call: &AggregateCall, layout: &Layout, opts: EvalOptions) -> Result
     })
 }
 
-/// The table's batches as a DataFusion table: columns `c0`.. in their wire types' Arrow
-/// encodings (byte strings may stay views), one partition per tablet, or one in key order.
-fn input_table(
-    batches: Vec<(usize, RecordBatch)>,
-    types: &[ValueType],
-    one_partition: bool,
-) -> Result<MemTable> {
-    let view = |b: &RecordBatch, i: usize| b.column(i).data_type() == &DataType::BinaryView;
-    let fields: Vec<Field> = types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let data_type = match batches.first() {
-                Some((_, b)) if view(b, i) => DataType::BinaryView,
-                _ => arrow_type(*t),
-            };
-            Field::new(format!("c{i}"), data_type, true)
-        })
-        .collect();
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let mut partitions: Vec<Vec<RecordBatch>> = Vec::new();
-    let mut current = None;
-    for (tablet, b) in batches {
-        let columns = b
-            .columns()
-            .iter()
-            .zip(schema.fields())
-            .map(|(c, f)| {
-                if c.data_type() == f.data_type() {
-                    Ok(c.clone())
-                } else {
-                    arrow::compute::cast(c, f.data_type())
-                }
-            })
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(DataFusionError::from)?;
-        let b = RecordBatch::try_new(schema.clone(), columns).map_err(DataFusionError::from)?;
-        if partitions.is_empty() || (!one_partition && current != Some(tablet)) {
-            partitions.push(Vec::new());
-        }
-        current = Some(tablet);
-        if let Some(p) = partitions.last_mut() {
-            p.push(b);
-        }
-    }
-    if partitions.is_empty() {
-        partitions.push(Vec::new());
-    }
-    Ok(MemTable::try_new(schema, partitions)?)
-}
-
-/// What running and explaining a plan share: the evaluation options, the column types of
-/// the main table and of the joined row, whether it needs scan order, and a session
-/// configured for it.
-struct Setup {
-    opts: EvalOptions,
-    types: Vec<ValueType>,
-    joined: Vec<ValueType>,
-    ordered: bool,
-    ctx: SessionContext,
-}
-
-impl Setup {
-    fn new(plan: &QueryPlan, options: &SelectOptions) -> Setup {
-        let wire = |schema: &dynql_core::TableSchema| -> Vec<ValueType> {
-            schema.columns().iter().map(|c| c.wire_type()).collect()
-        };
-        let types = wire(&plan.sources[0].schema);
-        let mut joined = types.clone();
-        for join in &plan.joins {
-            joined.extend(wire(&plan.sources[join.source].schema));
-        }
-        let ordered = needs_scan_order(plan);
-        let mut config = SessionConfig::new();
-        if ordered {
-            config = config.with_target_partitions(1);
-        }
-        Setup {
-            opts: EvalOptions {
-                canonical_null_relations: options.use_canonical_null_relations,
-            },
-            types,
-            joined,
-            ordered,
-            ctx: SessionContext::new_with_config(config),
-        }
-    }
-
-    /// The rows the plan reads: the main table (dynamic tables stream from the query's
-    /// snapshot; Parquet file tables are read whole, for now, and only when `read`) under
-    /// one lookup join per JOIN clause. `None` when a file table is past the input row limit
-    /// without `fail_on_incomplete_result` (the row pipeline then truncates as YT does).
-    async fn input(
-        &self,
-        tables: &Tables,
-        plan: &QueryPlan,
-        ranges: &[KeyRange],
-        options: &SelectOptions,
-        read: bool,
-    ) -> Result<Option<Input>> {
-        let limit = Arc::new(InputLimit::new(options.input_row_limit));
-        let reads: ScanReads = Arc::default();
-        let path = &plan.sources[0].path;
-        let (main, read_whole): (Arc<dyn TableProvider>, Option<ScanStatistics>) =
-            match tables.files.get(path) {
-                None => {
-                    let scan =
-                        tables
-                            .snapshot
-                            .plan_table_scan(path, Some(ranges), options.timestamp)?;
-                    let table = ScanTable::new(
-                        scan,
-                        &self.types,
-                        self.ordered,
-                        limit.clone(),
-                        reads.clone(),
-                    );
-                    (Arc::new(table), None)
-                }
-                Some(_) if !read => (
-                    Arc::new(input_table(Vec::new(), &self.types, self.ordered)?),
-                    None,
-                ),
-                Some(files) => {
-                    let source = Source::Files(files);
-                    let (batches, scan) = source
-                        .viewed_batches(Some(ranges), options.timestamp)
-                        .await?;
-                    if scan.rows_read > options.input_row_limit {
-                        if options.fail_on_incomplete_result {
-                            return Err(Error::LimitExceeded { what: "input" });
-                        }
-                        return Ok(None);
-                    }
-                    (
-                        Arc::new(input_table(batches, &self.types, self.ordered)?),
-                        Some(scan),
-                    )
-                }
-            };
-        let joins = Arc::new(JoinContext {
-            opts: self.opts,
-            timestamp: options.timestamp,
-            output: Arc::new(InputLimit::new(options.output_row_limit)),
-            rows_read: AtomicU64::new(0),
-            data_weight: AtomicU64::new(0),
-        });
-        let table = if plan.joins.is_empty() {
-            main
-        } else {
-            let steps = plan
-                .joins
-                .iter()
-                .map(|join| {
-                    let source = &plan.sources[join.source];
-                    let foreign = match tables.files.get(&source.path) {
-                        Some(files) => Foreign::Files(files.clone()),
-                        None => Foreign::Store {
-                            snapshot: tables.snapshot.clone(),
-                            path: source.path.clone(),
-                        },
-                    };
-                    JoinStep {
-                        join: join.clone(),
-                        foreign,
-                        schema: source.schema.clone(),
-                    }
-                })
-                .collect();
-            Arc::new(JoinedTable::new(main, &self.types, steps, joins.clone()))
-        };
-        Ok(Some(Input {
-            table,
-            read_whole,
-            limit,
-            reads,
-            joins,
-        }))
-    }
-}
-
-/// The table a plan reads and the counters of what it read.
-struct Input {
-    table: Arc<dyn TableProvider>,
-    /// What a file table's whole read read.
-    read_whole: Option<ScanStatistics>,
-    limit: Arc<InputLimit>,
-    reads: ScanReads,
-    joins: Arc<JoinContext>,
-}
-
-impl Input {
-    /// Whether a row limit was passed, as the error YT gives for it.
-    fn exceeded(&self) -> Option<Error> {
-        if self.limit.exceeded() {
-            Some(Error::LimitExceeded { what: "input" })
-        } else if self.joins.output.exceeded() {
-            Some(Error::LimitExceeded { what: "output" })
-        } else {
-            None
-        }
-    }
-}
-
-/// The main table's columns as the plan names them (`c0`..).
-fn table_layout(types: &[ValueType]) -> Layout {
-    types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (format!("c{i}"), *t))
-        .collect()
-}
-
-/// Runs `plan` (accepted by [`lowerable`]) over the main table's `ranges`. `None` when a row
-/// limit is exceeded without `fail_on_incomplete_result`: the row pipeline then truncates as
-/// YT does.
+/// Runs `plan` over the main table's `ranges`.
 pub(crate) async fn run(
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
+) -> Result<QueryResult> {
+    if let Some(result) = run_once(tables, plan, ranges, options, false).await? {
+        return Ok(result);
+    }
+    // A row limit was passed without `fail_on_incomplete_result`: YT keeps the rows up to
+    // it in scan order, so the query runs again in scan order, cutting there.
+    run_once(tables, plan, ranges, options, true)
+        .await?
+        .ok_or_else(|| {
+            Error::DataFusion(DataFusionError::Internal(
+                "a run in scan order stopped at a row limit".into(),
+            ))
+        })
+}
+
+/// One run of `plan` (in scan order with `in_scan_order`). `None` when a row limit is passed
+/// without `fail_on_incomplete_result` in a run that is not in scan order.
+async fn run_once(
+    tables: &Tables,
+    plan: &QueryPlan,
+    ranges: &[KeyRange],
+    options: &SelectOptions,
+    in_scan_order: bool,
 ) -> Result<Option<QueryResult>> {
-    let setup = Setup::new(plan, options);
+    let setup = Setup::new(plan, options, in_scan_order);
     let Some(input) = setup.input(tables, plan, ranges, options, true).await? else {
         return Ok(None);
     };
-    let Setup {
-        opts, joined, ctx, ..
-    } = setup;
+    let (opts, ctx) = (setup.opts, &setup.ctx);
     let mut df = ctx.read_table(input.table.clone())?;
-    let mut layout = table_layout(&joined);
+    let mut layout = table_layout(&setup.joined);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
+    // Set when groups or rows were cut at the output row limit.
+    let cut = Arc::new(AtomicBool::new(false));
+    let mut totals = None;
     if let Some(group) = &plan.group {
-        let (grouped, keys, aggregates) = grouping(group, &layout, opts)?;
-        df = df.aggregate(keys, aggregates)?;
+        let (aggregated, grouped, first_seen) =
+            aggregate_groups(df, plan, group, &layout, &setup, options, &cut).await?;
         // The groups are counted before HAVING: YT's output limit applies to them.
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let Some(groups) = collect(df, &input, options).await? else {
+        let schema: SchemaRef = Arc::new(aggregated.schema().as_arrow().clone());
+        let Some(groups) = collect(aggregated, &input, &setup).await? else {
             return Ok(None);
         };
         let count: usize = groups.iter().map(RecordBatch::num_rows).sum();
@@ -411,17 +226,60 @@ pub(crate) async fn run(
             }
             return Ok(None);
         }
-        df = ctx.read_table(Arc::new(MemTable::try_new(schema, vec![groups])?))?;
         layout = grouped;
-        if let Some(h) = &group.having {
-            df = df.filter(lower(h, &layout, opts, Check::None)?)?;
+        if group.totals == TotalsMode::None {
+            df = ctx.read_table(Arc::new(MemTable::try_new(schema, vec![groups])?))?;
+            if let Some(h) = &group.having {
+                df = df.filter(lower(h, &layout, opts, Check::None)?)?;
+            }
+            if first_seen && plan.order_by.is_empty() {
+                df = df.sort(vec![column(ORDINAL).sort(true, false)])?;
+            }
+        } else {
+            let keys: Vec<ValueType> = group.keys.iter().map(|k| k.ty).collect();
+            let groups = Groups::new(&groups, group, &keys)?;
+            let batch = groups.batch(&layout)?;
+            let schema = batch.schema();
+            df = ctx.read_table(Arc::new(MemTable::try_new(
+                schema.clone(),
+                vec![vec![batch]],
+            )?))?;
+            let mut kept = None;
+            if let Some(h) = &group.having {
+                let having = df.filter(lower(h, &layout, opts, Check::None)?)?;
+                let Some(batches) = collect(having, &input, &setup).await? else {
+                    return Ok(None);
+                };
+                kept = Some(group_numbers(&batches)?);
+                df = ctx.read_table(Arc::new(MemTable::try_new(schema, vec![batches])?))?;
+            }
+            if plan.order_by.is_empty() {
+                df = df.sort(vec![column(GROUP_NUMBER).sort(true, false)])?;
+            }
+            let merged = match group.totals {
+                TotalsMode::AfterHaving => kept.as_deref(),
+                _ => None,
+            };
+            totals = groups.totals(keys.len(), merged)?;
         }
     }
     df = order_and_limit(df, plan, &layout, opts)?;
     let projections = projections(plan, &layout, opts)?;
-    let Some(batches) = collect(df.select(projections)?, &input, options).await? else {
+    let Some(mut batches) = collect(df.select(projections.clone())?, &input, &setup).await? else {
         return Ok(None);
     };
+    if let Some(totals) = totals {
+        // The totals row comes last, projected as the groups are.
+        let schema = grouped_schema(&layout, false);
+        let batch = rows_to_batch(&schema, &[totals]).map_err(DataFusionError::from)?;
+        let row = ctx
+            .read_table(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))?
+            .select(projections)?;
+        let Some(row) = collect(row, &input, &setup).await? else {
+            return Ok(None);
+        };
+        batches.extend(row);
+    }
     let out_types: Vec<ValueType> = plan.projections.iter().map(|p| p.expr.ty).collect();
     let mut rows = Vec::new();
     for b in &batches {
@@ -431,19 +289,15 @@ pub(crate) async fn run(
         if options.fail_on_incomplete_result {
             return Err(Error::LimitExceeded { what: "output" });
         }
-        return Ok(None);
+        if !setup.truncate {
+            return Ok(None);
+        }
+        rows.truncate(options.output_row_limit as usize);
+        cut.store(true, Ordering::Relaxed);
     }
-    let scan = match input.read_whole {
-        Some(scan) => scan,
-        None => streamed(&input.reads, input.limit.read()),
-    };
-    let statistics = Statistics {
-        rows_read: scan.rows_read + input.joins.rows_read.load(Ordering::Relaxed),
-        data_weight_read: scan.data_weight + input.joins.data_weight.load(Ordering::Relaxed),
-        rows_written: rows.len() as u64,
-        scan,
-        ..Statistics::default()
-    };
+    let mut statistics = input.statistics();
+    statistics.rows_written = rows.len() as u64;
+    statistics.incomplete_output |= cut.load(Ordering::Relaxed);
     Ok(Some(QueryResult {
         columns: plan
             .projections
@@ -455,66 +309,132 @@ pub(crate) async fn run(
     }))
 }
 
-/// The physical plan DataFusion would run for `plan` (accepted by [`lowerable`]), as
-/// indented text; nothing is read. Grouped queries show the whole pipeline in one plan (the
-/// run counts the groups between aggregation and HAVING).
+/// The physical plan DataFusion would run for `plan`, as indented text; nothing is read.
+/// Grouped queries show the whole pipeline in one plan (the run counts the groups between
+/// aggregation and HAVING); WITH TOTALS shows the plan to the aggregation of the groups'
+/// states (what follows runs over the groups, see [`super::totals`]).
 pub(crate) async fn explain(
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<String> {
-    let setup = Setup::new(plan, options);
+    let setup = Setup::new(plan, options, false);
     let input = setup
         .input(tables, plan, ranges, options, false)
         .await?
         .ok_or_else(|| DataFusionError::Internal("explaining reads nothing".into()))?;
-    let Setup {
-        opts, joined, ctx, ..
-    } = setup;
-    let mut df = ctx.read_table(input.table)?;
-    let mut layout = table_layout(&joined);
+    let opts = setup.opts;
+    let mut df = setup.ctx.read_table(input.table.clone())?;
+    let mut layout = table_layout(&setup.joined);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
+    let mut prefix = String::new();
     if let Some(group) = &plan.group {
-        let (grouped, keys, aggregates) = grouping(group, &layout, opts)?;
-        df = df.aggregate(keys, aggregates)?;
+        let cut = Arc::new(AtomicBool::new(false));
+        let (aggregated, grouped, _) =
+            aggregate_groups(df, plan, group, &layout, &setup, options, &cut).await?;
+        df = aggregated;
         layout = grouped;
-        if let Some(h) = &group.having {
+        if group.totals != TotalsMode::None {
+            let when = match group.totals {
+                TotalsMode::AfterHaving => "after",
+                _ => "before",
+            };
+            prefix = format!(
+                "WithTotals: groups' states finished, then HAVING, ORDER BY, LIMIT and projection over the groups; totals merged {when} HAVING\n"
+            );
+        } else if let Some(h) = &group.having {
             df = df.filter(lower(h, &layout, opts, Check::None)?)?;
         }
     }
-    df = order_and_limit(df, plan, &layout, opts)?;
-    let physical = df
-        .select(projections(plan, &layout, opts)?)?
-        .create_physical_plan()
-        .await?;
+    if prefix.is_empty() {
+        df = order_and_limit(df, plan, &layout, opts)?;
+        df = df.select(projections(plan, &layout, opts)?)?;
+    }
+    let physical = df.create_physical_plan().await?;
     let text = datafusion::physical_plan::displayable(physical.as_ref())
         .indent(true)
         .to_string();
-    Ok(text)
+    Ok(prefix + &text)
 }
 
-/// The group keys (`g0`..) and aggregates (`a0`..) as DataFusion expressions, and the layout
-/// of the grouped rows.
-fn grouping(
-    group: &dynql_ql::plan::GroupPlan,
+/// Grouping up to the aggregation: the groups (`g0`.., then `a0`.. values, or for WITH
+/// TOTALS `s0`.. states) and the layout of the grouped rows (`g0`.., `a0`..). Where groups
+/// are kept in the order they first appear, or cut at the output row limit in scan order,
+/// the rows pass [`FirstGroupsExec`] on their way to the aggregation, and the groups carry
+/// their ordinal ([`ORDINAL`]; the flag returned says so).
+async fn aggregate_groups(
+    mut df: DataFrame,
+    plan: &QueryPlan,
+    group: &GroupPlan,
     layout: &Layout,
-    opts: EvalOptions,
-) -> Result<(Layout, Vec<Expr>, Vec<Expr>)> {
-    let mut keys = Vec::new();
-    let mut grouped: Layout = Vec::new();
-    for (i, k) in group.keys.iter().enumerate() {
-        keys.push(lower(k, layout, opts, Check::None)?.alias(format!("g{i}")));
-        grouped.push((format!("g{i}"), k.ty));
-    }
+    setup: &Setup,
+    options: &SelectOptions,
+    cut: &Arc<AtomicBool>,
+) -> Result<(DataFrame, Layout, bool)> {
+    let opts = setup.opts;
+    let states = group.totals != TotalsMode::None;
+    let first_seen = setup.truncate || groups_in_scan_order(plan);
+    let keys: Vec<Expr> = if first_seen {
+        let mut columns: Vec<Expr> = layout.iter().map(|(name, _)| column(name)).collect();
+        for (i, k) in group.keys.iter().enumerate() {
+            columns.push(lower(k, layout, opts, Check::None)?.alias(format!("k{i}")));
+        }
+        let input = df.select(columns)?.create_physical_plan().await?;
+        let admission = Admission {
+            keys: (layout.len()..layout.len() + group.keys.len()).collect(),
+            cap: match (plan.limit, plan.order_by.is_empty()) {
+                (Some(limit), true) => Some(plan.offset.saturating_add(limit)),
+                _ => None,
+            },
+            output_limit: options.output_row_limit,
+            truncate: setup.truncate,
+            forbid_null_keys: states,
+        };
+        let admitted = FirstGroupsExec::new(input, admission, cut.clone());
+        df = setup
+            .ctx
+            .read_table(Arc::new(PlanTable::new(Arc::new(admitted))))?;
+        (0..group.keys.len())
+            .map(|i| column(&format!("k{i}")).alias(format!("g{i}")))
+            .collect()
+    } else {
+        group
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| Ok(lower(k, layout, opts, Check::None)?.alias(format!("g{i}"))))
+            .collect::<Result<_>>()?
+    };
+    let mut grouped: Layout = group
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (format!("g{i}"), k.ty))
+        .collect();
     let mut aggregates = Vec::new();
     for (i, a) in group.aggregates.iter().enumerate() {
-        aggregates.push(aggregate(a, layout, opts)?.alias(format!("a{i}")));
+        aggregates.push(if states {
+            let args = a
+                .args
+                .iter()
+                .map(|e| lower(e, layout, opts, Check::None))
+                .collect::<Result<Vec<_>>>()?;
+            let types = a.args.iter().map(|e| e.ty).collect();
+            AggregateUDF::from(YtAggregate::states(a.function, types))
+                .call(args)
+                .alias(format!("s{i}"))
+        } else {
+            aggregate(a, layout, opts)?.alias(format!("a{i}"))
+        });
         grouped.push((format!("a{i}"), a.ty));
     }
-    Ok((grouped, keys, aggregates))
+    if first_seen {
+        aggregates.push(min(column(ORDINAL)).alias(ORDINAL));
+    }
+    Ok((df.aggregate(keys, aggregates)?, grouped, first_seen))
 }
 
 /// The output columns (`p0`..).
@@ -526,20 +446,15 @@ fn projections(plan: &QueryPlan, layout: &Layout, opts: EvalOptions) -> Result<V
         .collect()
 }
 
-/// Runs `df` to its batches. A scan past the input row limit (or joins past the output
-/// row limit) fails the query with `fail_on_incomplete_result`, and otherwise gives `None`
-/// (the row pipeline truncates).
-async fn collect(
-    df: DataFrame,
-    input: &Input,
-    options: &SelectOptions,
-) -> Result<Option<Vec<RecordBatch>>> {
+/// Runs `df` to its batches. Past a row limit a run not in scan order gives `None` without
+/// `fail_on_incomplete_result` (it is repeated in scan order); otherwise YT's limit error.
+async fn collect(df: DataFrame, input: &Input, setup: &Setup) -> Result<Option<Vec<RecordBatch>>> {
     match df.collect().await {
         Ok(batches) => Ok(Some(batches)),
         Err(e) => match input.exceeded() {
-            Some(_) if !options.fail_on_incomplete_result => Ok(None),
-            Some(limit) => Err(limit),
-            None => Err(query_error(e)),
+            Some(_) if !setup.truncate && !setup.fail => Ok(None),
+            Some(limit) if !setup.truncate => Err(limit),
+            _ => Err(query_error(e)),
         },
     }
 }
@@ -577,7 +492,7 @@ fn order_and_limit(
 
 /// `batch` with each column in its YT type's Arrow type (DataFusion may return views or
 /// wider types).
-fn in_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch> {
+pub(super) fn in_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch> {
     let columns = batch
         .columns()
         .iter()

@@ -1,9 +1,14 @@
 //! The vectorised query pipeline: a bound YT QL query lowered onto a DataFusion logical plan
-//! ([`lower`]), with YT's semantics kept in DataFusion functions ([`udf`]) that evaluate
-//! expressions over Arrow arrays ([`evaluate`]).
+//! ([`lower`]) over what it reads ([`input`]: streaming tablet scans, [`table_scan`], under
+//! lookup joins, [`lookup_join`]), with YT's semantics kept in DataFusion functions
+//! ([`udf`]) that evaluate expressions over Arrow arrays ([`evaluate`]), and in operators of
+//! its own where YT's grouping depends on scan order ([`first_groups`], [`totals`]).
 
 pub(crate) mod evaluate;
+pub(crate) mod first_groups;
+pub(crate) mod input;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
 pub(crate) mod table_scan;
+pub(crate) mod totals;
 pub(crate) mod udf;

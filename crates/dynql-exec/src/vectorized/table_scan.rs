@@ -33,40 +33,65 @@ use dynql_storage::{ScanStatistics, TableScan};
 /// their own slices).
 const BATCH_ROWS: usize = 8192;
 
-/// A row limit of YT's (input rows, or joined rows), counted across the partitions of one
-/// query.
+/// A row limit of YT's (input rows, or the rows of one join), counted across the partitions
+/// of one query. Past it a query fails, or (`truncate`, where the rows come in scan order)
+/// keeps the rows up to it, as YT does without `fail_on_incomplete_result`.
 #[derive(Debug)]
 pub(crate) struct InputLimit {
     limit: u64,
+    truncate: bool,
     read: AtomicU64,
     exceeded: AtomicBool,
 }
 
 impl InputLimit {
-    pub(crate) fn new(limit: u64) -> InputLimit {
+    pub(crate) fn new(limit: u64, truncate: bool) -> InputLimit {
         InputLimit {
             limit,
+            truncate,
             read: AtomicU64::new(0),
             exceeded: AtomicBool::new(false),
         }
     }
 
-    /// Counts `rows` more; `true` (and marked exceeded) when the count passes the limit.
-    pub(crate) fn add(&self, rows: u64) -> bool {
-        let read = self.read.fetch_add(rows, Ordering::Relaxed) + rows;
-        if read > self.limit {
-            self.exceeded.store(true, Ordering::Relaxed);
-            return true;
+    /// Counts `rows` more and gives how many of them pass: all of them within the limit;
+    /// past it `None` (the query fails), or when truncating the ones up to the limit.
+    pub(crate) fn admit(&self, rows: u64) -> Option<u64> {
+        if !self.truncate {
+            let read = self.read.fetch_add(rows, Ordering::Relaxed) + rows;
+            if read > self.limit {
+                self.exceeded.store(true, Ordering::Relaxed);
+                return None;
+            }
+            return Some(rows);
         }
-        false
+        let mut before = self.read.load(Ordering::Relaxed);
+        loop {
+            let after = before.saturating_add(rows).min(self.limit).max(before);
+            match self.read.compare_exchange_weak(
+                before,
+                after,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    let passed = after - before;
+                    if passed < rows {
+                        self.exceeded.store(true, Ordering::Relaxed);
+                    }
+                    return Some(passed);
+                }
+                Err(now) => before = now,
+            }
+        }
     }
 
-    /// Rows read so far.
+    /// Rows read so far (those within the limit, when truncating).
     pub(crate) fn read(&self) -> u64 {
         self.read.load(Ordering::Relaxed)
     }
 
-    /// Whether the scan went past the limit (and failed the query for it).
+    /// Whether rows went past the limit (failing the query, or cut when truncating).
     pub(crate) fn exceeded(&self) -> bool {
         self.exceeded.load(Ordering::Relaxed)
     }
@@ -307,14 +332,26 @@ impl ExecutionPlan for TabletScanExec {
         let limit = self.limit.clone();
         let out = schema.clone();
         let table = self.scan.path().to_string();
-        let batches = stream.map(move |batch| {
-            let batch = batch.map_err(|e| DataFusionError::External(Box::new(e)))?;
-            if limit.add(batch.num_rows() as u64) {
-                return Err(DataFusionError::External(Box::new(
-                    crate::Error::LimitExceeded { what: "input" },
-                )));
+        // Past a truncating limit the stream ends with the rows up to it.
+        let batches = stream.scan(false, move |cut, batch| {
+            if *cut {
+                return futures::future::ready(None);
             }
-            project(&batch, &projection, &out, &table)
+            let batch = batch
+                .map_err(|e| DataFusionError::External(Box::new(e)))
+                .and_then(|batch| {
+                    let rows = batch.num_rows() as u64;
+                    let passed = limit.admit(rows).ok_or_else(|| {
+                        DataFusionError::External(Box::new(crate::Error::LimitExceeded {
+                            what: "input",
+                        }))
+                    })?;
+                    if passed < rows {
+                        *cut = true;
+                    }
+                    project(&batch.slice(0, passed as usize), &projection, &out, &table)
+                });
+            futures::future::ready(Some(batch))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }

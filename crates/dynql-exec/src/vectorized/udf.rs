@@ -160,6 +160,9 @@ pub(crate) struct YtAggregate {
     function: AggregateFunction,
     types: Vec<ValueType>,
     result: ValueType,
+    /// Gives each group's state (encoded, see [`AggregateState::encode`]) instead of its
+    /// value: WITH TOTALS merges the states of the groups.
+    states: bool,
     signature: Signature,
 }
 
@@ -177,6 +180,15 @@ impl YtAggregate {
             signature: Signature::any(types.len(), Volatility::Immutable),
             types,
             result,
+            states: false,
+        }
+    }
+
+    /// The aggregate giving its groups' encoded states (bytes) rather than their values.
+    pub(crate) fn states(function: AggregateFunction, types: Vec<ValueType>) -> YtAggregate {
+        YtAggregate {
+            states: true,
+            ..YtAggregate::new(function, types, ValueType::String)
         }
     }
 }
@@ -205,7 +217,11 @@ impl AggregateUDFImpl for YtAggregate {
     }
 
     fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
-        Ok(arrow_type(self.result))
+        Ok(if self.states {
+            DataType::Binary
+        } else {
+            arrow_type(self.result)
+        })
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
@@ -213,6 +229,7 @@ impl AggregateUDFImpl for YtAggregate {
             state: AggregateState::new(self.function),
             types: self.types.clone(),
             result: self.result,
+            states: self.states,
         }))
     }
 
@@ -231,6 +248,7 @@ struct StateAccumulator {
     state: AggregateState,
     types: Vec<ValueType>,
     result: ValueType,
+    states: bool,
 }
 
 impl Accumulator for StateAccumulator {
@@ -248,6 +266,9 @@ impl Accumulator for StateAccumulator {
     }
 
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
+        if self.states {
+            return Ok(ScalarValue::Binary(Some(self.state.encode())));
+        }
         scalar(&self.state.finish(), self.result)
     }
 
