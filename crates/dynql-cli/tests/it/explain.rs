@@ -339,7 +339,7 @@ fn explain_shows_the_physical_plan_with_the_tablet_scan() {
     let e: Value = serde_json::from_str(&out).unwrap();
     let plan = e["plan"].as_str().unwrap();
     assert!(
-        plan.contains("LookupJoinExec: table=//t, inner, reads=key prefixes"),
+        plan.contains("LookupJoinExec: table=//t, inner, expected reads=key prefixes"),
         "{plan}"
     );
 }

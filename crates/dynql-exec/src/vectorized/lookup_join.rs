@@ -1,10 +1,13 @@
 //! YT's joins as plan operators. YT joins before WHERE, so the main table joined with the
 //! tables of the JOIN clauses is one DataFusion table, [`JoinedTable`]: the main table's
 //! scan under one [`LookupJoinExec`] per JOIN. Each batch of rows joined so far asks the
-//! next table only for the key prefixes its rows name (the equations that fix a prefix of
-//! the foreign key become point ranges), so a join reads the foreign table at those keys,
-//! never whole, and memory holds a batch's matches, not the table. A join whose equations
-//! fix no key prefix (`allow_join_without_index`) reads the foreign table once.
+//! next table only for the keys its rows name: the foreign columns its equations fix, set to
+//! the batch's distinct values, go through range inference (computed key columns give
+//! enumerated ranges), so a join reads the foreign table at those keys and memory holds a
+//! batch's matches, not the table. When inference fixes no key prefix (a join without an
+//! index, `allow_join_without_index`, or values it cannot enumerate) the foreign table is
+//! read whole, once per query. Lookups are counted per batch: a foreign row two batches ask
+//! for is read (and counted in `rows_read`) twice, as in YT's batched joins.
 //!
 //! Within a batch the join runs row by row over the equation values (as the row pipeline
 //! did); the rows it gives stay in the order of their left rows.
@@ -266,7 +269,7 @@ impl DisplayAs for LookupJoinExec {
         };
         write!(
             f,
-            "LookupJoinExec: table={}, {}, reads={}",
+            "LookupJoinExec: table={}, {}, expected reads={}",
             step.foreign.name(),
             if step.join.left_outer {
                 "left"
