@@ -342,4 +342,19 @@ fn explain_shows_the_physical_plan_with_the_tablet_scan() {
         plan.contains("LookupJoinExec: table=//t, inner, expected reads=key prefixes"),
         "{plan}"
     );
+    // LIMIT of groups without ORDER BY keeps the first groups, in the order they appeared.
+    let out = store.ok(
+        &[
+            "explain-query",
+            "v, sum(1) as n from [//t] group by v limit 2",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let e: Value = serde_json::from_str(&out).unwrap();
+    let plan = e["plan"].as_str().unwrap();
+    assert!(plan.contains("FirstGroupsExec: keys="), "{plan}");
+    assert!(plan.contains("groups=2"), "{plan}");
+    assert!(plan.contains("expr=[o@"), "{plan}");
 }

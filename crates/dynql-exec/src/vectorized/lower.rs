@@ -333,7 +333,7 @@ pub(crate) async fn explain(
     let mut prefix = String::new();
     if let Some(group) = &plan.group {
         let cut = Arc::new(AtomicBool::new(false));
-        let (aggregated, grouped, _) =
+        let (aggregated, grouped, first_seen) =
             aggregate_groups(df, plan, group, &layout, &setup, options, &cut).await?;
         df = aggregated;
         layout = grouped;
@@ -345,8 +345,14 @@ pub(crate) async fn explain(
             prefix = format!(
                 "WithTotals: groups' states finished, then HAVING, ORDER BY, LIMIT and projection over the groups; totals merged {when} HAVING\n"
             );
-        } else if let Some(h) = &group.having {
-            df = df.filter(lower(h, &layout, opts, Check::None)?)?;
+        } else {
+            if let Some(h) = &group.having {
+                df = df.filter(lower(h, &layout, opts, Check::None)?)?;
+            }
+            // As the run does: the first groups come in the order they appeared.
+            if first_seen && plan.order_by.is_empty() {
+                df = df.sort(vec![column(ORDINAL).sort(true, false)])?;
+            }
         }
     }
     if prefix.is_empty() {
