@@ -13,7 +13,5 @@ mod vectorized;
 
 pub use error::{Error, Result};
 pub use scan::Explanation;
-pub use select::{
-    explain_query, select_rows, select_rows_with, Pipeline, QueryResult, SelectOptions, Statistics,
-};
+pub use select::{explain_query, select_rows, QueryResult, SelectOptions, Statistics};
 pub use source::FileTables;

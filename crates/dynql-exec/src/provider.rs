@@ -17,7 +17,7 @@ use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_storage::files::FileTable;
 use dynql_storage::{ScanStatistics, Snapshot, TableEntry, Timestamp};
 
-use crate::vectorized::table_scan::{streamed, InputLimit, ScanReads, TabletScanExec};
+use crate::vectorized::table_scan::{streamed, InputLimit, ScanReads, ScanSource, TabletScanExec};
 
 /// A dynamic table as a DataFusion table, read at one timestamp from one pinned
 /// [`Snapshot`]: the scan (`TabletScanExec`) streams the tablets, one partition each, a few
@@ -63,9 +63,10 @@ impl StoreTable {
         self
     }
 
-    /// What the scans of this table read so far (summed over their streams once they end).
-    pub fn statistics(&self) -> ScanStatistics {
-        streamed(&self.reads, self.read.read())
+    /// What the scans of this table read, once the plan that reads it has run (or been
+    /// dropped): waits for its streams' reading tasks to end.
+    pub async fn statistics(&self) -> ScanStatistics {
+        streamed(&self.reads, self.read.read()).await
     }
 
     /// The catalog entry the provider reads.
@@ -121,7 +122,7 @@ impl TableProvider for StoreTable {
         let schema = Arc::new(self.schema.project(&projection)?);
         let columns = projection.iter().map(|i| i + offset).collect();
         Ok(Arc::new(TabletScanExec::new(
-            scan,
+            ScanSource::Tablets(scan),
             false,
             columns,
             schema,

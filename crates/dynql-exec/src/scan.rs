@@ -149,8 +149,7 @@ fn lookup_ranges(
 pub struct Explanation {
     pub ranges: Vec<ranges::KeyRange>,
     pub read: ScanStatistics,
-    /// The physical plan that runs the query, as indented text (`KeyOrderScan` for reads up
-    /// to a LIMIT in key order; `None` when not known).
+    /// The physical plan that runs the query, as indented text (`None` when not known).
     pub plan: Option<String>,
 }
 

@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::record_batch::RecordBatch;
-use dynql_core::{TableSchema, Value};
+use dynql_core::TableSchema;
 use dynql_ql::Catalog;
 use dynql_storage::files::FileTable;
 use dynql_storage::{KeyRange, ScanStatistics, Snapshot, Store, TableEntry, Timestamp};
@@ -117,57 +116,6 @@ pub(crate) enum Source<'a> {
 }
 
 impl Source<'_> {
-    /// The rows with keys in `ranges` (all when `None`), in key order per tablet.
-    pub(crate) async fn rows(
-        &self,
-        ranges: Option<&[KeyRange]>,
-        timestamp: Timestamp,
-    ) -> Result<(Vec<Vec<Value>>, ScanStatistics)> {
-        match self {
-            Source::Store { store, path } => {
-                let (tablets, statistics) = store.scan_ranges(path, ranges, timestamp).await?;
-                Ok((
-                    tablets.into_iter().flat_map(|t| t.rows).collect(),
-                    statistics,
-                ))
-            }
-            Source::Files(f) => Ok(f.scan_rows(ranges).await?),
-        }
-    }
-
-    /// Hands the rows of [`Source::rows`] to `sink` until it returns `false`.
-    pub(crate) async fn visit(
-        &self,
-        ranges: Option<&[KeyRange]>,
-        timestamp: Timestamp,
-        sink: &mut (dyn FnMut(Vec<Value>) -> dynql_storage::Result<bool> + Send),
-    ) -> Result<ScanStatistics> {
-        match self {
-            Source::Store { store, path } => Ok(store
-                .scan_visit(path, ranges, timestamp, &mut |_, row| sink(row))
-                .await?),
-            Source::Files(f) => Ok(f.scan_visit(ranges, sink).await?),
-        }
-    }
-
-    /// The rows of [`Source::rows`] as Arrow batches with byte strings as views, each with
-    /// its tablet index.
-    pub(crate) async fn viewed_batches(
-        &self,
-        ranges: Option<&[KeyRange]>,
-        timestamp: Timestamp,
-    ) -> Result<(Vec<(usize, RecordBatch)>, ScanStatistics)> {
-        match self {
-            Source::Store { store, path } => {
-                Ok(store.scan_batches_as(path, ranges, timestamp, true).await?)
-            }
-            Source::Files(f) => {
-                let (batches, statistics) = f.scan_batches(ranges, true).await?;
-                Ok((batches.into_iter().map(|b| (0, b)).collect(), statistics))
-            }
-        }
-    }
-
     /// What a scan of `ranges` would read, without reading it.
     pub(crate) async fn explain(
         &self,

@@ -137,7 +137,7 @@ async fn run(
     };
     let mut statistics = Statistics::default();
     for table in &scanned {
-        let read = table.statistics();
+        let read = table.statistics().await;
         statistics.rows_read += read.rows_read;
         statistics.data_weight_read += read.data_weight;
     }

@@ -670,7 +670,7 @@ pub(crate) trait PieceSink: Send {
 }
 
 /// A synchronous callback as a sink.
-struct FnSink<'a>(&'a mut (dyn FnMut(usize, Piece) -> Result<bool> + Send));
+pub(crate) struct FnSink<'a>(pub(crate) &'a mut (dyn FnMut(usize, Piece) -> Result<bool> + Send));
 
 impl PieceSink for FnSink<'_> {
     fn accept(
@@ -680,6 +680,17 @@ impl PieceSink for FnSink<'_> {
     ) -> impl std::future::Future<Output = Result<bool>> + Send {
         std::future::ready((self.0)(tablet, piece))
     }
+}
+
+/// The bytes of the present values of byte-string views (a view's low 32 bits are its
+/// value's length).
+fn view_bytes(views: &[u128], nulls: Option<&arrow::buffer::NullBuffer>) -> u64 {
+    views
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| nulls.is_none_or(|n| n.is_valid(*i)))
+        .map(|(_, v)| u64::from(*v as u32))
+        .sum()
 }
 
 /// YT's data weight of a batch: one byte per row plus each value's size.
@@ -696,6 +707,13 @@ pub fn batch_weight(batch: &RecordBatch) -> u64 {
                 let offsets = a.value_offsets();
                 (offsets[offsets.len() - 1] - offsets[0]) as u64
             }
+            DataType::Utf8 => {
+                let a = column.as_string::<i32>();
+                let offsets = a.value_offsets();
+                (offsets[offsets.len() - 1] - offsets[0]) as u64
+            }
+            DataType::BinaryView => view_bytes(column.as_binary_view().views(), column.nulls()),
+            DataType::Utf8View => view_bytes(column.as_string_view().views(), column.nulls()),
             _ => 8 * present,
         };
     }

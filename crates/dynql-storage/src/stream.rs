@@ -188,30 +188,84 @@ impl TableScan {
     /// row-group slices as decoded. Byte strings come as `BinaryView` when `views`. Must be
     /// called inside a Tokio runtime (the reading runs as a task).
     pub fn stream(&self, tablets: Vec<usize>, views: bool, batch_rows: usize) -> ScanStream {
+        let scan = self.clone();
+        ScanStream::spawn(
+            self.schema(),
+            views,
+            batch_rows,
+            move |mut sink| async move {
+                let read = scan
+                    .store
+                    .scan_state_pieces(
+                        &scan.state,
+                        &scan.path,
+                        &scan.ranges,
+                        scan.timestamp,
+                        Some(views),
+                        Some(&tablets),
+                        &mut sink,
+                    )
+                    .await;
+                (read, sink)
+            },
+        )
+    }
+}
+
+/// The batches of a scan ([`TableScan::stream`], [`crate::files::FileTable::stream`]), read
+/// by a task that stays a few batches ahead.
+pub struct ScanStream {
+    receiver: mpsc::Receiver<Result<RecordBatch>>,
+    read: StreamRead,
+}
+
+/// What a [`ScanStream`] read, known once its reading task ends: when the stream is read to
+/// its end, or soon after it is dropped (the task stops at its next batch).
+#[derive(Clone)]
+pub struct StreamRead {
+    statistics: Arc<Mutex<Option<ScanStatistics>>>,
+    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl StreamRead {
+    /// Waits for the reading task to end and gives what it read (`None` after an error).
+    /// Call it once the stream is read or dropped: a task waiting for its reader never ends.
+    pub async fn finished(&self) -> Option<ScanStatistics> {
+        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            // A task that panicked read nothing that can be counted.
+            let _ = task.await;
+        }
+        *self.statistics.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl ScanStream {
+    /// Runs `read` on a task, handing what it gives the sink to the stream: resolved rows
+    /// gathered `batch_rows` at a time into batches of `schema`, batches as they come; byte
+    /// strings as `BinaryView` when `views`. `read` gives the sink back with its result.
+    pub(crate) fn spawn<F, Fut>(
+        schema: SchemaRef,
+        views: bool,
+        batch_rows: usize,
+        read: F,
+    ) -> ScanStream
+    where
+        F: FnOnce(ChannelSink) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = (Result<ScanStatistics>, ChannelSink)> + Send,
+    {
         let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
         let statistics = Arc::new(Mutex::new(None));
-        let scan = self.clone();
         let done = statistics.clone();
-        tokio::spawn(async move {
-            let mut sink = ChannelSink {
-                sender: sender.clone(),
-                schema: scan.schema(),
-                views,
-                rows: Vec::new(),
-                batch_rows: batch_rows.max(1),
-            };
-            let read = scan
-                .store
-                .scan_state_pieces(
-                    &scan.state,
-                    &scan.path,
-                    &scan.ranges,
-                    scan.timestamp,
-                    Some(views),
-                    Some(&tablets),
-                    &mut sink,
-                )
-                .await;
+        let sink = ChannelSink {
+            sender: sender.clone(),
+            schema,
+            views,
+            rows: Vec::new(),
+            batch_rows: batch_rows.max(1),
+        };
+        let task = tokio::spawn(async move {
+            let (read, mut sink) = read(sink).await;
             let read = match read {
                 Ok(s) => sink.flush().await.map(|_| s),
                 Err(e) => Err(e),
@@ -226,21 +280,16 @@ impl TableScan {
         });
         ScanStream {
             receiver,
-            statistics,
+            read: StreamRead {
+                statistics,
+                task: Arc::new(Mutex::new(Some(task))),
+            },
         }
     }
-}
 
-/// The batches of a [`TableScan::stream`].
-pub struct ScanStream {
-    receiver: mpsc::Receiver<Result<RecordBatch>>,
-    statistics: Arc<Mutex<Option<ScanStatistics>>>,
-}
-
-impl ScanStream {
-    /// What the stream read, once it has ended (`None` before, or after an error).
-    pub fn statistics(&self) -> Arc<Mutex<Option<ScanStatistics>>> {
-        self.statistics.clone()
+    /// What the stream reads, known once it ends ([`StreamRead::finished`]).
+    pub fn read(&self) -> StreamRead {
+        self.read.clone()
     }
 }
 
@@ -254,7 +303,7 @@ impl futures::Stream for ScanStream {
 
 /// Gathers resolved rows into batches and sends them (and clean slices) to the stream,
 /// waiting while the reader is behind.
-struct ChannelSink {
+pub(crate) struct ChannelSink {
     sender: mpsc::Sender<Result<RecordBatch>>,
     schema: SchemaRef,
     views: bool,

@@ -162,7 +162,7 @@ async fn limit_in_key_order_stops_the_scan_early() {
     )
     .await
     .unwrap();
-    let rows: Vec<_> = (0..40_000).map(|i| json!({"k": i, "v": i % 7})).collect();
+    let rows: Vec<_> = (0..100_000).map(|i| json!({"k": i, "v": i % 7})).collect();
     db.insert_json_rows("//t", &rows).await.unwrap();
     assert!(db.flush("//t").await.unwrap());
     let opts = SelectOptions::default();
@@ -178,8 +178,12 @@ async fn limit_in_key_order_stops_the_scan_early() {
             vec![Value::Int64(17)]
         ]
     );
-    assert_eq!(r.statistics.rows_read, 18);
-    assert_eq!(r.statistics.scan.row_groups, (1, 3));
+    // The rows come a batch (here a row group of 16384) at a time; the scan decodes at most
+    // three row groups ahead of the one the LIMIT is satisfied in (its channel holds two).
+    assert_eq!(r.statistics.rows_read, 16384);
+    let (read, groups) = r.statistics.scan.row_groups;
+    assert_eq!(groups, 7);
+    assert!(read <= 4, "{:?}", r.statistics);
     // OFFSET counts too; without ORDER BY, LIMIT takes rows in key order.
     let r = db
         .select_rows("k, v from [//t] where k >= 20000 offset 2 limit 2", &opts)
@@ -192,7 +196,7 @@ async fn limit_in_key_order_stops_the_scan_early() {
             vec![Value::Int64(20003), Value::Int64(20003 % 7)]
         ]
     );
-    assert_eq!(r.statistics.rows_read, 4);
+    assert!(r.statistics.rows_read <= 16384, "{:?}", r.statistics);
     // The input row limit still applies to what is read.
     let strict = SelectOptions {
         input_row_limit: 5,

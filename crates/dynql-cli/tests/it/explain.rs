@@ -316,16 +316,19 @@ fn explain_shows_the_physical_plan_with_the_tablet_scan() {
     }
     // Only the columns the query reads leave the scan.
     assert!(plan.contains("columns=[id, v]"), "{plan}");
-    // A scan in key order up to LIMIT says so.
-    let out = store.ok(
-        &["explain-query", "* from [//t] limit 2", "--format", "json"],
-        None,
-    );
-    let e: Value = serde_json::from_str(&out).unwrap();
-    assert!(
-        e["plan"].as_str().unwrap().starts_with("KeyOrderScan"),
-        "{e}"
-    );
+    // Rows wanted in key order up to a LIMIT: one partition in key order, no sort, a limit
+    // that stops the scan.
+    for query in [
+        "* from [//t] limit 2",
+        "* from [//t] where v != \"x\" order by h, id limit 2",
+    ] {
+        let out = store.ok(&["explain-query", query, "--format", "json"], None);
+        let e: Value = serde_json::from_str(&out).unwrap();
+        let plan = e["plan"].as_str().unwrap();
+        assert!(plan.contains("fetch=2"), "{plan}");
+        assert!(plan.contains("in key order"), "{plan}");
+        assert!(!plan.contains("SortExec"), "{plan}");
+    }
     // A join is a lookup over the joined table's key prefixes, under the WHERE filter.
     let out = store.ok(
         &[

@@ -9,9 +9,10 @@
 //! read whole, once per query. Lookups are counted per batch: a foreign row two batches ask
 //! for is read (and counted in `rows_read`) twice, as in YT's batched joins.
 //!
-//! Within a batch the join runs row by row over the equation values (as the row pipeline
-//! did); the rows it gives stay in the order of their left rows.
+//! Within a batch the join runs row by row over the equation values; the rows it gives stay
+//! in the order of their left rows.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -35,8 +36,9 @@ use tokio::sync::OnceCell;
 
 use dynql_core::arrow_convert::{arrow_type, batch_to_rows, rows_to_batch};
 use dynql_core::{TableSchema, Value, ValueType};
-use dynql_ql::eval::EvalOptions;
+use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
 use dynql_ql::plan::JoinPlan;
+use dynql_ql::texpr::TypedExpr;
 use dynql_storage::files::FileTable;
 use dynql_storage::scan::row_weight;
 use dynql_storage::{KeyRange, Snapshot, Timestamp};
@@ -44,7 +46,6 @@ use dynql_storage::{KeyRange, Snapshot, Timestamp};
 use super::table_scan::InputLimit;
 use crate::error::{Error, Result};
 use crate::scan::{join_ranges, join_reads_by_key};
-use crate::select::join_rows;
 
 /// Rows per batch of a foreign table's scan.
 const FOREIGN_BATCH_ROWS: usize = 8192;
@@ -414,4 +415,54 @@ impl ExecutionPlan for LookupJoinExec {
             batches,
         )))
     }
+}
+
+/// `join`'s equation values of `row`.
+fn equation_values(exprs: &[TypedExpr], row: &[Value], opts: EvalOptions) -> Result<Vec<Value>> {
+    Ok(exprs
+        .iter()
+        .map(|e| evaluate(e, row, opts))
+        .collect::<dynql_ql::Result<Vec<_>>>()?)
+}
+
+/// The rows of `rows` joined with those of `foreign` (rows of a table `foreign_width`
+/// columns wide) by `join`'s equations, in the order of `rows`: each row with every match,
+/// or with nulls when unmatched in a LEFT join. Equal values match, nulls included.
+fn join_rows(
+    join: &JoinPlan,
+    rows: Vec<Vec<Value>>,
+    foreign: &[Vec<Value>],
+    foreign_width: usize,
+    opts: EvalOptions,
+) -> Result<Vec<Vec<Value>>> {
+    let mut index: HashMap<Vec<Value>, Vec<&Vec<Value>>> = HashMap::new();
+    for f in foreign {
+        if let Some(p) = &join.foreign_predicate {
+            if !evaluate_predicate(p, f, opts)? {
+                continue;
+            }
+        }
+        let key = equation_values(&join.foreign_keys, f, opts)?;
+        index.entry(key).or_default().push(f);
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let key = equation_values(&join.self_keys, &r, opts)?;
+        match index.get(&key) {
+            Some(matches) => {
+                for m in matches {
+                    let mut joined = r.clone();
+                    joined.extend(m.iter().cloned());
+                    out.push(joined);
+                }
+            }
+            None if join.left_outer => {
+                let mut joined = r;
+                joined.extend(std::iter::repeat_n(Value::Null, foreign_width));
+                out.push(joined);
+            }
+            None => {}
+        }
+    }
+    Ok(out)
 }

@@ -64,6 +64,28 @@ pub(super) fn needs_scan_order(plan: &QueryPlan) -> bool {
     }
 }
 
+/// Whether the rows are wanted in key order (no joins, no grouping, no ORDER BY or one by a
+/// prefix of the key ascending): then the plan reads the tablets in key order without
+/// sorting, and stops reading once OFFSET + LIMIT rows pass WHERE, or one past the output
+/// row limit.
+pub(super) fn reads_in_key_order(plan: &QueryPlan) -> bool {
+    plan.joins.is_empty()
+        && plan.group.is_none()
+        && plan.sources[0].schema.is_sorted()
+        && ordered_by_key_prefix(plan)
+}
+
+/// Whether ORDER BY (if any) is by a prefix of the main table's key, ascending: the order
+/// rows are scanned in when read in key order.
+fn ordered_by_key_prefix(plan: &QueryPlan) -> bool {
+    plan.order_by.len() <= plan.sources[0].schema.key_column_count()
+        && plan
+            .order_by
+            .iter()
+            .enumerate()
+            .all(|(i, (e, desc))| !desc && matches!(e.kind, TExpr::Column(c) if c == i))
+}
+
 /// Whether grouping keeps groups in the order they first appear: WITH TOTALS (which
 /// merges them in that order), or LIMIT without ORDER BY (the first groups are kept).
 pub(super) fn groups_in_scan_order(plan: &QueryPlan) -> bool {
@@ -199,9 +221,7 @@ async fn run_once(
     in_scan_order: bool,
 ) -> Result<Option<QueryResult>> {
     let setup = Setup::new(plan, options, in_scan_order);
-    let Some(input) = setup.input(tables, plan, ranges, options, true).await? else {
-        return Ok(None);
-    };
+    let input = setup.input(tables, plan, ranges, options).await?;
     let (opts, ctx) = (setup.opts, &setup.ctx);
     let mut df = ctx.read_table(input.table.clone())?;
     let mut layout = table_layout(&setup.joined);
@@ -263,7 +283,7 @@ async fn run_once(
             totals = groups.totals(keys.len(), merged)?;
         }
     }
-    df = order_and_limit(df, plan, &layout, opts)?;
+    df = order_and_limit(df, plan, &layout, &setup, options.output_row_limit)?;
     let projections = projections(plan, &layout, opts)?;
     let Some(mut batches) = collect(df.select(projections.clone())?, &input, &setup).await? else {
         return Ok(None);
@@ -295,7 +315,7 @@ async fn run_once(
         rows.truncate(options.output_row_limit as usize);
         cut.store(true, Ordering::Relaxed);
     }
-    let mut statistics = input.statistics();
+    let mut statistics = input.statistics().await;
     statistics.rows_written = rows.len() as u64;
     statistics.incomplete_output |= cut.load(Ordering::Relaxed);
     Ok(Some(QueryResult {
@@ -320,10 +340,8 @@ pub(crate) async fn explain(
     options: &SelectOptions,
 ) -> Result<String> {
     let setup = Setup::new(plan, options, false);
-    let input = setup
-        .input(tables, plan, ranges, options, false)
-        .await?
-        .ok_or_else(|| DataFusionError::Internal("explaining reads nothing".into()))?;
+    // Nothing is read: the plan is built, not run.
+    let input = setup.input(tables, plan, ranges, options).await?;
     let opts = setup.opts;
     let mut df = setup.ctx.read_table(input.table.clone())?;
     let mut layout = table_layout(&setup.joined);
@@ -356,7 +374,7 @@ pub(crate) async fn explain(
         }
     }
     if prefix.is_empty() {
-        df = order_and_limit(df, plan, &layout, opts)?;
+        df = order_and_limit(df, plan, &layout, &setup, options.output_row_limit)?;
         df = df.select(projections(plan, &layout, opts)?)?;
     }
     let physical = df.create_physical_plan().await?;
@@ -471,9 +489,14 @@ fn order_and_limit(
     mut df: DataFrame,
     plan: &QueryPlan,
     layout: &Layout,
-    opts: EvalOptions,
+    setup: &Setup,
+    output_row_limit: u64,
 ) -> Result<DataFrame> {
-    if !plan.order_by.is_empty() {
+    let opts = setup.opts;
+    // Rows read in key order by an ungrouped, unjoined plan are already in the order of a
+    // key prefix.
+    let sorted = setup.ordered && reads_in_key_order(plan);
+    if !plan.order_by.is_empty() && !sorted {
         let keys = plan
             .order_by
             .iter()
@@ -488,11 +511,13 @@ fn order_and_limit(
             .collect::<Result<Vec<_>>>()?;
         df = df.sort(keys)?;
     }
-    if plan.offset > 0 || plan.limit.is_some() {
-        let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
-        let limit = plan.limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX));
-        df = df.limit(offset, limit)?;
-    }
+    // One row past the output row limit is enough to know the result is incomplete.
+    let fetch = plan
+        .limit
+        .unwrap_or(u64::MAX)
+        .min(output_row_limit.saturating_add(1));
+    let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
+    df = df.limit(offset, Some(usize::try_from(fetch).unwrap_or(usize::MAX)))?;
     Ok(df)
 }
 

@@ -27,7 +27,9 @@ use futures::StreamExt;
 
 use dynql_core::arrow_convert::arrow_type;
 use dynql_core::ValueType;
-use dynql_storage::{ScanStatistics, TableScan};
+use dynql_storage::files::FileTable;
+use dynql_storage::scan::batch_weight;
+use dynql_storage::{KeyRange, ScanStatistics, ScanStream, StreamRead, TableScan};
 
 /// Rows per batch where the scan resolves versions row by row (clean row groups pass in
 /// their own slices).
@@ -86,6 +88,37 @@ impl InputLimit {
         }
     }
 
+    /// Counts up to `rows` more, never past the limit, and gives how many were counted. A
+    /// scan hands on those rows and, when some were left over, calls [`InputLimit::overflow`]
+    /// only if asked for more: a consumer that stops first (a LIMIT) never passes the limit,
+    /// as YT fails only on reading the row past it.
+    pub(crate) fn take(&self, rows: u64) -> u64 {
+        let mut before = self.read.load(Ordering::Relaxed);
+        loop {
+            let after = before.saturating_add(rows).min(self.limit).max(before);
+            match self.read.compare_exchange_weak(
+                before,
+                after,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return after - before,
+                Err(now) => before = now,
+            }
+        }
+    }
+
+    /// A row past the limit is asked for: the query's limit error, or (when truncating)
+    /// `Ok`, the rows ending there. Either way the limit counts as exceeded.
+    pub(crate) fn overflow(&self) -> crate::Result<()> {
+        self.exceeded.store(true, Ordering::Relaxed);
+        if self.truncate {
+            Ok(())
+        } else {
+            Err(crate::Error::LimitExceeded { what: "input" })
+        }
+    }
+
     /// Rows read so far (those within the limit, when truncating).
     pub(crate) fn read(&self) -> u64 {
         self.read.load(Ordering::Relaxed)
@@ -97,18 +130,40 @@ impl InputLimit {
     }
 }
 
-/// What the streams of one query read, summed once they end.
-pub(crate) type ScanReads = Arc<Mutex<Vec<Arc<Mutex<Option<ScanStatistics>>>>>>;
+/// What the scans of one query read: their streams (summed once they end) and the data
+/// weight of the rows they handed on.
+#[derive(Default)]
+pub(crate) struct Reads {
+    streams: Mutex<Vec<StreamRead>>,
+    data_weight: AtomicU64,
+}
 
-/// What the streams of a query read, summed.
-pub(crate) fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistics {
+impl fmt::Debug for Reads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reads")
+            .field("data_weight", &self.data_weight.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`Reads`], shared by a query's scans.
+pub(crate) type ScanReads = Arc<Reads>;
+
+/// What the streams of a query read, summed, with `rows_read` rows handed on. Call it once
+/// the plan is run (or dropped): it waits for the streams' reading tasks to end.
+pub(crate) async fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistics {
     let mut total = ScanStatistics {
         rows_read,
+        data_weight: reads.data_weight.load(Ordering::Relaxed),
         ..ScanStatistics::default()
     };
-    for read in reads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        if let Some(s) = *read.lock().unwrap_or_else(|p| p.into_inner()) {
-            total.data_weight += s.data_weight;
+    let streams = reads
+        .streams
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    for read in streams {
+        if let Some(s) = read.finished().await {
             total.rows_decoded += s.rows_decoded;
             total.tablets.0 = total.tablets.0.max(s.tablets.0);
             total.tablets.1 = s.tablets.1;
@@ -119,6 +174,76 @@ pub(crate) fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistics {
         }
     }
     total
+}
+
+/// What a scan reads: the tablets of a planned [`TableScan`], or a Parquet file table at
+/// key ranges (one partition, in key order).
+#[derive(Clone)]
+pub(crate) enum ScanSource {
+    Tablets(TableScan),
+    Files {
+        table: Arc<FileTable>,
+        ranges: Vec<KeyRange>,
+    },
+}
+
+impl fmt::Debug for ScanSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScanSource::Tablets(scan) => scan.fmt(f),
+            ScanSource::Files { table, .. } => write!(f, "Files({})", table.location()),
+        }
+    }
+}
+
+impl ScanSource {
+    /// The partitions of a scan: one per tablet, or one for all in key order.
+    fn partitions(&self, in_key_order: bool) -> Vec<Vec<usize>> {
+        match self {
+            ScanSource::Tablets(scan) => {
+                let tablets = scan.tablets().to_vec();
+                if in_key_order || tablets.len() <= 1 {
+                    vec![tablets]
+                } else {
+                    tablets.into_iter().map(|t| vec![t]).collect()
+                }
+            }
+            ScanSource::Files { .. } => vec![vec![0]],
+        }
+    }
+
+    /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]).
+    fn stream(&self, tablets: Vec<usize>) -> ScanStream {
+        match self {
+            ScanSource::Tablets(scan) => scan.stream(tablets, true, BATCH_ROWS),
+            ScanSource::Files { table, ranges } => table.stream(Some(ranges.clone()), true),
+        }
+    }
+
+    /// The table's name in the plan.
+    fn name(&self) -> &str {
+        match self {
+            ScanSource::Tablets(scan) => scan.path(),
+            ScanSource::Files { table, .. } => table.location(),
+        }
+    }
+
+    /// The table's columns, in scan order.
+    fn columns(&self) -> Vec<String> {
+        let schema = match self {
+            ScanSource::Tablets(scan) => scan.entry().schema.query_schema(),
+            ScanSource::Files { table, .. } => table.schema().clone(),
+        };
+        schema.columns().iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// What the scan plans to read.
+    fn planned(&self) -> (usize, ScanStatistics) {
+        match self {
+            ScanSource::Tablets(scan) => (scan.ranges().len(), scan.planned()),
+            ScanSource::Files { table, ranges } => (ranges.len(), table.explain(Some(ranges))),
+        }
+    }
 }
 
 /// The column types of a table as the scan gives them: `c0`.. in the wire types' Arrow
@@ -141,7 +266,7 @@ pub(crate) fn scan_schema(types: &[ValueType]) -> SchemaRef {
 
 /// A planned scan as a DataFusion table.
 pub(crate) struct ScanTable {
-    scan: TableScan,
+    scan: ScanSource,
     schema: SchemaRef,
     /// One partition reading the tablets in key order (for results that depend on it).
     in_key_order: bool,
@@ -151,7 +276,7 @@ pub(crate) struct ScanTable {
 
 impl ScanTable {
     pub(crate) fn new(
-        scan: TableScan,
+        scan: ScanSource,
         types: &[ValueType],
         in_key_order: bool,
         limit: Arc<InputLimit>,
@@ -207,11 +332,12 @@ impl TableProvider for ScanTable {
     }
 }
 
-/// Streams the tablets of a [`TableScan`]: one partition per tablet (or one for all, in key
-/// order), the projected columns only.
+/// Streams the tablets of a [`TableScan`] (one partition per tablet, or one for all in key
+/// order) or a file table's rows in key order, the projected columns only.
 #[derive(Debug)]
 pub(crate) struct TabletScanExec {
-    scan: TableScan,
+    scan: ScanSource,
+    in_key_order: bool,
     partitions: Vec<Vec<usize>>,
     projection: Vec<usize>,
     schema: SchemaRef,
@@ -221,23 +347,18 @@ pub(crate) struct TabletScanExec {
 }
 
 impl TabletScanExec {
-    /// Streams `scan`'s tablets (one partition each, or one in key order for
+    /// Streams `scan` (tablets in one partition each, or in one in key order for
     /// `in_key_order`), giving the scan-layout `columns` as `schema`'s fields (cast to
     /// their types: a string column shown as text fails on a value that is not UTF-8).
     pub(crate) fn new(
-        scan: TableScan,
+        scan: ScanSource,
         in_key_order: bool,
         columns: Vec<usize>,
         schema: SchemaRef,
         limit: Arc<InputLimit>,
         reads: ScanReads,
     ) -> TabletScanExec {
-        let tablets = scan.tablets().to_vec();
-        let partitions: Vec<Vec<usize>> = if in_key_order || tablets.len() <= 1 {
-            vec![tablets]
-        } else {
-            tablets.into_iter().map(|t| vec![t]).collect()
-        };
+        let partitions = scan.partitions(in_key_order);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(partitions.len()),
@@ -245,6 +366,7 @@ impl TabletScanExec {
             Boundedness::Bounded,
         );
         TabletScanExec {
+            in_key_order: in_key_order || partitions.len() == 1,
             scan,
             partitions,
             projection: columns,
@@ -258,18 +380,17 @@ impl TabletScanExec {
 
 impl DisplayAs for TabletScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let planned = self.scan.planned();
-        let columns = self.scan.entry().schema.query_schema();
+        let (ranges, planned) = self.scan.planned();
+        let columns = self.scan.columns();
         let names: Vec<&str> = self
             .projection
             .iter()
-            .filter_map(|&i| columns.columns().get(i).map(|c| c.name.as_str()))
+            .filter_map(|&i| columns.get(i).map(String::as_str))
             .collect();
         write!(
             f,
-            "TabletScanExec: table={}, ranges={}, tablets={}/{}, chunks={}/{}, row_groups={}/{}, columns=[{}]",
-            self.scan.path(),
-            self.scan.ranges().len(),
+            "TabletScanExec: table={}, ranges={ranges}, tablets={}/{}, chunks={}/{}, row_groups={}/{}, columns=[{}]",
+            self.scan.name(),
             planned.tablets.0,
             planned.tablets.1,
             planned.chunks.0,
@@ -277,7 +398,11 @@ impl DisplayAs for TabletScanExec {
             planned.row_groups.0,
             planned.row_groups.1,
             names.join(", ")
-        )
+        )?;
+        if self.in_key_order {
+            write!(f, ", in key order")?;
+        }
+        Ok(())
     }
 }
 
@@ -322,36 +447,55 @@ impl ExecutionPlan for TabletScanExec {
         let tablets = self.partitions.get(partition).cloned().ok_or_else(|| {
             DataFusionError::Internal(format!("TabletScanExec has no partition {partition}"))
         })?;
-        let stream = self.scan.stream(tablets, true, BATCH_ROWS);
+        let stream = self.scan.stream(tablets);
         self.reads
+            .streams
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(stream.statistics());
+            .push(stream.read());
+        let reads = self.reads.clone();
         let schema = self.schema.clone();
         let projection = self.projection.clone();
         let limit = self.limit.clone();
         let out = schema.clone();
-        let table = self.scan.path().to_string();
-        // Past a truncating limit the stream ends with the rows up to it.
-        let batches = stream.scan(false, move |cut, batch| {
-            if *cut {
-                return futures::future::ready(None);
+        let table = self.scan.name().to_string();
+        // Rows past the input limit end the stream (or fail it) only when more are asked
+        // for: the rows up to the limit go first. The state is the stream still to read
+        // (none after an error or the end) and whether rows were left over.
+        let failed = |e: crate::Error| DataFusionError::External(Box::new(e));
+        let batches = futures::stream::unfold((Some(stream), false), move |(stream, over)| {
+            let (limit, projection, out, table, reads) = (
+                limit.clone(),
+                projection.clone(),
+                out.clone(),
+                table.clone(),
+                reads.clone(),
+            );
+            async move {
+                let mut stream = stream?;
+                let overflow = || match limit.overflow() {
+                    Ok(()) => None,
+                    Err(e) => Some((Err(failed(e)), (None, false))),
+                };
+                if over {
+                    return overflow();
+                }
+                let batch = match stream.next().await? {
+                    Ok(batch) => batch,
+                    Err(e) => return Some((Err(failed(e.into())), (None, false))),
+                };
+                let rows = batch.num_rows() as u64;
+                let passed = limit.take(rows);
+                if passed == 0 && rows > 0 {
+                    return overflow();
+                }
+                let batch = batch.slice(0, passed as usize);
+                reads
+                    .data_weight
+                    .fetch_add(batch_weight(&batch), Ordering::Relaxed);
+                let projected = project(&batch, &projection, &out, &table);
+                Some((projected, (Some(stream), passed < rows)))
             }
-            let batch = batch
-                .map_err(|e| DataFusionError::External(Box::new(e)))
-                .and_then(|batch| {
-                    let rows = batch.num_rows() as u64;
-                    let passed = limit.admit(rows).ok_or_else(|| {
-                        DataFusionError::External(Box::new(crate::Error::LimitExceeded {
-                            what: "input",
-                        }))
-                    })?;
-                    if passed < rows {
-                        *cut = true;
-                    }
-                    project(&batch.slice(0, passed as usize), &projection, &out, &table)
-                });
-            futures::future::ready(Some(batch))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }

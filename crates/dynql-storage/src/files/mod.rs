@@ -31,7 +31,8 @@ use dynql_core::{compare_rows, ColumnSchema, TableSchema, Value, ValueType};
 use crate::chunk_cache::ObjectFile;
 use crate::error::{Error, Result};
 use crate::page_index::{leaf_key_window, tuple_interval};
-use crate::scan::{normalize_ranges, KeyRange, ScanStatistics};
+use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
+use crate::stream::ScanStream;
 use columns::{convert, describe, same_fields, statistics_bounds, table_schema};
 
 /// Key-value metadata holding the YT schema of exported files (YSON text).
@@ -248,15 +249,18 @@ impl FileTable {
         sink: &mut (dyn FnMut(Vec<Value>) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
         let types = wire_types(self.schema.columns());
-        self.scan_batches_inner(ranges, false, &mut |batch| {
-            for row in batch_to_rows(&batch, &types) {
-                if !sink(row)? {
-                    return Ok(false);
+        let mut rows = |_, piece| {
+            if let Piece::Batch(batch) = piece {
+                for row in batch_to_rows(&batch, &types) {
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
                 }
             }
             Ok(true)
-        })
-        .await
+        };
+        self.scan_batches_inner(ranges, false, &mut FnSink(&mut rows))
+            .await
     }
 
     /// The rows of [`FileTable::scan_rows`] as Arrow batches of the table's Arrow schema
@@ -268,12 +272,32 @@ impl FileTable {
     ) -> Result<(Vec<RecordBatch>, ScanStatistics)> {
         let mut batches = Vec::new();
         let statistics = self
-            .scan_batches_inner(ranges, views, &mut |b| {
-                batches.push(b);
-                Ok(true)
-            })
+            .scan_batches_inner(
+                ranges,
+                views,
+                &mut FnSink(&mut |_, piece| {
+                    if let Piece::Batch(b) = piece {
+                        batches.push(b);
+                    }
+                    Ok(true)
+                }),
+            )
             .await?;
         Ok((batches, statistics))
+    }
+
+    /// The rows of [`FileTable::scan_rows`] as a stream of batches of the table's Arrow
+    /// schema (byte strings as `BinaryView` with `views`), read by a task a few batches ahead
+    /// that stops soon after the stream is dropped. Must be called inside a Tokio runtime.
+    pub fn stream(self: &Arc<Self>, ranges: Option<Vec<KeyRange>>, views: bool) -> ScanStream {
+        let table = self.clone();
+        let schema = table_arrow_schema(&self.schema);
+        ScanStream::spawn(schema, views, 8192, move |mut sink| async move {
+            let read = table
+                .scan_batches_inner(ranges.as_deref(), views, &mut sink)
+                .await;
+            (read, sink)
+        })
     }
 
     /// Every row's values of the schema columns `columns` (all when `None`), file after
@@ -496,11 +520,11 @@ impl FileTable {
         ))
     }
 
-    async fn scan_batches_inner(
+    async fn scan_batches_inner<S: PieceSink>(
         &self,
         ranges: Option<&[KeyRange]>,
         views: bool,
-        sink: &mut (dyn FnMut(RecordBatch) -> Result<bool> + Send),
+        sink: &mut S,
     ) -> Result<ScanStatistics> {
         let mut statistics = self.explain(ranges);
         let ranges = ranges.map(|r| normalize_ranges(r.to_vec()));
@@ -573,7 +597,7 @@ impl FileTable {
                 if views {
                     batch = crate::chunk_cache::binary_as_views(&batch)?;
                 }
-                if !sink(batch)? {
+                if !sink.accept(0, Piece::Batch(batch)).await? {
                     statistics.chunks.0 = read_files;
                     statistics.row_groups.0 = read_groups;
                     return Ok(statistics);
