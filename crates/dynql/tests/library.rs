@@ -208,3 +208,31 @@ async fn limit_in_key_order_stops_the_scan_early() {
         .unwrap_err();
     assert!(err.to_string().contains("excessive input"), "{err}");
 }
+
+#[tokio::test]
+async fn row_limits_as_large_as_a_u64_mean_no_limit() {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+    )
+    .await
+    .unwrap();
+    let rows: Vec<_> = (0..10).map(|i| json!({"k": i, "v": i})).collect();
+    db.insert_json_rows("//t", &rows).await.unwrap();
+    let unlimited = SelectOptions {
+        input_row_limit: u64::MAX,
+        output_row_limit: u64::MAX,
+        ..SelectOptions::default()
+    };
+    for (query, expected) in [
+        ("k from [//t]", 10),
+        ("k from [//t] where v > 2 order by k limit 100", 7),
+        ("k from [//t] order by v desc limit 100", 10),
+        ("k from [//t] offset 3 limit 100", 7),
+        ("v, sum(k) as s from [//t] group by v", 10),
+    ] {
+        let r = db.select_rows(query, &unlimited).await.unwrap();
+        assert_eq!(r.rows.len(), expected, "{query}");
+    }
+}

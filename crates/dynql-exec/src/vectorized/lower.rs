@@ -516,8 +516,13 @@ fn order_and_limit(
         .limit
         .unwrap_or(u64::MAX)
         .min(output_row_limit.saturating_add(1));
-    let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
-    df = df.limit(offset, Some(usize::try_from(fetch).unwrap_or(usize::MAX)))?;
+    // DataFusion's limits are signed: larger values mean no limit (no table holds that many
+    // rows), and an offset that large skips every row.
+    let signed = |n: u64| usize::try_from(n.min(i64::MAX as u64)).unwrap_or(usize::MAX);
+    let fetch = (fetch < i64::MAX as u64).then(|| signed(fetch));
+    if plan.offset > 0 || fetch.is_some() {
+        df = df.limit(signed(plan.offset), fetch)?;
+    }
     Ok(df)
 }
 
