@@ -303,13 +303,30 @@ impl KeyColumns {
         if choices.iter().any(|(_, vs)| vs.is_empty()) {
             return Ok(());
         }
+        // When every enumerated value lies past the prefix and every evaluated prefix column
+        // is fixed by its own constraint (and cannot fail), every combination that passes
+        // gives the same range: enumerating only checks that one exists, so the first one
+        // ends it (e.g. `hash = 7 and id between 1 and 100000` with `hash = farm_hash(id) %
+        // 64` stops at the first id that hashes to 7 instead of hashing 100000).
+        let prefix = sources.len();
+        let first_is_enough = choices.iter().all(|(column, _)| *column >= prefix)
+            && sources.iter().enumerate().all(|(i, source)| {
+                *source != Source::Evaluated
+                    || (row[i].exact_value().is_some()
+                        && self.computed[i]
+                            .as_ref()
+                            .is_some_and(|c| cannot_fail(&c.expr)))
+            });
         let mut pick = vec![0usize; choices.len()];
         loop {
             for ((column, vs), &k) in choices.iter().zip(&pick) {
                 values[*column] = vs[k].clone();
             }
             if self.evaluate_prefix(row, sources, &mut values)? {
-                out.push(prefix_range(&values[..sources.len()], row));
+                out.push(prefix_range(&values[..prefix], row));
+                if first_is_enough {
+                    return Ok(());
+                }
             }
             // Odometer over the choices, the last one fastest.
             let mut d = choices.len();
@@ -349,6 +366,34 @@ impl KeyColumns {
             values[i] = v;
         }
         Ok(true)
+    }
+}
+
+/// Whether evaluating `e` can never fail: column references, literals, `farm_hash`, wrapping
+/// `+ - *`, bitwise operators, and division or remainder by a literal other than 0 and -1.
+fn cannot_fail(e: &TypedExpr) -> bool {
+    use crate::functions::ScalarFunction;
+    match &e.kind {
+        TExpr::Literal(_) | TExpr::Column(_) => true,
+        TExpr::Binary(op, l, r) => {
+            let op_is_safe = match op {
+                BinaryOp::Plus
+                | BinaryOp::Minus
+                | BinaryOp::Multiply
+                | BinaryOp::BitAnd
+                | BinaryOp::BitOr => true,
+                BinaryOp::Divide | BinaryOp::Modulo => {
+                    matches!(
+                        r.as_literal(),
+                        Some(Value::Int64(d)) if *d != 0 && *d != -1
+                    ) || matches!(r.as_literal(), Some(Value::Uint64(d)) if *d != 0)
+                }
+                _ => false,
+            };
+            op_is_safe && cannot_fail(l) && cannot_fail(r)
+        }
+        TExpr::Call(ScalarFunction::FarmHash, args) => args.iter().all(cannot_fail),
+        _ => false,
     }
 }
 

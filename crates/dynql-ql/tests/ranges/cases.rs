@@ -457,6 +457,28 @@ fn computed_columns_beyond_the_table() {
                 "k > 42",
                 &["<>..[MAX]"],
             ),
+            // A hash fixed by its own equality over an input range: the inputs only show that
+            // the hash is reached (the first one that reaches it is enough), one range.
+            (
+                "hash-fixed-input-range",
+                "h:uint64=farm_hash(k)%64, k:int64",
+                "h = 7 and k between 1000000 and 1100000",
+                &["[7u,1000000]..[7u,1100000,MAX]"],
+            ),
+            // No input of the range reaches the fixed hash: nothing to read.
+            (
+                "hash-fixed-unreached",
+                "h:uint64=farm_hash(k)%64, k:int64",
+                "h = 100 and k between 1 and 1000",
+                &[],
+            ),
+            // Hash values not fixed: each reached one is a range.
+            (
+                "hash-set-input-range",
+                "h:uint64=farm_hash(k)%64, k:int64",
+                "h in (7, 8) and k between 1 and 1000",
+                &["[7u,1]..[7u,1000,MAX]", "[8u,1]..[8u,1000,MAX]"],
+            ),
             // A modulo column before an unconstrained column is not enumerated.
             (
                 "modulo-before-universal",
