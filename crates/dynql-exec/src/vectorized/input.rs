@@ -3,9 +3,11 @@
 //! limits, and the DataFusion session the plan runs in.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use datafusion::datasource::TableProvider;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use dynql_core::ValueType;
@@ -64,7 +66,7 @@ impl Setup {
             ordered,
             truncate: ordered && !options.fail_on_incomplete_result,
             fail: options.fail_on_incomplete_result,
-            ctx: SessionContext::new_with_config(config),
+            ctx: session(config),
         }
     }
 
@@ -141,6 +143,20 @@ impl Setup {
             joins,
         })
     }
+}
+
+/// A session for one query. Lowered plans call their functions directly (YT's as UDFs,
+/// DataFusion's aggregates through `expr_fn`), so the session registers none: building
+/// DataFusion's default registry costs more than a point read. The runtime (memory pool,
+/// caches) is shared by all queries of the process.
+fn session(config: SessionConfig) -> SessionContext {
+    static RUNTIME: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
+    let runtime = RUNTIME.get_or_init(|| Arc::new(RuntimeEnv::default()));
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime.clone())
+        .build();
+    SessionContext::new_with_state(state)
 }
 
 /// The table a plan reads and the counters of what it read.

@@ -67,25 +67,11 @@ impl InputLimit {
             }
             return Some(rows);
         }
-        let mut before = self.read.load(Ordering::Relaxed);
-        loop {
-            let after = before.saturating_add(rows).min(self.limit).max(before);
-            match self.read.compare_exchange_weak(
-                before,
-                after,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    let passed = after - before;
-                    if passed < rows {
-                        self.exceeded.store(true, Ordering::Relaxed);
-                    }
-                    return Some(passed);
-                }
-                Err(now) => before = now,
-            }
+        let passed = self.take(rows);
+        if passed < rows {
+            self.exceeded.store(true, Ordering::Relaxed);
         }
+        Some(passed)
     }
 
     /// Counts up to `rows` more, never past the limit, and gives how many were counted. A
