@@ -327,6 +327,10 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// Decoded row groups a single command keeps (enough for the lookups of a join, which read
+/// the same row groups batch after batch).
+const ONE_COMMAND_CACHE_BYTES: usize = 64 << 20;
+
 fn store_url(cli: &Cli) -> String {
     cli.store
         .clone()
@@ -338,10 +342,12 @@ fn store_url(cli: &Cli) -> String {
 /// shell.
 pub async fn run(cli: Cli) -> Result<()> {
     let url = store_url(&cli);
-    let db = Database::open(&url)?;
     match cli.command {
-        Command::Shell => crate::shell::run(&db, &url).await,
+        Command::Shell => crate::shell::run(&Database::open(&url)?, &url).await,
         command => {
+            // One command reads each row group about once: keep little of what it decodes,
+            // so a full scan's memory is what it streams, not the table.
+            let db = Database::open_with_chunk_cache(&url, ONE_COMMAND_CACHE_BYTES)?;
             let mut stdin = std::io::stdin().lock();
             let mut stdout = std::io::stdout().lock();
             execute(&db, command, &mut stdin, &mut stdout).await

@@ -27,7 +27,8 @@ use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions, Chu
 use crate::error::{Error, Result};
 use crate::mvcc::RowDelta;
 
-/// Memory the cache may hold, estimated (a soft limit: a single larger unit is still cached).
+/// Memory the cache may hold by default, estimated (a soft limit: a single larger unit is
+/// still cached).
 pub const CHUNK_CACHE_BYTES: usize = 2 << 30;
 
 /// Footers kept parsed at most.
@@ -331,13 +332,28 @@ impl AsyncFileReader for ObjectFile {
     }
 }
 
-/// Decoded chunks and row groups by object path.
-#[derive(Default)]
+/// Decoded chunks and row groups by object path, up to a budget of bytes.
 pub(crate) struct ChunkCache {
     entries: Mutex<Entries>,
+    budget: usize,
+}
+
+impl Default for ChunkCache {
+    fn default() -> ChunkCache {
+        ChunkCache::with_budget(CHUNK_CACHE_BYTES)
+    }
 }
 
 impl ChunkCache {
+    /// A cache holding about `budget` bytes (a soft limit: a single larger unit is still
+    /// cached, unless the budget is 0, which caches nothing).
+    pub(crate) fn with_budget(budget: usize) -> ChunkCache {
+        ChunkCache {
+            entries: Mutex::default(),
+            budget,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         match self.entries.lock() {
             Ok(g) => g,
@@ -364,8 +380,11 @@ impl ChunkCache {
 
     fn insert(&self, unit: Unit, versions: Cached) {
         let mut e = self.lock();
+        if self.budget == 0 {
+            return;
+        }
         let size = versions.bytes();
-        while e.bytes + size > CHUNK_CACHE_BYTES && !e.units.is_empty() {
+        while e.bytes + size > self.budget && !e.units.is_empty() {
             let oldest = e
                 .units
                 .iter()
@@ -691,4 +710,24 @@ pub(crate) fn binary_as_views(batch: &RecordBatch) -> Result<RecordBatch> {
         Arc::new(Schema::new(fields)),
         columns,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(path: &str) -> Unit {
+        (path.to_string(), WHOLE, VERSIONS, ALL_ROWS)
+    }
+
+    #[test]
+    fn a_zero_budget_keeps_nothing_and_a_budget_keeps_what_fits() {
+        let none = ChunkCache::with_budget(0);
+        none.insert(unit("a"), Cached::Versions(Arc::default()));
+        assert!(none.get_versions(&unit("a")).is_none());
+
+        let some = ChunkCache::with_budget(1 << 20);
+        some.insert(unit("a"), Cached::Versions(Arc::default()));
+        assert!(some.get_versions(&unit("a")).is_some());
+    }
 }

@@ -468,6 +468,15 @@ impl Store {
         self
     }
 
+    /// Sets how many bytes of decoded chunks and row groups the store keeps for later reads
+    /// (default 2 GiB; 0 keeps none). A session that
+    /// queries the same tables again wants them kept; a one-shot command, which reads each row
+    /// group once, wants little kept, so that its memory stays bounded by what it streams.
+    pub fn with_chunk_cache_bytes(mut self, bytes: usize) -> Store {
+        self.cache = Arc::new(ChunkCache::with_budget(bytes));
+        self
+    }
+
     /// Sets how long garbage collection spares an unreferenced chunk (default
     /// [`GC_GRACE_MS`]): a chunk is written before the commit that names it, so a younger one
     /// may belong to a commit in flight. Tests use 0.

@@ -53,6 +53,14 @@ impl Database {
         })
     }
 
+    /// Opens the store at `url` (as [`Database::open`]) keeping at most `bytes` of decoded
+    /// row groups for later reads (see [`Store::with_chunk_cache_bytes`]).
+    pub fn open_with_chunk_cache(url: &str, bytes: usize) -> Result<Database> {
+        Ok(Database {
+            store: Store::open(url)?.with_chunk_cache_bytes(bytes),
+        })
+    }
+
     /// The underlying store.
     pub fn store(&self) -> &Store {
         &self.store
