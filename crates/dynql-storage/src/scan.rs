@@ -353,7 +353,7 @@ impl Store {
             &mut |tablet, piece| match piece {
                 Piece::Row(row) => visit(tablet, row),
                 // Not produced without `columnar`.
-                Piece::Batch(_) => Ok(true),
+                Piece::Batch(..) => Ok(true),
             },
         )
         .await
@@ -415,7 +415,7 @@ impl Store {
                 &mut |tablet, piece| {
                     if tablet != rows_tablet
                         || rows.len() >= 64 * 1024
-                        || matches!(piece, Piece::Batch(_))
+                        || matches!(piece, Piece::Batch(..))
                     {
                         if let Err(e) = flush(&mut rows, rows_tablet, &mut batches) {
                             failure = Some(e);
@@ -425,7 +425,7 @@ impl Store {
                     }
                     match piece {
                         Piece::Row(row) => rows.push(row),
-                        Piece::Batch(b) => batches.push((tablet, b)),
+                        Piece::Batch(b, _) => batches.push((tablet, b)),
                     }
                     Ok(true)
                 },
@@ -584,6 +584,12 @@ impl Store {
                                 let lo = raw.partition(|k| piece.lower.is_after(k));
                                 let hi = raw.partition(|k| piece.upper.is_after(k));
                                 if hi > lo {
+                                    // Weighed on the decoded columns: byte strings' offsets
+                                    // give their sizes without a pass over the values.
+                                    let columns: Vec<usize> = (0..width).collect();
+                                    let weight = batch_weight(
+                                        &raw.batch.slice(lo, hi - lo).project(&columns)?,
+                                    );
                                     let batch = if columnar == Some(true) {
                                         self.cache
                                             .viewed_row_group(
@@ -596,12 +602,12 @@ impl Store {
                                             .await?
                                             .slice(lo, hi - lo)
                                     } else {
-                                        let columns: Vec<usize> = (0..width).collect();
                                         raw.batch.slice(lo, hi - lo).project(&columns)?
                                     };
                                     statistics.rows_read += batch.num_rows() as u64;
-                                    statistics.data_weight += batch_weight(&batch);
-                                    if !sink.accept(*tablet_index, Piece::Batch(batch)).await? {
+                                    statistics.data_weight += weight;
+                                    let piece = Piece::Batch(batch, weight);
+                                    if !sink.accept(*tablet_index, piece).await? {
                                         break 'tablets;
                                     }
                                 }
@@ -654,10 +660,11 @@ impl Store {
     }
 }
 
-/// What a scan hands over: a resolved row, or a slice of a clean row group.
+/// What a scan hands over: a resolved row, or a slice of a clean row group with its data
+/// weight.
 pub(crate) enum Piece {
     Row(Vec<Value>),
-    Batch(RecordBatch),
+    Batch(RecordBatch, u64),
 }
 
 /// Where a scan hands its pieces; `false` stops the scan.

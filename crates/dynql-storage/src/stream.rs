@@ -215,8 +215,10 @@ impl TableScan {
 /// The batches of a scan ([`TableScan::stream`], [`crate::files::FileTable::stream`]), read
 /// by a task that stays a few batches ahead.
 pub struct ScanStream {
-    receiver: mpsc::Receiver<Result<RecordBatch>>,
+    receiver: mpsc::Receiver<Result<(RecordBatch, u64)>>,
     read: StreamRead,
+    /// The data weight of the batch last given.
+    last_weight: u64,
 }
 
 /// What a [`ScanStream`] read, known once its reading task ends: when the stream is read to
@@ -262,6 +264,7 @@ impl ScanStream {
             schema,
             views,
             rows: Vec::new(),
+            weight: 0,
             batch_rows: batch_rows.max(1),
         };
         let task = tokio::spawn(async move {
@@ -280,11 +283,18 @@ impl ScanStream {
         });
         ScanStream {
             receiver,
+            last_weight: 0,
             read: StreamRead {
                 statistics,
                 task: Arc::new(Mutex::new(Some(task))),
             },
         }
+    }
+
+    /// YT's data weight of the batch the stream gave last (weighed as decoded, before byte
+    /// strings became views).
+    pub fn last_weight(&self) -> u64 {
+        self.last_weight
     }
 
     /// What the stream reads, known once it ends ([`StreamRead::finished`]).
@@ -297,17 +307,27 @@ impl futures::Stream for ScanStream {
     type Item = Result<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.receiver.poll_recv(cx)
+        match self.receiver.poll_recv(cx) {
+            Poll::Ready(Some(Ok((batch, weight)))) => {
+                self.last_weight = weight;
+                Poll::Ready(Some(Ok(batch)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
 /// Gathers resolved rows into batches and sends them (and clean slices) to the stream,
 /// waiting while the reader is behind.
 pub(crate) struct ChannelSink {
-    sender: mpsc::Sender<Result<RecordBatch>>,
+    sender: mpsc::Sender<Result<(RecordBatch, u64)>>,
     schema: SchemaRef,
     views: bool,
     rows: Vec<Vec<Value>>,
+    /// The data weight of `rows`.
+    weight: u64,
     batch_rows: usize,
 }
 
@@ -322,7 +342,8 @@ impl ChannelSink {
             batch = crate::chunk_cache::binary_as_views(&batch)?;
         }
         self.rows.clear();
-        Ok(self.sender.send(Ok(batch)).await.is_ok())
+        let weight = std::mem::take(&mut self.weight);
+        Ok(self.sender.send(Ok((batch, weight))).await.is_ok())
     }
 }
 
@@ -330,17 +351,18 @@ impl PieceSink for ChannelSink {
     async fn accept(&mut self, _tablet: usize, piece: Piece) -> Result<bool> {
         match piece {
             Piece::Row(row) => {
+                self.weight += crate::scan::row_weight(&row);
                 self.rows.push(row);
                 if self.rows.len() >= self.batch_rows {
                     return self.flush().await;
                 }
                 Ok(true)
             }
-            Piece::Batch(batch) => {
+            Piece::Batch(batch, weight) => {
                 if !self.flush().await? {
                     return Ok(false);
                 }
-                Ok(self.sender.send(Ok(batch)).await.is_ok())
+                Ok(self.sender.send(Ok((batch, weight))).await.is_ok())
             }
         }
     }

@@ -475,10 +475,14 @@ impl ExecutionPlan for TabletScanExec {
                 if passed == 0 && rows > 0 {
                     return overflow();
                 }
+                // The stream weighs whole batches; a cut one is weighed here.
                 let batch = batch.slice(0, passed as usize);
-                reads
-                    .data_weight
-                    .fetch_add(batch_weight(&batch), Ordering::Relaxed);
+                let weight = if passed == rows {
+                    stream.last_weight()
+                } else {
+                    batch_weight(&batch)
+                };
+                reads.data_weight.fetch_add(weight, Ordering::Relaxed);
                 let projected = project(&batch, &projection, &out, &table);
                 Some((projected, (Some(stream), passed < rows)))
             }

@@ -250,7 +250,7 @@ impl FileTable {
     ) -> Result<ScanStatistics> {
         let types = wire_types(self.schema.columns());
         let mut rows = |_, piece| {
-            if let Piece::Batch(batch) = piece {
+            if let Piece::Batch(batch, _) = piece {
                 for row in batch_to_rows(&batch, &types) {
                     if !sink(row)? {
                         return Ok(false);
@@ -276,7 +276,7 @@ impl FileTable {
                 ranges,
                 views,
                 &mut FnSink(&mut |_, piece| {
-                    if let Piece::Batch(b) = piece {
+                    if let Piece::Batch(b, _) = piece {
                         batches.push(b);
                     }
                     Ok(true)
@@ -593,11 +593,12 @@ impl FileTable {
                     continue;
                 }
                 statistics.rows_read += batch.num_rows() as u64;
-                statistics.data_weight += crate::scan::batch_weight(&batch);
+                let weight = crate::scan::batch_weight(&batch);
+                statistics.data_weight += weight;
                 if views {
                     batch = crate::chunk_cache::binary_as_views(&batch)?;
                 }
-                if !sink.accept(0, Piece::Batch(batch)).await? {
+                if !sink.accept(0, Piece::Batch(batch, weight)).await? {
                     statistics.chunks.0 = read_files;
                     statistics.row_groups.0 = read_groups;
                     return Ok(statistics);
