@@ -30,6 +30,7 @@ pub mod tablets;
 pub mod timestamp;
 pub mod transaction;
 mod validate;
+mod weight;
 
 pub use bulk::BulkWrite;
 pub use check::{CheckReport, Damage};

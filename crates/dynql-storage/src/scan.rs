@@ -19,6 +19,7 @@ use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
 use crate::store::{KeyOrd, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
+pub use crate::weight::{batch_weight, row_weight, value_weight};
 
 /// One end of a key range: a key prefix, and with `after` the position just after every key
 /// that starts with the prefix (YT's trailing `<Max>` sentinel).
@@ -151,16 +152,6 @@ pub struct ScanStatistics {
 pub struct TabletRows {
     pub tablet_index: usize,
     pub rows: Vec<Vec<Value>>,
-}
-
-/// YT's data weight of a value.
-pub fn value_weight(v: &Value) -> u64 {
-    match v {
-        Value::Null => 0,
-        Value::Int64(_) | Value::Uint64(_) | Value::Double(_) => 8,
-        Value::Boolean(_) => 1,
-        Value::String(b) | Value::Any(b) => b.len() as u64,
-    }
 }
 
 /// The key ranges of the table's tablets, from its pivot keys.
@@ -687,49 +678,6 @@ impl PieceSink for FnSink<'_> {
     ) -> impl std::future::Future<Output = Result<bool>> + Send {
         std::future::ready((self.0)(tablet, piece))
     }
-}
-
-/// The bytes of the present values of byte-string views (a view's low 32 bits are its
-/// value's length).
-fn view_bytes(views: &[u128], nulls: Option<&arrow::buffer::NullBuffer>) -> u64 {
-    views
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| nulls.is_none_or(|n| n.is_valid(*i)))
-        .map(|(_, v)| u64::from(*v as u32))
-        .sum()
-}
-
-/// YT's data weight of a batch: one byte per row plus each value's size.
-pub fn batch_weight(batch: &RecordBatch) -> u64 {
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::DataType;
-    let mut weight = batch.num_rows() as u64;
-    for column in batch.columns() {
-        let present = (column.len() - column.null_count()) as u64;
-        weight += match column.data_type() {
-            DataType::Boolean => present,
-            DataType::Binary => {
-                let a = column.as_binary::<i32>();
-                let offsets = a.value_offsets();
-                (offsets[offsets.len() - 1] - offsets[0]) as u64
-            }
-            DataType::Utf8 => {
-                let a = column.as_string::<i32>();
-                let offsets = a.value_offsets();
-                (offsets[offsets.len() - 1] - offsets[0]) as u64
-            }
-            DataType::BinaryView => view_bytes(column.as_binary_view().views(), column.nulls()),
-            DataType::Utf8View => view_bytes(column.as_string_view().views(), column.nulls()),
-            _ => 8 * present,
-        };
-    }
-    weight
-}
-
-/// YT's data weight of a row: one byte plus the values' weights.
-pub fn row_weight(row: &[Value]) -> u64 {
-    1 + row.iter().map(value_weight).sum::<u64>()
 }
 
 /// The versions of a key-sorted run whose keys lie in `range`.
