@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
 
-use crate::format::{write_result, OutputFormat};
+use crate::format::OutputFormat;
 
 /// The store used when neither --store nor DYNQL_STORE is given.
 pub const DEFAULT_STORE: &str = "file://./dynql-data";
@@ -553,22 +553,26 @@ pub async fn execute(
                         .context("--placeholder-values must be a YSON or JSON map")?,
                 );
             }
-            let result = match tx {
+            let stream = match tx {
                 Some(id) => match db.transaction(&id).await {
-                    Ok(t) => t.select_rows(&query, &options).await,
+                    Ok(t) => t.select_stream(&query, &options).await,
                     Err(e) => Err(e),
                 },
-                None => db.select_rows(&query, &options).await,
+                None => db.select_stream(&query, &options).await,
             };
-            let result = match result {
-                Ok(r) => r,
-                Err(e) => return Err(query_error(&query, e)),
-            };
+            let mut stream = stream.map_err(|e| query_error(&query, e))?;
+            // Rows are printed as they are computed; a query that fails later has printed
+            // some and exits with its error.
             let mut buf = Vec::new();
-            write_result(&mut buf, &result, format)?;
-            stdout.write_all(&buf)?;
+            while let Some(rows) = stream.next_rows().await {
+                let rows = rows.map_err(|e| query_error(&query, e))?;
+                buf.clear();
+                crate::format::write_rows(&mut buf, stream.columns(), &rows, format)?;
+                stdout.write_all(&buf)?;
+                stdout.flush()?;
+            }
             if print_statistics {
-                let s = &result.statistics;
+                let s = stream.statistics().unwrap_or_default();
                 eprintln!(
                     "statistics: rows_read={} data_weight_read={} rows_written={} incomplete_input={} incomplete_output={} tablets_read={}/{} chunks_read={}/{} row_groups_read={}/{} rows_decoded={}",
                     s.rows_read,

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::{bail, Result};
-use dynql::{LookupResult, SelectResult, Value, Yson};
+use dynql::{LookupResult, SelectResult, Value, ValueType, Yson};
 
 use crate::commands::InputFormat;
 
@@ -105,25 +105,39 @@ pub fn write_result(
     result: &SelectResult,
     format: OutputFormat,
 ) -> Result<()> {
+    write_rows(out, &result.columns, &result.rows, format)
+}
+
+/// Writes rows of a result with `columns` in `format`, one line each.
+pub fn write_rows(
+    out: &mut impl Write,
+    columns: &[(String, ValueType)],
+    rows: &[Vec<Value>],
+    format: OutputFormat,
+) -> Result<()> {
     match format {
         OutputFormat::Json => {
-            for row in result.to_json_rows() {
-                serde_json::to_writer(&mut *out, &row)?;
+            for row in rows {
+                let object: serde_json::Map<String, serde_json::Value> = columns
+                    .iter()
+                    .zip(row)
+                    .map(|((name, _), v)| (name.clone(), v.to_json()))
+                    .collect();
+                serde_json::to_writer(&mut *out, &object)?;
                 out.write_all(b"\n")?;
             }
         }
         OutputFormat::JsonBytes => {
-            for row in &result.rows {
-                let json = json_bytes_row(result.columns.iter().map(|(n, _)| n), row);
+            for row in rows {
+                let json = json_bytes_row(columns.iter().map(|(n, _)| n), row);
                 serde_json::to_writer(&mut *out, &json)?;
                 out.write_all(b"\n")?;
             }
         }
         OutputFormat::Yson => {
-            for row in &result.rows {
+            for row in rows {
                 let map = Yson::Map(
-                    result
-                        .columns
+                    columns
                         .iter()
                         .zip(row)
                         .map(|((n, _), v)| (n.as_bytes().to_vec(), v.to_yson()))
@@ -134,9 +148,9 @@ pub fn write_result(
             }
         }
         OutputFormat::SchemafulDsv => {
-            for row in &result.rows {
+            for row in rows {
                 let mut fields = Vec::with_capacity(row.len());
-                for ((name, _), v) in result.columns.iter().zip(row) {
+                for ((name, _), v) in columns.iter().zip(row) {
                     if v.is_null() {
                         bail!("Column {name:?} is in schema but missing (schemaful_dsv cannot print null; use --format json or yson)");
                     }

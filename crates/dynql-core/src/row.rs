@@ -134,12 +134,13 @@ pub fn value_for_column(column: &ColumnSchema, node: &Yson) -> Result<Value> {
         ValueType::Any => Value::Any(crate::yson::to_text(node).into_bytes()),
         ValueType::Null => return Err(mismatch()),
     };
-    check_range(column, &value)?;
+    check_logical_type(column, &value)?;
     Ok(value)
 }
 
-/// Checks that an integer fits a narrow column type (`int8`, `uint16`, ...).
-pub fn check_range(column: &ColumnSchema, value: &Value) -> Result<()> {
+/// Checks that a value fits its column's logical type: an integer a narrow type (`int8`,
+/// `uint16`, ...), a byte string `utf8`.
+pub fn check_logical_type(column: &ColumnSchema, value: &Value) -> Result<()> {
     let out = |v: String| Error::InvalidValue {
         column: column.name.clone(),
         message: format!("value {v} is out of range for type {}", column.logical_type),
@@ -157,6 +158,14 @@ pub fn check_range(column: &ColumnSchema, value: &Value) -> Result<()> {
                 if *v > hi {
                     return Err(out(v.to_string()));
                 }
+            }
+        }
+        Value::String(s) => {
+            if column.logical_type == LogicalType::Utf8 && std::str::from_utf8(s).is_err() {
+                return Err(Error::InvalidValue {
+                    column: column.name.clone(),
+                    message: "value is not valid UTF-8 but the column type is utf8".into(),
+                });
             }
         }
         _ => {}
@@ -243,5 +252,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("must be a map"));
+    }
+
+    #[test]
+    fn utf8_columns_take_only_valid_utf8() {
+        let schema = TableSchema::parse(
+            "[{name=k;type=int64;sort_order=ascending};{name=t;type=utf8};{name=s;type=string}]",
+        )
+        .unwrap();
+        let row = |t: &[u8], s: &[u8]| {
+            row_from_yson(
+                &schema,
+                &Yson::Map(vec![
+                    (b"k".to_vec(), Yson::Int64(1)),
+                    (b"t".to_vec(), Yson::String(t.to_vec())),
+                    (b"s".to_vec(), Yson::String(s.to_vec())),
+                ]),
+            )
+        };
+        assert!(row("дом".as_bytes(), b"\xff").is_ok());
+        let error = row(b"\xff\xfe", b"a").unwrap_err().to_string();
+        assert!(error.contains("not valid UTF-8"), "{error}");
+        assert!(error.contains("\"t\""), "{error}");
     }
 }

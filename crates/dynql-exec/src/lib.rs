@@ -13,5 +13,7 @@ mod vectorized;
 
 pub use error::{Error, Result};
 pub use scan::Explanation;
-pub use select::{explain_query, select_rows, QueryResult, SelectOptions, Statistics};
+pub use select::{
+    explain_query, select_rows, select_stream, QueryResult, QueryStream, SelectOptions, Statistics,
+};
 pub use source::FileTables;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
@@ -132,20 +131,34 @@ impl TableProvider for StoreTable {
     }
 }
 
-/// Parquet files as a DataFusion table (see [`FileTable`]): columns as the table's schema
-/// types them (strings as `Binary`), one partition.
+/// Parquet files as a DataFusion table (see [`FileTable`]): streamed in key order, one
+/// partition, through the same scan as dynamic tables (`TabletScanExec`), reading only the
+/// row groups and pages that meet the key ranges the pushed-down filters fix (for files with
+/// key columns). `string`/`utf8` columns are UTF-8 text (`Utf8View`), as with
+/// [`StoreTable::with_text_strings`].
 pub struct FileTableProvider {
-    table: FileTable,
+    table: Arc<FileTable>,
     schema: SchemaRef,
+    read: Arc<InputLimit>,
+    reads: ScanReads,
 }
 
 impl FileTableProvider {
-    /// A provider over opened files; `string`/`utf8` columns are UTF-8 text (`Utf8`), as
-    /// with SQL's view of store tables
-    /// ([`StoreTable::with_text_strings`]), but as `Utf8`.
+    /// A provider over opened files.
     pub fn new(table: FileTable) -> FileTableProvider {
-        let schema = text_schema(&table_arrow_schema(table.schema()));
-        FileTableProvider { table, schema }
+        let schema = string_schema(&table_arrow_schema(table.schema()), true);
+        FileTableProvider {
+            table: Arc::new(table),
+            schema,
+            read: Arc::new(InputLimit::new(u64::MAX, false)),
+            reads: ScanReads::default(),
+        }
+    }
+
+    /// What the scans of this table read, once the plan that reads it has run (or been
+    /// dropped).
+    pub async fn statistics(&self) -> ScanStatistics {
+        streamed(&self.reads, self.read.read()).await
     }
 }
 
@@ -167,29 +180,36 @@ impl TableProvider for FileTableProvider {
         TableType::Base
     }
 
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
     async fn scan(
         &self,
         _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        // Only the projected columns are read from the files.
-        let batches = self
-            .table
-            .scan_columns(projection.map(|p| p.as_slice()))
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let schema = match projection {
-            Some(p) => Arc::new(self.schema.project(p)?),
-            None => self.schema.clone(),
-        };
-        let batches = batches
-            .iter()
-            .map(|b| cast_batch(b, &schema, self.table.location()))
-            .collect::<DfResult<Vec<_>>>()?;
-        let exec = MemorySourceConfig::try_new_exec(&[batches], schema, None)?;
-        Ok(exec)
+        let ranges = crate::pushdown::key_ranges(filters, self.table.schema());
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let schema = Arc::new(self.schema.project(&projection)?);
+        Ok(Arc::new(TabletScanExec::new(
+            ScanSource::Files {
+                table: self.table.clone(),
+                ranges,
+            },
+            true,
+            projection,
+            schema,
+            self.read.clone(),
+            self.reads.clone(),
+        )))
     }
 }
 
@@ -212,61 +232,4 @@ fn string_schema(schema: &SchemaRef, text: bool) -> SchemaRef {
         })
         .collect();
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
-}
-
-/// The fields of YT type `string` or `utf8` as `Utf8` (`any` stays bytes).
-fn text_schema(schema: &SchemaRef) -> SchemaRef {
-    use datafusion::arrow::datatypes::{DataType, Field, Schema};
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| {
-            let yt = f.metadata().get(dynql_core::arrow_convert::YT_TYPE_KEY);
-            let text = matches!(yt.map(String::as_str), Some("string" | "utf8"));
-            if text && f.data_type() == &DataType::Binary {
-                Field::clone(f).with_data_type(DataType::Utf8)
-            } else {
-                Field::clone(f)
-            }
-        })
-        .collect();
-    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
-}
-
-/// `batch` cast to `schema` (bytes to text): a value that is not UTF-8 is an error naming
-/// the column and the table.
-fn cast_batch(
-    batch: &datafusion::arrow::record_batch::RecordBatch,
-    schema: &SchemaRef,
-    table: &str,
-) -> DfResult<datafusion::arrow::record_batch::RecordBatch> {
-    use datafusion::arrow::compute::{cast_with_options, CastOptions};
-    let options = CastOptions {
-        safe: false,
-        ..CastOptions::default()
-    };
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(c, f)| {
-            if c.data_type() == f.data_type() {
-                return Ok(c.clone());
-            }
-            cast_with_options(c, f.data_type(), &options).map_err(|e| {
-                DataFusionError::Execution(format!(
-                    "column {} of {table} holds a value that is not UTF-8 text ({e}); SQL reads string columns as text, YT QL (select-rows) reads them as bytes",
-                    f.name()
-                ))
-            })
-        })
-        .collect::<DfResult<Vec<_>>>()?;
-    Ok(
-        datafusion::arrow::record_batch::RecordBatch::try_new_with_options(
-            schema.clone(),
-            columns,
-            &datafusion::arrow::record_batch::RecordBatchOptions::new()
-                .with_row_count(Some(batch.num_rows())),
-        )?,
-    )
 }

@@ -3,6 +3,14 @@
 //! (scan (key ranges pruned) ─▶ lookup joins ─▶ WHERE ─▶ group/aggregate ─▶ HAVING ─▶ ORDER
 //! BY ─▶ OFFSET/LIMIT ─▶ project; see the `vectorized::lower` module) with YT's row limits.
 
+use std::sync::{Arc, Mutex};
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+
+use dynql_core::arrow_convert::batch_to_rows;
 use dynql_core::{Value, ValueType, Yson};
 use dynql_ql::binder::query_tables;
 use dynql_ql::plan::QueryPlan;
@@ -12,6 +20,7 @@ use dynql_storage::{ScanStatistics, Store, Timestamp};
 use crate::error::{Error, Result};
 use crate::scan::{main_table_ranges, storage_ranges, Explanation};
 use crate::source::{FileTables, Tables};
+use crate::vectorized::results::Results;
 
 /// YT's default `input_row_limit` and `output_row_limit`.
 pub const DEFAULT_ROW_LIMIT: u64 = 1_000_000;
@@ -80,6 +89,117 @@ pub struct QueryResult {
     pub statistics: Statistics,
 }
 
+/// A running query's result: its columns, and its rows as a stream of Arrow record batches
+/// in the order YT gives them.
+///
+/// Each batch has [`QueryStream::schema`]: a field per output column, of its wire type's
+/// Arrow type (`string` and `any` as `Binary`, `utf8` table columns as `Utf8`), with the YT
+/// type in the field metadata (`yt:type`). Rows are computed as the stream is read: an
+/// error (an evaluation error, a row limit passed with `fail_on_incomplete_result`) can
+/// come after some batches, and then the batches before it are not the query's result.
+/// Dropping the stream cancels the query. [`QueryStream::into_result`] collects it.
+pub struct QueryStream {
+    columns: Vec<(String, ValueType)>,
+    schema: SchemaRef,
+    batches: BoxStream<'static, Result<RecordBatch>>,
+    statistics: Arc<Mutex<Option<Statistics>>>,
+}
+
+impl std::fmt::Debug for QueryStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryStream")
+            .field("columns", &self.columns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QueryStream {
+    /// The stream of a run that hands its rows on as they come.
+    pub(crate) fn new(plan: &QueryPlan, results: Results) -> QueryStream {
+        let statistics = Arc::new(Mutex::new(None));
+        QueryStream {
+            columns: output_columns(plan),
+            schema: results.schema(),
+            batches: results.into_stream(statistics.clone()),
+            statistics,
+        }
+    }
+
+    /// The stream of a run that has ended.
+    pub(crate) fn collected(
+        plan: &QueryPlan,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        statistics: Statistics,
+    ) -> QueryStream {
+        QueryStream {
+            columns: output_columns(plan),
+            schema,
+            batches: futures::stream::iter(batches.into_iter().map(Ok)).boxed(),
+            statistics: Arc::new(Mutex::new(Some(statistics))),
+        }
+    }
+
+    /// The result's columns: name and YT wire type, in output order.
+    pub fn columns(&self) -> &[(String, ValueType)] {
+        &self.columns
+    }
+
+    /// The Arrow schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// What the query read and wrote; `None` until the stream has ended without an error.
+    pub fn statistics(&self) -> Option<Statistics> {
+        self.statistics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// A batch's rows as values of the result's column types.
+    pub fn rows(&self, batch: &RecordBatch) -> Vec<Vec<Value>> {
+        let types: Vec<ValueType> = self.columns.iter().map(|(_, t)| *t).collect();
+        batch_to_rows(batch, &types)
+    }
+
+    /// Reads the whole stream into a [`QueryResult`].
+    ///
+    /// # Errors
+    /// The first error the stream gives.
+    pub async fn into_result(mut self) -> Result<QueryResult> {
+        let mut rows = Vec::new();
+        while let Some(batch) = self.batches.next().await {
+            rows.extend(self.rows(&batch?));
+        }
+        let statistics = self.statistics().unwrap_or_default();
+        Ok(QueryResult {
+            columns: self.columns,
+            rows,
+            statistics,
+        })
+    }
+}
+
+impl Stream for QueryStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.batches.poll_next_unpin(cx)
+    }
+}
+
+fn output_columns(plan: &QueryPlan) -> Vec<(String, ValueType)> {
+    plan.projections
+        .iter()
+        .map(|p| (p.name.clone(), p.expr.ty))
+        .collect()
+}
+
 /// The largest `range_expansion_limit` accepted: inference may generate that many key
 /// ranges, a few hundred bytes each, so the cap bounds its memory (hundreds of MB at most).
 pub const MAX_RANGE_EXPANSION_LIMIT: u64 = 1_000_000;
@@ -116,6 +236,23 @@ pub async fn select_rows(
     query: &str,
     options: &SelectOptions,
 ) -> Result<QueryResult> {
+    select_stream(store, query, options)
+        .await?
+        .into_result()
+        .await
+}
+
+/// Parses, binds and starts `query` against `store`, as [`select_rows`], giving its rows
+/// as they are computed.
+///
+/// # Errors
+/// Errors found before the first row (syntax, binding, range inference, planning, and for
+/// grouped queries the grouping); later ones come through the stream.
+pub async fn select_stream(
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<QueryStream> {
     check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
     for source in &plan.sources {

@@ -4,7 +4,8 @@
 //!
 //! Only the tables a statement names are opened. Dynamic tables are read at one timestamp
 //! from one snapshot through [`StoreTable`], streamed tablet by tablet, with the key ranges
-//! the filters fix pushed into the scan; files through [`FileTableProvider`]. String columns are UTF-8 text
+//! the filters fix pushed into the scan; files through [`FileTableProvider`], streamed in key
+//! order through the same scan, pruned by the same ranges. String columns are UTF-8 text
 //! to SQL (its string functions need it); a value that is not UTF-8 fails the statement.
 
 use std::sync::Arc;
@@ -82,6 +83,7 @@ async fn run(
     let snapshot = store.snapshot().await?;
     let tables = snapshot.tables();
     let mut scanned = Vec::new();
+    let mut read_files = Vec::new();
     for reference in references {
         // Only bare names can be paths or file locations (`"//t"`, `"file:…"`).
         if reference.schema().is_some() {
@@ -98,7 +100,9 @@ async fn run(
                 ))));
             }
             let table = FileTable::open(location, files.key(name)).await?;
-            ctx.register_table(reference.clone(), Arc::new(FileTableProvider::new(table)))?;
+            let provider = Arc::new(FileTableProvider::new(table));
+            read_files.push(provider.clone());
+            ctx.register_table(reference.clone(), provider)?;
         } else if let Some(entry) = tables.get(name) {
             dynql_storage::tablets::check_readable(entry, name)?;
             let provider = Arc::new(
@@ -135,9 +139,15 @@ async fn run(
     } else {
         (Vec::new(), Vec::new())
     };
-    let mut statistics = Statistics::default();
+    let mut reads = Vec::new();
     for table in &scanned {
-        let read = table.statistics().await;
+        reads.push(table.statistics().await);
+    }
+    for table in &read_files {
+        reads.push(table.statistics().await);
+    }
+    let mut statistics = Statistics::default();
+    for read in reads {
         statistics.rows_read += read.rows_read;
         statistics.data_weight_read += read.data_weight;
     }

@@ -38,5 +38,18 @@ async fn main() -> Result<(), dynql::Error> {
         .await?
         .to_record_batch()?;
     println!("{} rows as Arrow", batch.num_rows());
+
+    // Rows as Arrow batches as they are computed; dropping the stream cancels the query.
+    use futures::StreamExt;
+    let mut stream = db
+        .select_stream(
+            "id, score from [//home/demo/users] where score > 5.0",
+            &SelectOptions::default(),
+        )
+        .await?;
+    while let Some(batch) = stream.next().await {
+        println!("a batch of {} rows", batch?.num_rows());
+    }
+    println!("{:?}", stream.statistics());
     Ok(())
 }

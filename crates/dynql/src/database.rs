@@ -4,14 +4,14 @@ use std::collections::BTreeSet;
 
 use arrow::record_batch::RecordBatch;
 
-use dynql_core::arrow_convert::{arrow_field, rows_to_batch};
 use dynql_core::row::row_from_yson;
-use dynql_core::{TableSchema, Value, ValueType, Yson};
-use dynql_exec::{QueryResult, SelectOptions};
+use dynql_core::{TableSchema, Value, Yson};
+use dynql_exec::SelectOptions;
 use dynql_ql::ComputedColumns;
 use dynql_storage::{LockMode, RowValues, Store, TableOptions, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
+use crate::results::{LookupResult, SelectResult, SelectStream};
 
 /// Attributes accepted by `create table` that do not change dynql's behaviour (storage
 /// layout hints of a YT cluster).
@@ -436,10 +436,43 @@ impl Database {
         Ok(self.store.generate_timestamp().await?)
     }
 
-    /// Runs a YT QL query.
+    /// Runs a YT QL query and collects its rows ([`Database::select_stream`] hands them on
+    /// as they are computed).
     pub async fn select_rows(&self, query: &str, options: &SelectOptions) -> Result<SelectResult> {
-        let result = dynql_exec::select_rows(&self.store, query, options).await?;
-        Ok(SelectResult::from(result))
+        self.select_stream(query, options)
+            .await?
+            .into_result()
+            .await
+    }
+
+    /// Starts a YT QL query, giving its rows as a stream of Arrow record batches as they are
+    /// computed (see [`SelectStream`]). Dropping the stream cancels the query.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::arrow::array::AsArray;
+    /// use dynql::{Database, SelectOptions};
+    /// use futures::TryStreamExt;
+    /// let db = Database::open("memory://")?;
+    /// db.create_table_from_text(
+    ///     "//t",
+    ///     "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=utf8}]}",
+    /// )
+    /// .await?;
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": "one"})]).await?;
+    /// let stream = db.select_stream("v from [//t]", &SelectOptions::default()).await?;
+    /// let batches: Vec<_> = stream.try_collect().await?;
+    /// assert_eq!(batches[0].column(0).as_string::<i32>().value(0), "one");
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
+    pub async fn select_stream(
+        &self,
+        query: &str,
+        options: &SelectOptions,
+    ) -> Result<SelectStream> {
+        let stream = dynql_exec::select_stream(&self.store, query, options).await?;
+        Ok(SelectStream::new(stream))
     }
 
     /// Runs one statement of standard SQL (DataFusion's dialect) over the same tables as
@@ -738,6 +771,20 @@ impl Transaction {
         self.db.select_rows(query, &options).await
     }
 
+    /// Starts a query at the start timestamp, giving its rows as they are computed.
+    pub async fn select_stream(
+        &self,
+        query: &str,
+        options: &SelectOptions,
+    ) -> Result<SelectStream> {
+        self.db.store.transaction(&self.id).await?;
+        let options = SelectOptions {
+            timestamp: self.start,
+            ..options.clone()
+        };
+        self.db.select_stream(query, &options).await
+    }
+
     /// Looks rows up at the start timestamp.
     pub async fn lookup_rows(
         &self,
@@ -799,61 +846,6 @@ impl Default for LookupOptions {
             column_names: None,
             keep_missing_rows: false,
         }
-    }
-}
-
-/// The result of `lookup_rows`: one entry per requested key that is returned.
-#[derive(Debug, Clone)]
-pub struct LookupResult {
-    pub columns: Vec<(String, ValueType)>,
-    pub rows: Vec<Option<Vec<Value>>>,
-}
-
-/// The result of `select_rows`.
-#[derive(Debug, Clone)]
-pub struct SelectResult {
-    /// Result columns: name and type, in output order.
-    pub columns: Vec<(String, ValueType)>,
-    /// Rows, values in column order.
-    pub rows: Vec<Vec<Value>>,
-    /// Execution statistics.
-    pub statistics: dynql_exec::Statistics,
-}
-
-impl From<QueryResult> for SelectResult {
-    fn from(r: QueryResult) -> SelectResult {
-        SelectResult {
-            columns: r.columns,
-            rows: r.rows,
-            statistics: r.statistics,
-        }
-    }
-}
-
-impl SelectResult {
-    /// The rows as one Arrow record batch (string columns are `Binary`).
-    pub fn to_record_batch(&self) -> Result<RecordBatch> {
-        let fields: Vec<_> = self
-            .columns
-            .iter()
-            .map(|(n, t)| arrow_field(n, *t, t.name()))
-            .collect();
-        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
-        rows_to_batch(&schema, &self.rows).map_err(|e| Error::Invalid(e.to_string()))
-    }
-
-    /// The rows as JSON objects (keys in column order), as `yt select-rows --format json`.
-    pub fn to_json_rows(&self) -> Vec<serde_json::Value> {
-        self.rows
-            .iter()
-            .map(|r| {
-                let mut m = serde_json::Map::new();
-                for ((name, _), v) in self.columns.iter().zip(r) {
-                    m.insert(name.clone(), v.to_json());
-                }
-                serde_json::Value::Object(m)
-            })
-            .collect()
     }
 }
 

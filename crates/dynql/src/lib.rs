@@ -9,11 +9,10 @@ mod attributes;
 mod database;
 mod error;
 pub mod io;
+mod results;
 
 pub use attributes::ATTRIBUTES;
-pub use database::{
-    parse_document, Database, LookupOptions, LookupResult, SelectResult, WriteOptions,
-};
+pub use database::{parse_document, Database, LookupOptions, WriteOptions};
 pub use database::{parse_pivot_keys, Transaction, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::json_rows;
 pub use dynql_core::yson;
@@ -23,6 +22,10 @@ pub use dynql_storage::{
     CheckReport, Damage, LockMode, Reshard, TabletCommand, TabletState, Timestamp,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use results::{LookupResult, SelectResult, SelectStream};
+
+/// The Arrow crate dynql's record batches come from, for callers that read them.
+pub use arrow;
 
 /// The YT QL layer, for callers that parse or bind queries themselves.
 pub use dynql_ql as ql;

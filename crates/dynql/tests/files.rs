@@ -225,3 +225,34 @@ async fn sql_runs_over_dynamic_tables_and_files() {
         .unwrap_err();
     assert!(e.to_string().contains("//missing"), "{e}");
 }
+
+#[tokio::test]
+async fn sql_over_sorted_files_streams_only_the_row_groups_the_key_filters_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    write_exports(&dir.path().join("exports"), 2);
+    let db = Database::open("memory://").unwrap();
+    let files = FileTables {
+        tables: vec![(
+            "sales".into(),
+            format!("{}/exports/*.parquet", dir.path().display()),
+        )],
+        keys: vec![],
+    };
+    let ts = Timestamp::SYNC_LAST_COMMITTED;
+    let q = "SELECT count(*) AS n, min(region) AS r FROM sales WHERE id BETWEEN 1220 AND 1250";
+    let r = db.sql(q, &files, ts).await.unwrap();
+    assert_eq!(r.rows[0][0], Value::Int64(31));
+    assert_eq!(r.rows[0][1], Value::String(b"r0".to_vec()));
+    // One row group of 100 rows of the 2000 is read.
+    assert!(r.statistics.rows_read <= 100, "{:?}", r.statistics);
+    let all = db
+        .sql(
+            "SELECT count(*) AS n FROM sales WHERE amount > 0",
+            &files,
+            ts,
+        )
+        .await
+        .unwrap();
+    assert_eq!(all.rows[0][0], Value::Int64(1999));
+    assert_eq!(all.statistics.rows_read, 2000);
+}

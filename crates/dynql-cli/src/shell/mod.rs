@@ -4,7 +4,7 @@
 //! input lines ──> statement::Splitter ──> statement::parse ──┬─ \meta    ──> meta::run
 //!   (rustyline on a terminal,                                 ├─ COMMAND  ──> ShellLine (clap)
 //!    stdin lines otherwise)                                   │               └─> commands::execute
-//!                                                             └─ QUERY    ──> select_rows ──> pretty
+//!                                                             └─ QUERY    ──> select_stream ──> pretty / plain
 //! ```
 //!
 //! A command is parsed by the same clap [`Command`] enum as the command line and run by the
@@ -12,7 +12,8 @@
 //! are the statement's lines after the command instead of stdin.
 //!
 //! On a terminal the shell edits lines with rustyline (history file, multi-line statements,
-//! Tab completion) and reports errors without exiting. With stdin not a terminal it runs the
+//! Tab completion) and reports errors without exiting; Ctrl-C while a statement runs cancels
+//! it and keeps the session. With stdin not a terminal it runs the
 //! statements it reads in order, with no prompt, and stops at the first error (exit status 1).
 
 mod complete;
@@ -34,7 +35,7 @@ use rustyline::history::FileHistory;
 use rustyline::Editor;
 
 use crate::commands::{execute, query_error, Command};
-use crate::format::{write_result, OutputFormat};
+use crate::format::{write_result, write_rows, OutputFormat};
 use complete::{Catalog, ShellHelper};
 use statement::{Parsed, Splitter, Statement};
 
@@ -224,15 +225,24 @@ async fn interactive(db: &Database, url: &str, mut settings: Settings) -> Result
         let mut catalog_changed = false;
         for st in statements {
             let mut stdout = std::io::stdout().lock();
-            let result = run_statement(db, &mut settings, &st.text, &mut stdout).await;
+            // Ctrl-C cancels the running statement (dropping it stops its work) and the
+            // ones after it on the same input; the session goes on.
+            let result = tokio::select! {
+                result = run_statement(db, &mut settings, &st.text, &mut stdout) => Some(result),
+                _ = tokio::signal::ctrl_c() => None,
+            };
             let _ = stdout.flush();
             drop(stdout);
             // Any command may create, move or remove a table.
             catalog_changed |= is_command(statement::command_word(&st.text));
             match result {
-                Ok(Flow::Quit) => return Ok(()),
-                Ok(Flow::Continue) => {}
-                Err(e) => eprintln!("Error: {e:#}"),
+                Some(Ok(Flow::Quit)) => return Ok(()),
+                Some(Ok(Flow::Continue)) => {}
+                Some(Err(e)) => eprintln!("Error: {e:#}"),
+                None => {
+                    eprintln!("Cancelled.");
+                    break;
+                }
             }
         }
         if catalog_changed {
@@ -310,11 +320,33 @@ async fn run_statement(
             }
         }
         Parsed::Query(query) => {
-            let result = db
-                .select_rows(&query, &SelectOptions::default())
+            let mut stream = db
+                .select_stream(&query, &SelectOptions::default())
                 .await
                 .map_err(|e| query_error(&query, e))?;
-            show(&result, settings, started, out)?;
+            let ResultFormat::Plain(format) = settings.format else {
+                // A table is drawn once its column widths are known.
+                let result = stream
+                    .into_result()
+                    .await
+                    .map_err(|e| query_error(&query, e))?;
+                show(&result, settings, started, out)?;
+                return Ok(Flow::Continue);
+            };
+            // Plain formats print rows as they are computed.
+            let mut count = 0;
+            let mut buf = Vec::new();
+            while let Some(rows) = stream.next_rows().await {
+                let rows = rows.map_err(|e| query_error(&query, e))?;
+                count += rows.len();
+                buf.clear();
+                write_rows(&mut buf, stream.columns(), &rows, format)?;
+                out.write_all(&buf)?;
+                out.flush()?;
+            }
+            if settings.timing {
+                eprintln!("{}", pretty::footer(count, Some(started.elapsed())));
+            }
         }
     }
     Ok(Flow::Continue)

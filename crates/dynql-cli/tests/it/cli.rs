@@ -389,3 +389,43 @@ fn encode_utf8_json_round_trips_every_byte() {
     );
     assert_eq!(text.trim(), r#"{"s":"привет"}"#);
 }
+
+#[test]
+fn select_rows_prints_rows_as_computed_and_a_later_error_still_fails_the_command() {
+    let s = TestStore::new();
+    s.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending}]}",
+        ],
+        None,
+    );
+    let rows: String = (0..30_000).map(|k| format!("{{k={k}}};\n")).collect();
+    s.ok(&["insert-rows", "//t"], Some(&rows));
+    s.ok(&["compact", "//t"], None);
+    let all = s.ok(&["select-rows", "k from [//t]", "--format", "json"], None);
+    assert_eq!(all.lines().count(), 30_000);
+    // Division by zero at k = 25000: the rows before it may be printed, the command fails.
+    let out = s.run(
+        &[
+            "select-rows",
+            "k, 1 / (k - 25000) as x from [//t]",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Division by zero"), "{stderr}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let count = printed.lines().count();
+    assert!(count > 0 && count < 25_000, "{count} rows printed");
+    for (k, line) in printed.lines().enumerate() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["k"], k as i64);
+    }
+}

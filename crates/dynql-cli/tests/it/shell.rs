@@ -265,3 +265,42 @@ fn a_person_at_a_terminal() {
         "{history}"
     );
 }
+
+#[test]
+fn ctrl_c_cancels_the_running_statement_and_the_session_goes_on() {
+    let s = TestStore::new();
+    s.ok(&["create", "table", "//home/t", "--attributes", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}"], None);
+    let rows: String = (0..3000).map(|k| format!("{{k={k};v=x}};\n")).collect();
+    s.ok(&["insert-rows", "//home/t"], Some(&rows));
+    // `exec`: the terminal's Ctrl-C reaches dynql alone, not a shell around it.
+    let command = format!(
+        "exec env DYNQL_HISTORY={} {} --store {}",
+        shell_quote(&s.dir.path().join("history")),
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_dynql"))),
+        shell_quote(s.dir.path()),
+    );
+    let Some(t) = Tmux::start(s.dir.path(), &command) else {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    };
+    t.wait_for("dynql>", 1);
+    // 27 billion joined rows: minutes of work, unless cancelled.
+    t.line(
+        r#"sql SELECT sum(a.k * b.k + c.k) AS s FROM "//home/t" a, "//home/t" b, "//home/t" c;"#,
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let screen = t.screen();
+    assert_eq!(
+        screen.matches("dynql>").count(),
+        1,
+        "still running:\n{screen}"
+    );
+    t.keys(&["C-c"]);
+    t.wait_for("Cancelled.", 1);
+    t.wait_for("dynql>", 2);
+    // The session goes on, with the store as it was.
+    t.line("k, v from [//home/t] where k = 2;");
+    let screen = t.wait_for("(1 row", 1);
+    assert!(screen.contains("│ 2 ┆ x │"), "{screen}");
+    t.line("\\q");
+}

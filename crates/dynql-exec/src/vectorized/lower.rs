@@ -24,7 +24,7 @@
 //! (and marks the result incomplete); a parallel run that passes a limit is repeated in
 //! scan order.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -36,7 +36,7 @@ use datafusion::error::DataFusionError;
 use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
 use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
 
-use dynql_core::arrow_convert::{arrow_type, batch_to_rows, rows_to_batch};
+use dynql_core::arrow_convert::{arrow_type, rows_to_batch};
 use dynql_core::ValueType;
 use dynql_ql::ast::TotalsMode;
 use dynql_ql::eval::EvalOptions;
@@ -47,10 +47,11 @@ use dynql_storage::KeyRange;
 
 use super::first_groups::{Admission, FirstGroupsExec, PlanTable, ORDINAL};
 use super::input::{table_layout, Input, Setup};
+use super::results::{Limits, Results};
 use super::totals::{group_numbers, grouped_schema, Groups, GROUP_NUMBER};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
 use crate::error::{Error, Result};
-use crate::select::{QueryResult, SelectOptions};
+use crate::select::{QueryStream, SelectOptions};
 use crate::source::Tables;
 
 /// Whether the result depends on the order rows are scanned in.
@@ -190,36 +191,50 @@ fn aggregate(call: &AggregateCall, layout: &Layout, opts: EvalOptions) -> Result
     })
 }
 
-/// Runs `plan` over the main table's `ranges`.
+/// Runs `plan` over the main table's `ranges`, giving its result as it is computed.
 pub(crate) async fn run(
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
-) -> Result<QueryResult> {
-    if let Some(result) = run_once(tables, plan, ranges, options, false).await? {
-        return Ok(result);
+) -> Result<QueryStream> {
+    if let Some(mut results) = run_once(tables, plan, ranges, options, false).await? {
+        if results.streams() {
+            return Ok(QueryStream::new(plan, results));
+        }
+        // Without `fail_on_incomplete_result` a parallel run keeps its rows until it knows
+        // no row limit is passed (they are at most one past the output row limit).
+        if let Some((batches, statistics)) = results.drain().await? {
+            return Ok(QueryStream::collected(
+                plan,
+                results.schema(),
+                batches,
+                statistics,
+            ));
+        }
     }
     // A row limit was passed without `fail_on_incomplete_result`: YT keeps the rows up to
     // it in scan order, so the query runs again in scan order, cutting there.
-    run_once(tables, plan, ranges, options, true)
+    let results = run_once(tables, plan, ranges, options, true)
         .await?
         .ok_or_else(|| {
             Error::DataFusion(DataFusionError::Internal(
                 "a run in scan order stopped at a row limit".into(),
             ))
-        })
+        })?;
+    Ok(QueryStream::new(plan, results))
 }
 
-/// One run of `plan` (in scan order with `in_scan_order`). `None` when a row limit is passed
-/// without `fail_on_incomplete_result` in a run that is not in scan order.
+/// One run of `plan` (in scan order with `in_scan_order`), up to the stream of its projected
+/// rows. `None` when a row limit is passed without `fail_on_incomplete_result` in a run
+/// that is not in scan order.
 async fn run_once(
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
     in_scan_order: bool,
-) -> Result<Option<QueryResult>> {
+) -> Result<Option<Results>> {
     let setup = Setup::new(plan, options, in_scan_order);
     let input = setup.input(tables, plan, ranges, options).await?;
     let (opts, ctx) = (setup.opts, &setup.ctx);
@@ -285,48 +300,32 @@ async fn run_once(
     }
     df = order_and_limit(df, plan, &layout, &setup, options.output_row_limit)?;
     let projections = projections(plan, &layout, opts)?;
-    let Some(mut batches) = collect(df.select(projections.clone())?, &input, &setup).await? else {
-        return Ok(None);
+    let totals = match totals {
+        None => None,
+        Some(totals) => {
+            // The totals row comes last, projected as the groups are.
+            let schema = grouped_schema(&layout, false);
+            let batch = rows_to_batch(&schema, &[totals]).map_err(DataFusionError::from)?;
+            let row = ctx
+                .read_table(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))?
+                .select(projections.clone())?;
+            let Some(row) = collect(row, &input, &setup).await? else {
+                return Ok(None);
+            };
+            row.into_iter().find(|b| b.num_rows() > 0)
+        }
     };
-    if let Some(totals) = totals {
-        // The totals row comes last, projected as the groups are.
-        let schema = grouped_schema(&layout, false);
-        let batch = rows_to_batch(&schema, &[totals]).map_err(DataFusionError::from)?;
-        let row = ctx
-            .read_table(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))?
-            .select(projections)?;
-        let Some(row) = collect(row, &input, &setup).await? else {
-            return Ok(None);
-        };
-        batches.extend(row);
-    }
-    let out_types: Vec<ValueType> = plan.projections.iter().map(|p| p.expr.ty).collect();
-    let mut rows = Vec::new();
-    for b in &batches {
-        rows.extend(batch_to_rows(&in_wire_types(b, &out_types)?, &out_types));
-    }
-    if rows.len() as u64 > options.output_row_limit {
-        if options.fail_on_incomplete_result {
-            return Err(Error::LimitExceeded { what: "output" });
-        }
-        if !setup.truncate {
-            return Ok(None);
-        }
-        rows.truncate(options.output_row_limit as usize);
-        cut.store(true, Ordering::Relaxed);
-    }
-    let mut statistics = input.statistics().await;
-    statistics.rows_written = rows.len() as u64;
-    statistics.incomplete_output |= cut.load(Ordering::Relaxed);
-    Ok(Some(QueryResult {
-        columns: plan
-            .projections
-            .iter()
-            .map(|p| (p.name.clone(), p.expr.ty))
-            .collect(),
-        rows,
-        statistics,
-    }))
+    let rows = df
+        .select(projections)?
+        .execute_stream()
+        .await
+        .map_err(query_error)?;
+    let limits = Limits {
+        output_row_limit: options.output_row_limit,
+        fail: setup.fail,
+        truncate: setup.truncate,
+    };
+    Ok(Some(Results::new(plan, rows, totals, input, limits, cut)))
 }
 
 /// The physical plan DataFusion would run for `plan`, as indented text; nothing is read.

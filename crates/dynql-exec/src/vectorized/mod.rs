@@ -9,6 +9,7 @@ pub(crate) mod first_groups;
 pub(crate) mod input;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
+pub(crate) mod results;
 pub(crate) mod table_scan;
 pub(crate) mod totals;
 pub(crate) mod udf;

@@ -16,7 +16,7 @@ use dynql_core::arrow_convert::{
     array_value, arrow_type, rows_to_batch, table_arrow_schema, value_type_of_field,
     values_to_array,
 };
-use dynql_core::row::{check_range, row_from_yson, value_for_column};
+use dynql_core::row::{check_logical_type, row_from_yson, value_for_column};
 use dynql_core::schema::{ORDERED_SYSTEM_COLUMNS, VIRTUAL_TABLET_INDEX};
 use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 use dynql_ql::ComputedColumns;
@@ -539,7 +539,7 @@ fn coerce(column: &ColumnSchema, v: Value) -> std::result::Result<Value, String>
         }
         (_, other) => return Err(mismatch(&other)),
     };
-    check_range(column, &out).map_err(|e| e.to_string())?;
+    check_logical_type(column, &out).map_err(|e| e.to_string())?;
     Ok(out)
 }
 
@@ -575,7 +575,7 @@ fn parse_text(column: &ColumnSchema, s: &str) -> std::result::Result<Value, Stri
         }
         ValueType::Null => return Err(bad()),
     };
-    check_range(column, &v).map_err(|e| e.to_string())?;
+    check_logical_type(column, &v).map_err(|e| e.to_string())?;
     Ok(v)
 }
 
