@@ -8,10 +8,11 @@ use dynql_core::row::row_from_yson;
 use dynql_core::{TableSchema, Value, Yson};
 use dynql_exec::SelectOptions;
 use dynql_ql::ComputedColumns;
-use dynql_storage::{LockMode, RowValues, Store, TableOptions, Timestamp, WriteKind};
+use dynql_storage::{RowValues, Store, TableOptions, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
 use crate::results::{LookupResult, SelectResult, SelectStream};
+use crate::transaction::Transaction;
 
 /// Attributes accepted by `create table` that do not change dynql's behaviour (storage
 /// layout hints of a YT cluster).
@@ -42,7 +43,7 @@ const IGNORED_ATTRIBUTES: &[&str] = &[
 /// ```
 #[derive(Clone)]
 pub struct Database {
-    store: Store,
+    pub(crate) store: Store,
 }
 
 impl Database {
@@ -200,7 +201,7 @@ impl Database {
     }
 
     /// Checks rows and converts them to schema order with computed columns filled.
-    async fn prepare_insert(
+    pub(crate) async fn prepare_insert(
         &self,
         path: &str,
         rows: &[Yson],
@@ -321,7 +322,7 @@ impl Database {
         Ok(())
     }
 
-    async fn prepare_delete(&self, path: &str, keys: &[Yson]) -> Result<Vec<RowValues>> {
+    pub(crate) async fn prepare_delete(&self, path: &str, keys: &[Yson]) -> Result<Vec<RowValues>> {
         let entry = self.store.table(path).await?;
         if !entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
@@ -392,7 +393,7 @@ impl Database {
     }
 
     /// Full keys (computed key columns filled) from maps of the non-computed key columns.
-    async fn prepare_keys(&self, path: &str, keys: &[Yson]) -> Result<Vec<Vec<Value>>> {
+    pub(crate) async fn prepare_keys(&self, path: &str, keys: &[Yson]) -> Result<Vec<Vec<Value>>> {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
@@ -676,146 +677,21 @@ impl Database {
     /// Starts a tablet transaction that expires `timeout_ms` after its last ping.
     pub async fn start_transaction_with_timeout(&self, timeout_ms: u64) -> Result<Transaction> {
         let info = self.store.start_transaction(timeout_ms).await?;
-        Ok(Transaction {
-            db: self.clone(),
-            id: info.id,
-            start: info.start_timestamp,
-        })
+        Ok(Transaction::new(
+            self.clone(),
+            info.id,
+            info.start_timestamp,
+        ))
     }
 
     /// Attaches to a live transaction started elsewhere (another process).
     pub async fn transaction(&self, id: &str) -> Result<Transaction> {
         let info = self.store.transaction(id).await?;
-        Ok(Transaction {
-            db: self.clone(),
-            id: info.id,
-            start: info.start_timestamp,
-        })
-    }
-}
-
-/// A tablet transaction: snapshot isolation at its start timestamp, writes staged until
-/// [`Transaction::commit`], row-lock conflicts detected at commit.
-///
-/// Reads inside see the start timestamp, not the transaction's own writes (as in YT).
-#[derive(Clone)]
-pub struct Transaction {
-    db: Database,
-    id: String,
-    start: Timestamp,
-}
-
-impl Transaction {
-    /// The transaction id (pass it to `--tx`).
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The snapshot the transaction reads.
-    pub fn start_timestamp(&self) -> Timestamp {
-        self.start
-    }
-
-    /// Stages rows (see [`Database::insert_rows_with`]).
-    pub async fn insert_rows(
-        &self,
-        path: &str,
-        rows: &[Yson],
-        options: WriteOptions,
-    ) -> Result<()> {
-        let (kind, rows, tablets) = self.db.prepare_insert(path, rows, options).await?;
-        if !self.db.store.table(path).await?.schema.is_sorted() {
-            let rows = tablets.into_iter().zip(rows).collect();
-            return Ok(self.db.store.append_rows_in(&self.id, path, rows).await?);
-        }
-        Ok(self
-            .db
-            .store
-            .write_rows_in(&self.id, path, kind, options.aggregate, rows)
-            .await?)
-    }
-
-    /// Stages deletes.
-    pub async fn delete_rows(&self, path: &str, keys: &[Yson]) -> Result<()> {
-        let keys = self.db.prepare_delete(path, keys).await?;
-        Ok(self
-            .db
-            .store
-            .write_rows_in(&self.id, path, WriteKind::Delete, false, keys)
-            .await?)
-    }
-
-    /// Locks rows until commit; `groups` empty locks every lock group.
-    pub async fn lock_rows(
-        &self,
-        path: &str,
-        keys: &[Yson],
-        mode: LockMode,
-        groups: Vec<String>,
-    ) -> Result<()> {
-        let keys = self.db.prepare_keys(path, keys).await?;
-        Ok(self
-            .db
-            .store
-            .lock_rows_in(&self.id, path, mode, groups, keys)
-            .await?)
-    }
-
-    /// Runs a query at the start timestamp.
-    pub async fn select_rows(&self, query: &str, options: &SelectOptions) -> Result<SelectResult> {
-        self.db.store.transaction(&self.id).await?;
-        let options = SelectOptions {
-            timestamp: self.start,
-            ..options.clone()
-        };
-        self.db.select_rows(query, &options).await
-    }
-
-    /// Starts a query at the start timestamp, giving its rows as they are computed.
-    pub async fn select_stream(
-        &self,
-        query: &str,
-        options: &SelectOptions,
-    ) -> Result<SelectStream> {
-        self.db.store.transaction(&self.id).await?;
-        let options = SelectOptions {
-            timestamp: self.start,
-            ..options.clone()
-        };
-        self.db.select_stream(query, &options).await
-    }
-
-    /// Looks rows up at the start timestamp.
-    pub async fn lookup_rows(
-        &self,
-        path: &str,
-        keys: &[Yson],
-        options: &LookupOptions,
-    ) -> Result<LookupResult> {
-        self.db.store.transaction(&self.id).await?;
-        let options = LookupOptions {
-            timestamp: self.start,
-            ..options.clone()
-        };
-        self.db.lookup_rows(path, keys, &options).await
-    }
-
-    /// Extends the deadline.
-    pub async fn ping(&self) -> Result<()> {
-        Ok(self.db.store.ping_transaction(&self.id).await?)
-    }
-
-    /// Commits atomically; returns the commit timestamp.
-    ///
-    /// # Errors
-    /// A row-lock conflict (the transaction is aborted), or an expired transaction.
-    pub async fn commit(&self) -> Result<Timestamp> {
-        Ok(self.db.store.commit_transaction(&self.id).await?)
-    }
-
-    /// Drops the staged writes.
-    pub async fn abort(&self) -> Result<()> {
-        Ok(self.db.store.abort_transaction(&self.id).await?)
+        Ok(Transaction::new(
+            self.clone(),
+            info.id,
+            info.start_timestamp,
+        ))
     }
 }
 
