@@ -22,6 +22,8 @@ use arrow::compute::kernels::{boolean as kleene, cmp};
 use arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type, UInt64Type};
 
 use dynql_core::arrow_convert::{array_value, arrow_type, values_to_array};
+
+use super::byte_kernels::{bytes_predicate, starts_with};
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate as evaluate_row, EvalOptions};
@@ -79,7 +81,7 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
                 return Ok(new_null_array(&DataType::Boolean, input.rows));
             };
             let s = evaluate(&args[1], input, opts)?;
-            Ok(bytes_predicate(&s, |b| b.starts_with(prefix)))
+            Ok(starts_with(&s, prefix))
         }
         TExpr::Call(f, args) if *f != ScalarFunction::If => {
             let arrays = args
@@ -141,32 +143,6 @@ fn row_by_row(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<Arra
         out.push(evaluate_row(e, &row, opts)?);
     }
     to_array(e.ty, &out)
-}
-
-/// A boolean array holding `f` of each byte string (null where the string is null).
-fn bytes_predicate(array: &ArrayRef, f: impl Fn(&[u8]) -> bool) -> ArrayRef {
-    let rows = array.len();
-    let values = match array.data_type() {
-        DataType::Binary => {
-            let a = array.as_binary::<i32>();
-            BooleanBuffer::collect_bool(rows, |i| f(a.value(i)))
-        }
-        DataType::BinaryView => {
-            let a = array.as_binary_view();
-            BooleanBuffer::collect_bool(rows, |i| f(a.value(i)))
-        }
-        DataType::Null => return new_null_array(&DataType::Boolean, rows),
-        _ => {
-            // Other encodings (foreign files): through values.
-            BooleanBuffer::collect_bool(rows, |i| {
-                match array_value(array.as_ref(), ValueType::String, i) {
-                    Value::String(b) => f(&b),
-                    _ => false,
-                }
-            })
-        }
-    };
-    Arc::new(BooleanArray::new(values, array.logical_nulls()))
 }
 
 fn unary(

@@ -4,6 +4,7 @@
 //! ([`udf`]) that evaluate expressions over Arrow arrays ([`evaluate`]), and in operators of
 //! its own where YT's grouping depends on scan order ([`first_groups`], [`totals`]).
 
+pub(crate) mod byte_kernels;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod input;

@@ -1,0 +1,169 @@
+//! Predicates over byte-string arrays: any predicate a value at a time, and `is_prefix` of a
+//! literal decided on the views themselves.
+//!
+//! A `BinaryView` value's view is 16 bytes: its length (4), then either the whole value (up
+//! to 12 bytes, zero-padded) or its first 4 bytes and where the rest lies (buffer index and
+//! offset, 4 each). A prefix of up to 4 bytes, or any prefix of a value of up to 12, is
+//! therefore compared with the view alone: one masked comparison of two integers per row,
+//! no call into the value's buffer.
+
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, Array, ArrayRef, AsArray, BinaryViewArray, BooleanArray};
+use arrow::buffer::BooleanBuffer;
+use arrow::datatypes::DataType;
+
+use dynql_core::arrow_convert::array_value;
+use dynql_core::{Value, ValueType};
+
+/// The longest value a view holds inline.
+const INLINE: usize = 12;
+
+/// A boolean array holding `f` of each byte string (null where the string is null).
+pub(super) fn bytes_predicate(array: &ArrayRef, f: impl Fn(&[u8]) -> bool) -> ArrayRef {
+    let rows = array.len();
+    let values = match array.data_type() {
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            BooleanBuffer::collect_bool(rows, |i| f(a.value(i)))
+        }
+        DataType::BinaryView => {
+            let a = array.as_binary_view();
+            BooleanBuffer::collect_bool(rows, |i| f(a.value(i)))
+        }
+        DataType::Null => return new_null_array(&DataType::Boolean, rows),
+        _ => {
+            // Other encodings (foreign files): through values.
+            BooleanBuffer::collect_bool(rows, |i| {
+                match array_value(array.as_ref(), ValueType::String, i) {
+                    Value::String(b) => f(&b),
+                    _ => false,
+                }
+            })
+        }
+    };
+    Arc::new(BooleanArray::new(values, array.logical_nulls()))
+}
+
+/// Whether each byte string starts with `prefix` (null where the string is null).
+pub(super) fn starts_with(array: &ArrayRef, prefix: &[u8]) -> ArrayRef {
+    match array.data_type() {
+        DataType::BinaryView if prefix.len() <= INLINE => {
+            let a = array.as_binary_view();
+            Arc::new(BooleanArray::new(
+                views_start_with(a, prefix),
+                a.logical_nulls(),
+            ))
+        }
+        _ => bytes_predicate(array, |b| b.starts_with(prefix)),
+    }
+}
+
+/// `starts_with` over views, for a prefix of at most [`INLINE`] bytes.
+fn views_start_with(array: &BinaryViewArray, prefix: &[u8]) -> BooleanBuffer {
+    let n = prefix.len();
+    debug_assert!(n <= INLINE);
+    // The prefix where it sits in a view (after the 4 length bytes), and the mask of its
+    // bytes; `head` masks the bytes a view of a long value holds (its first 4).
+    let mut bytes = [0u8; 16];
+    bytes[4..4 + n].copy_from_slice(prefix);
+    let want = u128::from_le_bytes(bytes);
+    let mask = ((1u128 << (8 * n)) - 1) << 32;
+    let head = mask & (u128::from(u32::MAX) << 32);
+    let views = array.views();
+    let buffers = array.data_buffers();
+    BooleanBuffer::collect_bool(views.len(), |i| {
+        let view = views[i];
+        let len = view as u32 as usize;
+        if len < n {
+            return false;
+        }
+        if len <= INLINE || n <= 4 {
+            return view & mask == want;
+        }
+        if view & head != want & head {
+            return false;
+        }
+        // A long value and a prefix past its first 4 bytes: the rest from its buffer.
+        let buffer = (view >> 64) as u32 as usize;
+        let offset = (view >> 96) as u32 as usize;
+        buffers[buffer][offset + 4..offset + n] == prefix[4..]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::BinaryViewBuilder;
+
+    /// Every string over {a, b} of length 0..=15 (long ones spread over several buffers),
+    /// and nulls, against every prefix over {a, b} of length 0..=13.
+    #[test]
+    fn views_agree_with_starts_with_on_every_short_string() {
+        fn strings(max: usize) -> Vec<Vec<u8>> {
+            let mut all = vec![vec![]];
+            let mut last = vec![vec![]];
+            for _ in 0..max {
+                last = last
+                    .iter()
+                    .flat_map(|s: &Vec<u8>| {
+                        [b'a', b'b'].map(|c| {
+                            let mut t = s.clone();
+                            t.push(c);
+                            t
+                        })
+                    })
+                    .collect();
+                all.extend(last.iter().cloned());
+            }
+            all
+        }
+        let values = strings(15);
+        let mut builder = BinaryViewBuilder::new().with_fixed_block_size(1024);
+        for (i, v) in values.iter().enumerate() {
+            builder.append_value(v);
+            if i % 7 == 0 {
+                builder.append_null();
+            }
+        }
+        let array: ArrayRef = Arc::new(builder.finish());
+        assert!(array.as_binary_view().data_buffers().len() > 1);
+        for prefix in strings(13) {
+            let got = starts_with(&array, &prefix);
+            let got = got.as_boolean();
+            let strings = array.as_binary_view();
+            for i in 0..array.len() {
+                let expected = strings
+                    .is_valid(i)
+                    .then(|| strings.value(i).starts_with(&prefix));
+                let actual = got.is_valid(i).then(|| got.value(i));
+                assert_eq!(
+                    actual,
+                    expected,
+                    "{:?} starts with {:?}",
+                    strings.value(i),
+                    prefix
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn other_arrays_and_long_prefixes_take_the_general_path() {
+        let binary: ArrayRef = Arc::new(arrow::array::BinaryArray::from(vec![
+            Some(&b"delivery"[..]),
+            None,
+            Some(&b"de"[..]),
+        ]));
+        let got = starts_with(&binary, b"del");
+        let got = got.as_boolean();
+        assert!(got.value(0) && got.is_null(1) && !got.value(2));
+        let views: ArrayRef = Arc::new(BinaryViewArray::from(vec![
+            &b"a value longer than twelve bytes"[..],
+            &b"a value longer than twelve"[..],
+        ]));
+        let got = starts_with(&views, b"a value longer than twelve b");
+        let got = got.as_boolean();
+        assert!(got.value(0) && !got.value(1));
+    }
+}
