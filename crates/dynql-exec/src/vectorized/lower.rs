@@ -35,6 +35,7 @@ use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
 use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
+use datafusion::physical_plan::execute_stream;
 
 use dynql_core::arrow_convert::{arrow_type, rows_to_batch};
 use dynql_core::ValueType;
@@ -47,6 +48,7 @@ use dynql_storage::KeyRange;
 
 use super::first_groups::{Admission, FirstGroupsExec, PlanTable, ORDINAL};
 use super::input::{table_layout, Input, Setup};
+use super::key_order::key_order_plan;
 use super::results::{Limits, Results};
 use super::totals::{group_numbers, grouped_schema, Groups, GROUP_NUMBER};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
@@ -146,7 +148,12 @@ fn column(name: &str) -> Expr {
 }
 
 /// `e` over `layout` as a DataFusion expression.
-fn lower(e: &TypedExpr, layout: &Layout, opts: EvalOptions, check: Check) -> Result<Expr> {
+pub(super) fn lower(
+    e: &TypedExpr,
+    layout: &Layout,
+    opts: EvalOptions,
+    check: Check,
+) -> Result<Expr> {
     if check == Check::None {
         match &e.kind {
             TExpr::Column(i) => return Ok(column(&layout[*i].0)),
@@ -237,14 +244,24 @@ async fn run_once(
 ) -> Result<Option<Results>> {
     let setup = Setup::new(plan, options, in_scan_order);
     let input = setup.input(tables, plan, ranges, options).await?;
+    let limits = Limits {
+        output_row_limit: options.output_row_limit,
+        fail: setup.fail,
+        truncate: setup.truncate,
+    };
+    // Set when groups or rows were cut at the output row limit.
+    let cut = Arc::new(AtomicBool::new(false));
+    if setup.ordered && reads_in_key_order(plan) {
+        let physical = key_order_plan(plan, &setup, &input, options.output_row_limit).await?;
+        let rows = execute_stream(physical, setup.ctx.task_ctx()).map_err(query_error)?;
+        return Ok(Some(Results::new(plan, rows, None, input, limits, cut)));
+    }
     let (opts, ctx) = (setup.opts, &setup.ctx);
     let mut df = ctx.read_table(input.table.clone())?;
     let mut layout = table_layout(&setup.joined);
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
-    // Set when groups or rows were cut at the output row limit.
-    let cut = Arc::new(AtomicBool::new(false));
     let mut totals = None;
     if let Some(group) = &plan.group {
         let (aggregated, grouped, first_seen) =
@@ -320,11 +337,6 @@ async fn run_once(
         .execute_stream()
         .await
         .map_err(query_error)?;
-    let limits = Limits {
-        output_row_limit: options.output_row_limit,
-        fail: setup.fail,
-        truncate: setup.truncate,
-    };
     Ok(Some(Results::new(plan, rows, totals, input, limits, cut)))
 }
 
@@ -341,6 +353,12 @@ pub(crate) async fn explain(
     let setup = Setup::new(plan, options, false);
     // Nothing is read: the plan is built, not run.
     let input = setup.input(tables, plan, ranges, options).await?;
+    if setup.ordered && reads_in_key_order(plan) {
+        let physical = key_order_plan(plan, &setup, &input, options.output_row_limit).await?;
+        return Ok(datafusion::physical_plan::displayable(physical.as_ref())
+            .indent(true)
+            .to_string());
+    }
     let opts = setup.opts;
     let mut df = setup.ctx.read_table(input.table.clone())?;
     let mut layout = table_layout(&setup.joined);
@@ -461,7 +479,11 @@ async fn aggregate_groups(
 }
 
 /// The output columns (`p0`..).
-fn projections(plan: &QueryPlan, layout: &Layout, opts: EvalOptions) -> Result<Vec<Expr>> {
+pub(super) fn projections(
+    plan: &QueryPlan,
+    layout: &Layout,
+    opts: EvalOptions,
+) -> Result<Vec<Expr>> {
     plan.projections
         .iter()
         .enumerate()
@@ -510,7 +532,19 @@ fn order_and_limit(
             .collect::<Result<Vec<_>>>()?;
         df = df.sort(keys)?;
     }
-    // One row past the output row limit is enough to know the result is incomplete.
+    if let Some((skip, fetch)) = offset_and_fetch(plan, output_row_limit) {
+        df = df.limit(skip, fetch)?;
+    }
+    Ok(df)
+}
+
+/// The rows to skip and to keep after ORDER BY, if any are to be skipped or cut: OFFSET,
+/// and LIMIT or one row past the output row limit (enough to know the result is
+/// incomplete).
+pub(super) fn offset_and_fetch(
+    plan: &QueryPlan,
+    output_row_limit: u64,
+) -> Option<(usize, Option<usize>)> {
     let fetch = plan
         .limit
         .unwrap_or(u64::MAX)
@@ -519,10 +553,7 @@ fn order_and_limit(
     // rows), and an offset that large skips every row.
     let signed = |n: u64| usize::try_from(n.min(i64::MAX as u64)).unwrap_or(usize::MAX);
     let fetch = (fetch < i64::MAX as u64).then(|| signed(fetch));
-    if plan.offset > 0 || fetch.is_some() {
-        df = df.limit(signed(plan.offset), fetch)?;
-    }
-    Ok(df)
+    (plan.offset > 0 || fetch.is_some()).then(|| (signed(plan.offset), fetch))
 }
 
 /// `batch` with each column in its YT type's Arrow type (DataFusion may return views or

@@ -8,6 +8,7 @@ pub(crate) mod byte_kernels;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod input;
+pub(crate) mod key_order;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
 pub(crate) mod results;
