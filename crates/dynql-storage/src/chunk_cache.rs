@@ -26,6 +26,7 @@ use crate::checksum::ChunkChecksum;
 use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions, ChunkRef};
 use crate::error::{Error, Result};
 use crate::mvcc::RowDelta;
+use crate::page_index::KeySegments;
 
 /// Memory the cache may hold by default, estimated (a soft limit: a single larger unit is
 /// still cached).
@@ -33,6 +34,9 @@ pub const CHUNK_CACHE_BYTES: usize = 2 << 30;
 
 /// Footers kept parsed at most.
 const CACHED_FOOTERS: usize = 4096;
+
+/// Row groups whose page-index key segments are kept at most (a few KiB each).
+const CACHED_SEGMENTS: usize = 4096;
 
 /// The unit index of a whole chunk.
 const WHOLE: usize = usize::MAX;
@@ -126,6 +130,9 @@ struct Entries {
     units: HashMap<Unit, (Cached, u64)>,
     /// Parsed footers, with the block hashes of chunks that have a checksum.
     footers: HashMap<String, Footer>,
+    /// The page index's key segments of row groups (by chunk path and row group), so that
+    /// the many key ranges of one scan (an IN list) are each a walk over them.
+    segments: HashMap<(String, usize), Option<Arc<KeySegments>>>,
     bytes: usize,
     tick: u64,
 }
@@ -503,8 +510,23 @@ impl ChunkCache {
                 return Ok(None);
             }
         }
-        let (footer, _) = self.footer(objects, chunk).await?;
-        let window = crate::page_index::key_window(footer.metadata(), schema, index, range);
+        let key = (chunk.path.clone(), index);
+        let cached = self.lock().segments.get(&key).cloned();
+        let segments = match cached {
+            Some(segments) => segments,
+            None => {
+                let (footer, _) = self.footer(objects, chunk).await?;
+                let segments =
+                    KeySegments::of_chunk(footer.metadata(), schema, index).map(Arc::new);
+                let mut e = self.lock();
+                if e.segments.len() >= CACHED_SEGMENTS {
+                    e.segments.clear();
+                }
+                e.segments.insert(key, segments.clone());
+                segments
+            }
+        };
+        let window = segments.and_then(|s| s.window(range));
         let rows = chunk
             .row_groups
             .get(index)

@@ -21,23 +21,130 @@ use dynql_core::{TableSchema, Value, ValueType};
 
 use crate::scan::{KeyBound, KeyRange};
 
-/// The rows of row group `group` that may hold keys of `range`, when the page index narrows
-/// them below the whole row group (`None`: read all of it). An empty window means no row.
-pub(crate) fn key_window(
-    metadata: &ParquetMetaData,
-    schema: &TableSchema,
-    group: usize,
-    range: &KeyRange,
-) -> Option<Range<usize>> {
-    // Chunks hold the key columns first.
-    let leaves: Vec<usize> = (0..schema.key_column_count()).collect();
-    let key_types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
-    leaf_key_window(metadata, &leaves, &key_types, group, range, true)
+/// A row group cut into *segments* at every page start of any key column, each with the key
+/// interval its rows lie in: computed once per row group from its page index, then asked for
+/// the row window of each key range a scan reads there ([`KeySegments::window`]).
+#[derive(Debug)]
+pub(crate) struct KeySegments {
+    rows: usize,
+    segments: Vec<(Range<usize>, KeyRange)>,
 }
 
-/// [`key_window`] for key columns stored in the Parquet leaf columns `leaves` (in key order)
-/// with wire types `key_types`. `sorted` allows the tightening that relies on the rows being
-/// sorted by the key (true of chunks; files only promise it, so they go without).
+impl KeySegments {
+    /// The segments of row group `group` of a chunk (key columns first in the file); `None`
+    /// without a page index of its key columns.
+    pub(crate) fn of_chunk(
+        metadata: &ParquetMetaData,
+        schema: &TableSchema,
+        group: usize,
+    ) -> Option<KeySegments> {
+        let leaves: Vec<usize> = (0..schema.key_column_count()).collect();
+        let key_types: Vec<ValueType> =
+            schema.key_columns().iter().map(|c| c.wire_type()).collect();
+        KeySegments::new(metadata, &leaves, &key_types, group, true)
+    }
+
+    /// The segments of row group `group` for key columns stored in the Parquet leaf columns
+    /// `leaves` (in key order) with wire types `key_types`. `sorted` allows the tightening
+    /// that relies on the rows being sorted by the key (true of chunks; files only promise
+    /// it, so they go without).
+    pub(crate) fn new(
+        metadata: &ParquetMetaData,
+        leaves: &[usize],
+        key_types: &[ValueType],
+        group: usize,
+        sorted: bool,
+    ) -> Option<KeySegments> {
+        let rows = usize::try_from(metadata.row_groups().get(group)?.num_rows()).ok()?;
+        let key_count = leaves.len();
+        let column_index = metadata.column_index()?.get(group)?;
+        let offset_index = metadata.offset_index()?.get(group)?;
+        if key_count == 0
+            || leaves
+                .iter()
+                .any(|&l| l >= column_index.len() || l >= offset_index.len())
+        {
+            return None;
+        }
+        let column_index: Vec<&ColumnIndexMetaData> =
+            leaves.iter().map(|&l| &column_index[l]).collect();
+        // Page starts of each key column; a segment lies inside one page of every key column.
+        let page_starts: Vec<Vec<usize>> = leaves
+            .iter()
+            .map(|&l| &offset_index[l])
+            .map(|o| {
+                o.page_locations()
+                    .iter()
+                    .map(|p| p.first_row_index.max(0) as usize)
+                    .collect()
+            })
+            .collect();
+        let mut starts: Vec<usize> = page_starts.iter().flatten().copied().collect();
+        starts.push(0);
+        starts.sort_unstable();
+        starts.dedup();
+        starts.retain(|s| *s < rows);
+        // Per segment: rows, and the tuple interval its keys lie in.
+        let mut segments: Vec<(Range<usize>, KeyRange)> = Vec::with_capacity(starts.len());
+        // Per segment whose pages are exactly the segment in every key column: the exact key
+        // prefixes of its first and last rows.
+        let mut ends: Vec<Option<(Vec<Value>, Vec<Value>)>> = Vec::with_capacity(starts.len());
+        let mut page = vec![0usize; key_count];
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(rows);
+            let mut bounds = Vec::with_capacity(key_count);
+            let mut aligned = true;
+            for c in 0..key_count {
+                // The page of column `c` holding `start`.
+                let starts_c = &page_starts[c];
+                while page[c] + 1 < starts_c.len() && starts_c[page[c] + 1] <= start {
+                    page[c] += 1;
+                }
+                let page_end = starts_c.get(page[c] + 1).copied().unwrap_or(rows);
+                aligned &= starts_c.get(page[c]) == Some(&start) && page_end == end;
+                bounds.push(page_bounds(column_index[c], key_types[c], page[c]));
+            }
+            ends.push((sorted && aligned).then(|| edge_prefixes(&bounds, key_types)));
+            segments.push((start..end, tuple_interval(&bounds)));
+        }
+        // Rows are sorted across segments: a segment's keys are at most the next segment's
+        // first key and at least the previous segment's last key. This tightens the segments
+        // where a leading key column changes value, whose own tuple interval is wide.
+        for (i, (_, segment)) in segments.iter_mut().enumerate() {
+            if let Some(Some((first, _))) = ends.get(i + 1) {
+                let bound = KeyBound::new(first.clone(), true);
+                if bound.compare(&segment.upper).is_lt() {
+                    segment.upper = bound;
+                }
+            }
+            if let Some(Some((_, last))) = i.checked_sub(1).and_then(|p| ends.get(p)) {
+                let bound = KeyBound::new(last.clone(), false);
+                if bound.compare(&segment.lower).is_gt() {
+                    segment.lower = bound;
+                }
+            }
+        }
+        Some(KeySegments { rows, segments })
+    }
+
+    /// The rows that may hold keys of `range` (from the first to the last segment it
+    /// meets), when that is less than the whole row group (`None`: read all of it). An
+    /// empty window means no row.
+    pub(crate) fn window(&self, range: &KeyRange) -> Option<Range<usize>> {
+        let mut meets = self
+            .segments
+            .iter()
+            .filter(|(_, segment)| range.overlaps(segment))
+            .map(|(rows, _)| rows);
+        let window = match meets.next() {
+            None => 0..0,
+            Some(first) => first.start..meets.last().unwrap_or(first).end,
+        };
+        (window.len() < self.rows).then_some(window)
+    }
+}
+
+/// [`KeySegments::window`] of the segments of row group `group` (see [`KeySegments::new`]).
 pub(crate) fn leaf_key_window(
     metadata: &ParquetMetaData,
     leaves: &[usize],
@@ -46,86 +153,7 @@ pub(crate) fn leaf_key_window(
     range: &KeyRange,
     sorted: bool,
 ) -> Option<Range<usize>> {
-    let rows = usize::try_from(metadata.row_groups().get(group)?.num_rows()).ok()?;
-    let key_count = leaves.len();
-    let column_index = metadata.column_index()?.get(group)?;
-    let offset_index = metadata.offset_index()?.get(group)?;
-    if key_count == 0
-        || leaves
-            .iter()
-            .any(|&l| l >= column_index.len() || l >= offset_index.len())
-    {
-        return None;
-    }
-    let column_index: Vec<&ColumnIndexMetaData> =
-        leaves.iter().map(|&l| &column_index[l]).collect();
-    // Page starts of each key column; a segment lies inside one page of every key column.
-    let page_starts: Vec<Vec<usize>> = leaves
-        .iter()
-        .map(|&l| &offset_index[l])
-        .map(|o| {
-            o.page_locations()
-                .iter()
-                .map(|p| p.first_row_index.max(0) as usize)
-                .collect()
-        })
-        .collect();
-    let mut starts: Vec<usize> = page_starts.iter().flatten().copied().collect();
-    starts.push(0);
-    starts.sort_unstable();
-    starts.dedup();
-    starts.retain(|s| *s < rows);
-    // Per segment: rows, and the tuple interval its keys lie in.
-    let mut segments: Vec<(Range<usize>, KeyRange)> = Vec::with_capacity(starts.len());
-    // Per segment whose pages are exactly the segment in every key column: the exact key
-    // prefixes of its first and last rows.
-    let mut ends: Vec<Option<(Vec<Value>, Vec<Value>)>> = Vec::with_capacity(starts.len());
-    let mut page = vec![0usize; key_count];
-    for (i, &start) in starts.iter().enumerate() {
-        let end = starts.get(i + 1).copied().unwrap_or(rows);
-        let mut bounds = Vec::with_capacity(key_count);
-        let mut aligned = true;
-        for c in 0..key_count {
-            // The page of column `c` holding `start`.
-            let starts_c = &page_starts[c];
-            while page[c] + 1 < starts_c.len() && starts_c[page[c] + 1] <= start {
-                page[c] += 1;
-            }
-            let page_end = starts_c.get(page[c] + 1).copied().unwrap_or(rows);
-            aligned &= starts_c.get(page[c]) == Some(&start) && page_end == end;
-            bounds.push(page_bounds(column_index[c], key_types[c], page[c]));
-        }
-        ends.push((sorted && aligned).then(|| edge_prefixes(&bounds, key_types)));
-        segments.push((start..end, tuple_interval(&bounds)));
-    }
-    // Rows are sorted across segments: a segment's keys are at most the next segment's first
-    // key and at least the previous segment's last key. This tightens the segments where a
-    // leading key column changes value, whose own tuple interval is wide.
-    for (i, (_, segment)) in segments.iter_mut().enumerate() {
-        if let Some(Some((first, _))) = ends.get(i + 1) {
-            let bound = KeyBound::new(first.clone(), true);
-            if bound.compare(&segment.upper).is_lt() {
-                segment.upper = bound;
-            }
-        }
-        if let Some(Some((_, last))) = i.checked_sub(1).and_then(|p| ends.get(p)) {
-            let bound = KeyBound::new(last.clone(), false);
-            if bound.compare(&segment.lower).is_gt() {
-                segment.lower = bound;
-            }
-        }
-    }
-    let mut window: Option<Range<usize>> = None;
-    for (rows, segment) in &segments {
-        if range.intersect(segment).is_some() {
-            window = Some(match window {
-                Some(w) => w.start..rows.end,
-                None => rows.clone(),
-            });
-        }
-    }
-    let window = window.unwrap_or(0..0);
-    (window.len() < rows).then_some(window)
+    KeySegments::new(metadata, leaves, key_types, group, sorted)?.window(range)
 }
 
 /// The key interval of rows whose key columns lie within per-column `(min, max)` bounds:
@@ -222,6 +250,15 @@ fn page_bounds(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn key_window(
+        metadata: &ParquetMetaData,
+        schema: &TableSchema,
+        group: usize,
+        range: &KeyRange,
+    ) -> Option<Range<usize>> {
+        KeySegments::of_chunk(metadata, schema, group)?.window(range)
+    }
     use crate::chunk::{encode_chunk, PAGE_ROWS};
     use arrow::array::{ArrayRef, BinaryArray, Int64Array, UInt64Array};
     use arrow::datatypes::{DataType, Field, Schema};

@@ -115,6 +115,21 @@ impl KeyRange {
 
     /// The part of the range inside `other`, if not empty.
     pub fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
+        let (lower, upper) = self.common_bounds(other);
+        lower.compare(upper).is_lt().then(|| KeyRange {
+            lower: lower.clone(),
+            upper: upper.clone(),
+        })
+    }
+
+    /// Whether the two ranges share a key ([`KeyRange::intersect`] without building it).
+    pub fn overlaps(&self, other: &KeyRange) -> bool {
+        let (lower, upper) = self.common_bounds(other);
+        lower.compare(upper).is_lt()
+    }
+
+    /// The greater lower bound and the lesser upper bound.
+    fn common_bounds<'a>(&'a self, other: &'a KeyRange) -> (&'a KeyBound, &'a KeyBound) {
         let lower = if self.lower.compare(&other.lower).is_ge() {
             &self.lower
         } else {
@@ -125,10 +140,7 @@ impl KeyRange {
         } else {
             &other.upper
         };
-        lower.compare(upper).is_lt().then(|| KeyRange {
-            lower: lower.clone(),
-            upper: upper.clone(),
-        })
+        (lower, upper)
     }
 }
 
