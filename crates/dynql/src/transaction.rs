@@ -81,12 +81,10 @@ impl Transaction {
 
     /// Runs a query at the start timestamp.
     pub async fn select_rows(&self, query: &str, options: &SelectOptions) -> Result<SelectResult> {
-        self.db.store.transaction(&self.id).await?;
-        let options = SelectOptions {
-            timestamp: self.start,
-            ..options.clone()
-        };
-        self.db.select_rows(query, &options).await
+        self.select_stream(query, options)
+            .await?
+            .into_result()
+            .await
     }
 
     /// Starts a query at the start timestamp, giving its rows as they are computed.
