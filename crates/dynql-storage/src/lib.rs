@@ -45,7 +45,7 @@ pub use store::{
     validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS,
     WRITABLE_ATTRIBUTES,
 };
-pub use stream::{ScanStream, Snapshot, StreamRead, TableScan};
+pub use stream::{Prefetch, ScanStream, Snapshot, StreamRead, TableScan};
 pub use tablets::{Reshard, TabletCommand, TabletState};
 pub use timestamp::Timestamp;
 pub use transaction::TransactionInfo;

@@ -1,10 +1,13 @@
 //! Scans as streams of record batches. A [`TableScan`] is planned once over a pinned store
-//! state (one snapshot for the whole query) and read tablet by tablet: each stream is fed by
-//! a task that decodes, merges and sends a batch at a time into a channel of two, so a scan
-//! holds a few batches, not the table, and stops when its reader goes away.
+//! state (one snapshot for the whole query) and read tablet by tablet: each stream decodes,
+//! merges and gives a batch at a time, either on a task of its own that stays two batches
+//! ahead (large scans) or inline in the reader's polls (small reads, no task to wake), so a
+//! scan holds a few batches, not the table, and stops when its reader goes away.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -185,14 +188,21 @@ impl TableScan {
 
     /// Streams the rows of `tablets` (a subset of [`TableScan::tablets`], read in the order
     /// given) in key order, as batches: resolved rows gathered `batch_rows` at a time, clean
-    /// row-group slices as decoded. Byte strings come as `BinaryView` when `views`. Must be
-    /// called inside a Tokio runtime (the reading runs as a task).
-    pub fn stream(&self, tablets: Vec<usize>, views: bool, batch_rows: usize) -> ScanStream {
+    /// row-group slices as decoded. Byte strings come as `BinaryView` when `views`. With
+    /// [`Prefetch::Task`], must be called inside a Tokio runtime.
+    pub fn stream(
+        &self,
+        tablets: Vec<usize>,
+        views: bool,
+        batch_rows: usize,
+        prefetch: Prefetch,
+    ) -> ScanStream {
         let scan = self.clone();
-        ScanStream::spawn(
+        ScanStream::new(
             self.schema(),
             views,
             batch_rows,
+            prefetch,
             move |mut sink| async move {
                 let read = scan
                     .store
@@ -212,62 +222,147 @@ impl TableScan {
     }
 }
 
+/// How a [`ScanStream`] is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetch {
+    /// On a task of its own that stays a couple of batches ahead of the reader: decoding
+    /// overlaps with the reader's work. For scans that read many row groups.
+    Task,
+    /// In the reader's own polls, a batch at a time: no task to spawn and wake. For small
+    /// reads (point lookups, short key ranges), where waking a task costs more than the read.
+    Inline,
+}
+
+/// An item of a scan stream: a batch and its data weight.
+type Item = Result<(RecordBatch, u64)>;
+
+/// The reading of a scan, boxed to be polled inline.
+type Reading = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// The batches of a scan ([`TableScan::stream`], [`crate::files::FileTable::stream`]), read
-/// by a task that stays a few batches ahead.
+/// ahead by a task or inline as they are asked for ([`Prefetch`]).
 pub struct ScanStream {
-    receiver: mpsc::Receiver<Result<(RecordBatch, u64)>>,
+    feed: Feed,
     read: StreamRead,
     /// The data weight of the batch last given.
     last_weight: u64,
 }
 
-/// What a [`ScanStream`] read, known once its reading task ends: when the stream is read to
-/// its end, or soon after it is dropped (the task stops at its next batch).
+/// Where a [`ScanStream`] takes its batches from.
+enum Feed {
+    Channel(mpsc::Receiver<Item>),
+    Queue(Arc<InlineQueue>),
+}
+
+/// The batches an inline reading has given and the stream not yet taken.
+///
+/// Invariant: the reading waits (returns `Pending` without a waker) only while the queue
+/// holds a batch, and the stream polls the reading only when the queue is empty, so it
+/// never waits on itself; once `closed`, the reading never waits on the queue.
+#[derive(Default)]
+struct InlineQueue {
+    items: Mutex<VecDeque<Item>>,
+    /// Set when nobody will take more batches: the reading stops at its next one.
+    closed: AtomicBool,
+}
+
+impl InlineQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Item>> {
+        self.items.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Ready once the stream has taken every queued batch (or will take no more).
+struct Drained<'a>(&'a InlineQueue);
+
+impl Future for Drained<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        // No waker: the stream polls the reading again right after emptying the queue.
+        if self.0.closed.load(Ordering::Acquire) || self.0.lock().is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// What a [`ScanStream`] read, known once its reading ends: when the stream is read to its
+/// end, or when [`StreamRead::finished`] is awaited after it is dropped (the reading stops
+/// at its next batch).
 #[derive(Clone)]
 pub struct StreamRead {
     statistics: Arc<Mutex<Option<ScanStatistics>>>,
-    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    work: Arc<Mutex<Work>>,
+}
+
+/// The reading behind a stream, while it runs.
+enum Work {
+    Done,
+    Task(tokio::task::JoinHandle<()>),
+    Inline(Arc<InlineQueue>, Reading),
 }
 
 impl StreamRead {
-    /// Waits for the reading task to end and gives what it read (`None` after an error).
-    /// Call it once the stream is read or dropped: a task waiting for its reader never ends.
+    fn work(&self) -> std::sync::MutexGuard<'_, Work> {
+        self.work.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for the reading to end and gives what it read (`None` after an error). Call it
+    /// once the stream is read or dropped: a reading waiting for its reader never ends.
     pub async fn finished(&self) -> Option<ScanStatistics> {
-        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(task) = task {
+        let work = std::mem::replace(&mut *self.work(), Work::Done);
+        match work {
+            Work::Done => {}
             // A task that panicked read nothing that can be counted.
-            let _ = task.await;
+            Work::Task(task) => drop(task.await),
+            Work::Inline(queue, reading) => {
+                queue.closed.store(true, Ordering::Release);
+                reading.await;
+            }
         }
         *self.statistics.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl ScanStream {
-    /// Runs `read` on a task, handing what it gives the sink to the stream: resolved rows
-    /// gathered `batch_rows` at a time into batches of `schema`, batches as they come; byte
-    /// strings as `BinaryView` when `views`. `read` gives the sink back with its result.
-    pub(crate) fn spawn<F, Fut>(
+    /// Runs `read`, handing what it gives the sink to the stream: resolved rows gathered
+    /// `batch_rows` at a time into batches of `schema`, batches as they come; byte strings as
+    /// `BinaryView` when `views`. `read` gives the sink back with its result. With
+    /// [`Prefetch::Task`] it runs on a task (inside a Tokio runtime).
+    pub(crate) fn new<F, Fut>(
         schema: SchemaRef,
         views: bool,
         batch_rows: usize,
+        prefetch: Prefetch,
         read: F,
     ) -> ScanStream
     where
         F: FnOnce(ChannelSink) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = (Result<ScanStatistics>, ChannelSink)> + Send,
+        Fut: Future<Output = (Result<ScanStatistics>, ChannelSink)> + Send + 'static,
     {
-        let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
         let statistics = Arc::new(Mutex::new(None));
         let done = statistics.clone();
+        let (outlet, feed) = match prefetch {
+            Prefetch::Task => {
+                let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
+                (Outlet::Channel(sender), Feed::Channel(receiver))
+            }
+            Prefetch::Inline => {
+                let queue = Arc::new(InlineQueue::default());
+                (Outlet::Queue(queue.clone()), Feed::Queue(queue))
+            }
+        };
         let sink = ChannelSink {
-            sender: sender.clone(),
+            outlet,
             schema,
             views,
             rows: Vec::new(),
             weight: 0,
             batch_rows: batch_rows.max(1),
         };
-        let task = tokio::spawn(async move {
+        let reading = async move {
             let (read, mut sink) = read(sink).await;
             let read = match read {
                 Ok(s) => sink.flush().await.map(|_| s),
@@ -275,18 +370,19 @@ impl ScanStream {
             };
             match read {
                 Ok(s) => *done.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
-                Err(e) => {
-                    // The reader may be gone; then nobody needs the error.
-                    let _ = sender.send(Err(e)).await;
-                }
+                Err(e) => sink.outlet.send_last(Err(e)).await,
             }
-        });
+        };
+        let work = match &feed {
+            Feed::Channel(_) => Work::Task(tokio::spawn(reading)),
+            Feed::Queue(queue) => Work::Inline(queue.clone(), Box::pin(reading)),
+        };
         ScanStream {
-            receiver,
+            feed,
             last_weight: 0,
             read: StreamRead {
                 statistics,
-                task: Arc::new(Mutex::new(Some(task))),
+                work: Arc::new(Mutex::new(work)),
             },
         }
     }
@@ -301,13 +397,52 @@ impl ScanStream {
     pub fn read(&self) -> StreamRead {
         self.read.clone()
     }
+
+    /// The next item of an inline reading: a queued one, or the reading polled until it
+    /// queues one, ends, or waits on I/O (which wakes `cx`).
+    fn poll_inline(&self, queue: &InlineQueue, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        loop {
+            if let Some(item) = queue.lock().pop_front() {
+                return Poll::Ready(Some(item));
+            }
+            let mut work = self.read.work();
+            let Work::Inline(_, reading) = &mut *work else {
+                return Poll::Ready(None);
+            };
+            match reading.as_mut().poll(cx) {
+                Poll::Ready(()) => *work = Work::Done,
+                // Waiting on a queued batch, taken at the top of the loop.
+                Poll::Pending if !queue.lock().is_empty() => {}
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl Drop for ScanStream {
+    fn drop(&mut self) {
+        if let Feed::Queue(queue) = &self.feed {
+            queue.closed.store(true, Ordering::Release);
+        }
+    }
 }
 
 impl futures::Stream for ScanStream {
     type Item = Result<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.receiver.poll_recv(cx) {
+        let polled = match &self.feed {
+            Feed::Channel(_) => None,
+            Feed::Queue(queue) => Some(self.poll_inline(&queue.clone(), cx)),
+        };
+        let polled = match polled {
+            Some(p) => p,
+            None => match &mut self.feed {
+                Feed::Channel(receiver) => receiver.poll_recv(cx),
+                Feed::Queue(_) => unreachable!("polled above"),
+            },
+        };
+        match polled {
             Poll::Ready(Some(Ok((batch, weight)))) => {
                 self.last_weight = weight;
                 Poll::Ready(Some(Ok(batch)))
@@ -319,10 +454,44 @@ impl futures::Stream for ScanStream {
     }
 }
 
-/// Gathers resolved rows into batches and sends them (and clean slices) to the stream,
+/// Where a sink's batches go: to a channel read on another task, or to the queue of an
+/// inline reading.
+enum Outlet {
+    Channel(mpsc::Sender<Item>),
+    Queue(Arc<InlineQueue>),
+}
+
+impl Outlet {
+    /// Hands `item` to the stream, waiting while the reader is behind; `false` when the
+    /// reader is gone.
+    async fn send(&self, item: Item) -> bool {
+        match self {
+            Outlet::Channel(sender) => sender.send(item).await.is_ok(),
+            Outlet::Queue(queue) => {
+                if queue.closed.load(Ordering::Acquire) {
+                    return false;
+                }
+                queue.lock().push_back(item);
+                Drained(queue).await;
+                !queue.closed.load(Ordering::Acquire)
+            }
+        }
+    }
+
+    /// Hands the reading's last item (an error) to the stream, if it is still read.
+    async fn send_last(&self, item: Item) {
+        match self {
+            // The reader may be gone; then nobody needs the error.
+            Outlet::Channel(sender) => drop(sender.send(item).await),
+            Outlet::Queue(queue) => queue.lock().push_back(item),
+        }
+    }
+}
+
+/// Gathers resolved rows into batches and hands them (and clean slices) to the stream,
 /// waiting while the reader is behind.
 pub(crate) struct ChannelSink {
-    sender: mpsc::Sender<Result<(RecordBatch, u64)>>,
+    outlet: Outlet,
     schema: SchemaRef,
     views: bool,
     rows: Vec<Vec<Value>>,
@@ -343,7 +512,7 @@ impl ChannelSink {
         }
         self.rows.clear();
         let weight = std::mem::take(&mut self.weight);
-        Ok(self.sender.send(Ok((batch, weight))).await.is_ok())
+        Ok(self.outlet.send(Ok((batch, weight))).await)
     }
 }
 
@@ -362,7 +531,7 @@ impl PieceSink for ChannelSink {
                 if !self.flush().await? {
                     return Ok(false);
                 }
-                Ok(self.sender.send(Ok((batch, weight))).await.is_ok())
+                Ok(self.outlet.send(Ok((batch, weight))).await)
             }
         }
     }

@@ -2,6 +2,7 @@
 //! are not seen), yields every row once across its tablets, and stops when dropped early.
 
 use dynql::Database;
+use dynql_storage::Prefetch;
 use futures::StreamExt;
 use serde_json::json;
 
@@ -32,7 +33,7 @@ async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
         .unwrap();
     let mut total = 0;
     for tablet in scan.tablets().to_vec() {
-        let mut stream = scan.stream(vec![tablet], true, 7);
+        let mut stream = scan.stream(vec![tablet], true, 7, Prefetch::Task);
         while let Some(batch) = stream.next().await {
             let batch = batch.unwrap();
             assert!(batch.num_rows() > 0);
@@ -42,7 +43,65 @@ async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
     assert_eq!(total, 300);
     // Merged rows come `batch_rows` at a time (the flushed, clean rows of tablet 0 as their
     // row group's slice); a reader that stops after one batch lets the scan end.
-    let mut stream = scan.stream(vec![2], false, 5);
+    let mut stream = scan.stream(vec![2], false, 5, Prefetch::Task);
     assert_eq!(stream.next().await.unwrap().unwrap().num_rows(), 5);
     drop(stream);
+}
+
+/// A scan read inline (no task) gives the same batches as one read by a task, in order, and
+/// its statistics once read; dropped early, its reading stops at the next batch and still
+/// counts what it decoded. It runs on a current-thread runtime: nothing is spawned.
+#[tokio::test(flavor = "current_thread")]
+async fn an_inline_scan_reads_like_a_task_and_stops_when_dropped() {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; pivot_keys=[[]; [100]]; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+    )
+    .await
+    .unwrap();
+    let rows: Vec<_> = (0..200)
+        .map(|k| json!({"k": k, "v": format!("v{k}")}))
+        .collect();
+    db.insert_json_rows("//t", &rows[..120]).await.unwrap();
+    db.flush("//t").await.unwrap();
+    db.insert_json_rows("//t", &rows[120..]).await.unwrap();
+    // Rewrites of flushed keys: resolved row by row.
+    db.insert_json_rows(
+        "//t",
+        &[json!({"k": 5, "v": "new"}), json!({"k": 110, "v": "new"})],
+    )
+    .await
+    .unwrap();
+    let scan = db
+        .store()
+        .plan_table_scan("//t", None, dynql_storage::Timestamp::SYNC_LAST_COMMITTED)
+        .await
+        .unwrap();
+    let collect = |prefetch| {
+        let scan = scan.clone();
+        async move {
+            let mut stream = scan.stream(scan.tablets().to_vec(), false, 7, prefetch);
+            let read = stream.read();
+            let mut batches = Vec::new();
+            while let Some(batch) = stream.next().await {
+                batches.push(batch.unwrap());
+            }
+            (batches, read.finished().await.unwrap())
+        }
+    };
+    let (task, task_read) = collect(Prefetch::Task).await;
+    let (inline, inline_read) = collect(Prefetch::Inline).await;
+    assert_eq!(inline, task);
+    assert_eq!(inline.iter().map(|b| b.num_rows()).sum::<usize>(), 200);
+    assert_eq!(inline_read.rows_read, 200);
+    assert_eq!(inline_read.rows_decoded, task_read.rows_decoded);
+
+    let mut stream = scan.stream(scan.tablets().to_vec(), false, 7, Prefetch::Inline);
+    let read = stream.read();
+    assert!(stream.next().await.unwrap().is_ok());
+    drop(stream);
+    let early = read.finished().await.unwrap();
+    assert!(early.rows_read < 200, "{early:?}");
+    assert!(early.rows_read >= 1, "{early:?}");
 }

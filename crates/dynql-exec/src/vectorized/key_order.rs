@@ -49,9 +49,12 @@ pub(super) async fn key_order_plan(
     }
     read.sort_unstable();
     let state = setup.ctx.state();
+    let limit = offset_and_fetch(query, output_row_limit);
+    // The rows the scan is asked for at most (a hint: the filter may drop some).
+    let wanted = limit.and_then(|(skip, fetch)| fetch.map(|f| skip.saturating_add(f)));
     let scan = input
         .table
-        .scan(&state, Some(&read), &[], None)
+        .scan(&state, Some(&read), &[], wanted)
         .await
         .map_err(query_error)?;
     let schema = DFSchema::try_from(scan.schema().as_ref().clone())?;
@@ -60,13 +63,11 @@ pub(super) async fn key_order_plan(
         create_physical_expr(e, &schema, &props, &PhysicalPlanningContext::default())
             .map_err(query_error)
     };
-    let limit = offset_and_fetch(query, output_row_limit);
     let mut plan = scan;
     if let Some(w) = &query.where_clause {
         let predicate = physical(&lower(w, &layout, setup.opts, Check::None)?)?;
         // The filter gathers the rows it keeps into full batches: told how many are
         // wanted, it stops pulling batches from the scan once it has them.
-        let wanted = limit.and_then(|(skip, fetch)| fetch.map(|f| skip.saturating_add(f)));
         plan = Arc::new(
             FilterExecBuilder::new(predicate, plan)
                 .with_fetch(wanted)

@@ -41,7 +41,7 @@ use dynql_ql::plan::JoinPlan;
 use dynql_ql::texpr::TypedExpr;
 use dynql_storage::files::FileTable;
 use dynql_storage::scan::row_weight;
-use dynql_storage::{KeyRange, Snapshot, Timestamp};
+use dynql_storage::{KeyRange, Prefetch, Snapshot, Timestamp};
 
 use super::table_scan::InputLimit;
 use crate::error::{Error, Result};
@@ -77,7 +77,13 @@ impl Foreign {
         match self {
             Foreign::Store { snapshot, path } => {
                 let scan = snapshot.plan_table_scan(path, ranges, timestamp)?;
-                let mut stream = scan.stream(scan.tablets().to_vec(), false, FOREIGN_BATCH_ROWS);
+                // The rows of a few key prefixes: read inline, without a task.
+                let mut stream = scan.stream(
+                    scan.tablets().to_vec(),
+                    false,
+                    FOREIGN_BATCH_ROWS,
+                    Prefetch::Inline,
+                );
                 let mut rows = Vec::new();
                 while let Some(batch) = stream.next().await {
                     rows.extend(batch_to_rows(&batch?, types));

@@ -32,7 +32,7 @@ use crate::chunk_cache::ObjectFile;
 use crate::error::{Error, Result};
 use crate::page_index::{leaf_key_window, tuple_interval};
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
-use crate::stream::ScanStream;
+use crate::stream::{Prefetch, ScanStream};
 use columns::{convert, describe, same_fields, statistics_bounds, table_schema};
 
 /// Key-value metadata holding the YT schema of exported files (YSON text).
@@ -292,12 +292,18 @@ impl FileTable {
     pub fn stream(self: &Arc<Self>, ranges: Option<Vec<KeyRange>>, views: bool) -> ScanStream {
         let table = self.clone();
         let schema = table_arrow_schema(&self.schema);
-        ScanStream::spawn(schema, views, 8192, move |mut sink| async move {
-            let read = table
-                .scan_batches_inner(ranges.as_deref(), views, &mut sink)
-                .await;
-            (read, sink)
-        })
+        ScanStream::new(
+            schema,
+            views,
+            8192,
+            Prefetch::Task,
+            move |mut sink| async move {
+                let read = table
+                    .scan_batches_inner(ranges.as_deref(), views, &mut sink)
+                    .await;
+                (read, sink)
+            },
+        )
     }
 
     /// Every row's values of the schema columns `columns` (all when `None`), file after
