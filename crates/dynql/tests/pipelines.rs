@@ -78,6 +78,9 @@ fn bool_leaf() -> impl Strategy<Value = String> {
         Just("is_null(x)".to_string()),
         Just("x in (1, 2, 3, -4)".to_string()),
         Just("k between 10 and 20".to_string()),
+        Just("x between -3 and 5".to_string()),
+        Just("x between (null and -5, 0 and 0, 7 and 100)".to_string()),
+        Just("g between \"g1\" and \"g3\"".to_string()),
         Just("g like \"g%1\"".to_string()),
         Just("is_prefix(\"g\", g)".to_string()),
     ]

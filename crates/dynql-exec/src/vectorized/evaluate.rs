@@ -76,6 +76,11 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
             let s = evaluate(operand, input, opts)?;
             Ok(bytes_predicate(&s, |b| re.is_match(b) != *negated))
         }
+        TExpr::Between { operands, ranges }
+            if operands.len() == 1 && ranges.iter().all(|(l, h)| l.len() <= 1 && h.len() <= 1) =>
+        {
+            between(&operands[0], ranges, input, opts)
+        }
         TExpr::Call(ScalarFunction::IsPrefix, args) if args[0].as_literal().is_some() => {
             let Some(Value::String(prefix)) = args[0].as_literal() else {
                 return Ok(new_null_array(&DataType::Boolean, input.rows));
@@ -101,6 +106,66 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         _ => row_by_row(e, input, opts),
     }
+}
+
+/// `x BETWEEN` bounds of at most one value each, as the row evaluator compares the operand
+/// with them: in YT's value order (null the least; never a null result, whatever the null
+/// relations), failing on a NaN operand. Evaluated as comparisons of the evaluated operand
+/// with the bounds, ANDed per range and ORed across ranges.
+fn between(
+    x: &TypedExpr,
+    ranges: &[(Vec<Value>, Vec<Value>)],
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    let operand = [evaluate(x, input, opts)?];
+    let types = [x.ty];
+    let column = TypedExpr::new(TExpr::Column(0), x.ty);
+    let compare = |op: BinaryOp, bound: &[Value]| {
+        bound.first().map(|v| {
+            let bound = TypedExpr::new(TExpr::Literal(v.clone()), x.ty);
+            TypedExpr::new(
+                TExpr::Binary(op, Box::new(column.clone()), Box::new(bound)),
+                ValueType::Boolean,
+            )
+        })
+    };
+    let join = |op: BinaryOp, parts: Vec<TypedExpr>, empty: bool| {
+        parts
+            .into_iter()
+            .reduce(|l, r| {
+                TypedExpr::new(
+                    TExpr::Binary(op, Box::new(l), Box::new(r)),
+                    ValueType::Boolean,
+                )
+            })
+            .unwrap_or_else(|| {
+                TypedExpr::new(TExpr::Literal(Value::Boolean(empty)), ValueType::Boolean)
+            })
+    };
+    let inside = ranges
+        .iter()
+        .map(|(lo, hi)| {
+            let sides = [
+                compare(BinaryOp::GreaterOrEq, lo),
+                compare(BinaryOp::LessOrEq, hi),
+            ];
+            join(BinaryOp::And, sides.into_iter().flatten().collect(), true)
+        })
+        .collect();
+    let inside = join(BinaryOp::Or, inside, false);
+    let evaluated = Batch {
+        columns: &operand,
+        types: &types,
+        rows: input.rows,
+    };
+    if x.ty == ValueType::Double && has_nan(&operand[0], None) {
+        return Err(runtime("Cannot compare NaN values"));
+    }
+    let yt_order = EvalOptions {
+        canonical_null_relations: false,
+    };
+    evaluate(&inside, evaluated, yt_order)
 }
 
 /// An array of `rows` copies of a literal.
@@ -620,6 +685,60 @@ mod tests {
             &[vec![Value::Double(f64::NAN), Value::Null]],
             EvalOptions::default(),
         );
+    }
+
+    #[test]
+    fn between_orders_null_least_and_fails_on_nan() {
+        let between = |ty: ValueType, ranges: Vec<(Vec<Value>, Vec<Value>)>| {
+            TypedExpr::new(
+                TExpr::Between {
+                    operands: vec![column(0, ty)],
+                    ranges,
+                },
+                ValueType::Boolean,
+            )
+        };
+        let canonical = EvalOptions {
+            canonical_null_relations: true,
+        };
+        let i = ValueType::Int64;
+        let ints: Vec<Vec<Value>> = [None, Some(-3), Some(0), Some(4), Some(9)]
+            .iter()
+            .map(|v| vec![v.map_or(Value::Null, Value::Int64)])
+            .collect();
+        let (n, v) = (Value::Null, Value::Int64);
+        for ranges in [
+            vec![(vec![v(-3)], vec![v(4)])],
+            vec![(vec![n.clone()], vec![v(0)])],
+            vec![(vec![], vec![v(0)]), (vec![v(9)], vec![])],
+            vec![(vec![v(5)], vec![v(1)])],
+            vec![(vec![], vec![])],
+            vec![],
+        ] {
+            for opts in [EvalOptions::default(), canonical] {
+                agree(&between(i, ranges.clone()), &[i], &ints, opts);
+            }
+        }
+        let s = ValueType::String;
+        let strings: Vec<Vec<Value>> = [None, Some("a"), Some("ab"), Some("b")]
+            .iter()
+            .map(|v| vec![v.map_or(Value::Null, |x| Value::String(x.into()))])
+            .collect();
+        let text = |x: &str| Value::String(x.into());
+        let e = between(s, vec![(vec![text("a")], vec![text("ab")])]);
+        agree(&e, &[s], &strings, EvalOptions::default());
+        let d = ValueType::Double;
+        let e = between(
+            d,
+            vec![(vec![Value::Double(-0.0)], vec![Value::Double(1.5)])],
+        );
+        let doubles = vec![
+            vec![Value::Double(0.0)],
+            vec![Value::Null],
+            vec![Value::Double(2.0)],
+        ];
+        agree(&e, &[d], &doubles, EvalOptions::default());
+        agree(&e, &[d], &[vec![Value::Double(f64::NAN)]], canonical);
     }
 
     #[test]

@@ -35,9 +35,10 @@ use dynql_storage::{KeyRange, Prefetch, ScanStatistics, ScanStream, StreamRead, 
 /// their own slices).
 const BATCH_ROWS: usize = 8192;
 
-/// The most row groups a scan reads inline ([`Prefetch::Inline`]). Narrow key ranges read
-/// only the pages of a row group that hold them; at 10M rows, an IN list of 100 keys meets 96.
-const INLINE_ROW_GROUPS: usize = 128;
+/// The most row groups of a small scan: read inline ([`Prefetch::Inline`]) and in one
+/// partition. Narrow key ranges read only the pages of a row group that hold them; at 10M
+/// rows, an IN list of 100 keys meets 96.
+pub(crate) const SMALL_SCAN_ROW_GROUPS: usize = 128;
 
 /// A row limit of YT's (input rows, or the rows of one join), counted across the partitions
 /// of one query. Past it a query fails, or (`truncate`, where the rows come in scan order)
@@ -365,7 +366,7 @@ impl TabletScanExec {
         // read takes; a large one gets a task per partition, reading a batch ahead (which
         // overlaps the object store's latency with the query's work).
         let small = match &scan {
-            ScanSource::Tablets(scan) => scan.planned().row_groups.0 <= INLINE_ROW_GROUPS,
+            ScanSource::Tablets(scan) => scan.planned().row_groups.0 <= SMALL_SCAN_ROW_GROUPS,
             ScanSource::Files { .. } => false,
         };
         let prefetch = if small {

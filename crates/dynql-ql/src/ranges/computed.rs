@@ -278,13 +278,14 @@ impl KeyColumns {
                 values[i] = v.clone();
             }
         }
-        let mut choices: Vec<(usize, Vec<Value>)> = Vec::new();
+        let mut choices: Vec<(usize, Choice)> = Vec::new();
         for (i, divisors) in accepted.iter().enumerate() {
             if divisors.is_empty() {
                 continue;
             }
             if let Some(span) = IntegerSpan::of(&row[i], self.types[i]) {
-                choices.push((i, span.quotient_points(divisors, self.types[i])));
+                let points = QuotientPoints::new(span, divisors, self.types[i]);
+                choices.push((i, Choice::Points(points)));
             }
         }
         for (i, source) in sources.iter().enumerate() {
@@ -298,11 +299,15 @@ impl KeyColumns {
                 .into_iter()
                 .filter(|v| row[i].contains(v))
                 .collect();
-            choices.push((i, allowed));
+            choices.push((i, Choice::Listed(allowed)));
         }
-        if choices.iter().any(|(_, vs)| vs.is_empty()) {
+        let Some(mut pick) = choices
+            .iter()
+            .map(|(_, c)| c.first())
+            .collect::<Option<Vec<Position>>>()
+        else {
             return Ok(());
-        }
+        };
         // When every enumerated value lies past the prefix and every evaluated prefix column
         // is fixed by its own constraint (and cannot fail), every combination that passes
         // gives the same range: enumerating only checks that one exists, so the first one
@@ -317,10 +322,9 @@ impl KeyColumns {
                             .as_ref()
                             .is_some_and(|c| cannot_fail(&c.expr)))
             });
-        let mut pick = vec![0usize; choices.len()];
         loop {
-            for ((column, vs), &k) in choices.iter().zip(&pick) {
-                values[*column] = vs[k].clone();
+            for ((column, choice), &at) in choices.iter().zip(&pick) {
+                values[*column] = choice.value(at);
             }
             if self.evaluate_prefix(row, sources, &mut values)? {
                 out.push(prefix_range(&values[..prefix], row));
@@ -335,11 +339,16 @@ impl KeyColumns {
                     return Ok(());
                 }
                 d -= 1;
-                pick[d] += 1;
-                if pick[d] < choices[d].1.len() {
+                let choice = &choices[d].1;
+                if let Some(next) = choice.next(pick[d]) {
+                    pick[d] = next;
                     break;
                 }
-                pick[d] = 0;
+                // Every choice has a first value (checked above).
+                let Some(first) = choice.first() else {
+                    return Ok(());
+                };
+                pick[d] = first;
             }
         }
     }
@@ -493,32 +502,97 @@ impl IntegerSpan {
 
     /// Null (if inside), the lower bound, then every point inside where `x / d` (truncating)
     /// or `x >> log2(d)` (flooring) changes for some divisor `d`, ascending.
+    #[cfg(test)]
     fn quotient_points(&self, divisors: &BTreeSet<u64>, ty: ValueType) -> Vec<Value> {
-        let to_value = |x: i128| match ty {
-            ValueType::Uint64 => Value::Uint64(x as u64),
-            _ => Value::Int64(x as i64),
-        };
+        let choice = Choice::Points(QuotientPoints::new(self.clone(), divisors, ty));
         let mut out = Vec::new();
-        if self.null {
-            out.push(Value::Null);
-        }
-        if self.lo > self.hi {
-            return out;
-        }
-        let mut x = self.lo;
-        out.push(to_value(x));
-        let next_point = |x: i128| {
-            divisors
-                .iter()
-                .map(|&d| next_quotient_point(x, d as i128))
-                .min()
-                .filter(|&next| next <= self.hi)
-        };
-        while let Some(next) = next_point(x) {
-            out.push(to_value(next));
-            x = next;
+        let mut at = choice.first();
+        while let Some(p) = at {
+            out.push(choice.value(p));
+            at = choice.next(p);
         }
         out
+    }
+}
+
+/// The values one enumerated key column takes, walked lazily: a span's quotient points can
+/// number in the millions, and enumeration often stops at the first that passes.
+enum Choice {
+    Listed(Vec<Value>),
+    Points(QuotientPoints),
+}
+
+/// A position in a [`Choice`].
+#[derive(Clone, Copy, Debug)]
+enum Position {
+    Index(usize),
+    Null,
+    At(i128),
+}
+
+impl Choice {
+    fn first(&self) -> Option<Position> {
+        match self {
+            Choice::Listed(vs) => (!vs.is_empty()).then_some(Position::Index(0)),
+            Choice::Points(q) if q.span.null => Some(Position::Null),
+            Choice::Points(q) => (q.span.lo <= q.span.hi).then_some(Position::At(q.span.lo)),
+        }
+    }
+
+    fn next(&self, at: Position) -> Option<Position> {
+        match (self, at) {
+            (Choice::Listed(vs), Position::Index(i)) => {
+                (i + 1 < vs.len()).then_some(Position::Index(i + 1))
+            }
+            (Choice::Points(q), Position::Null) => {
+                (q.span.lo <= q.span.hi).then_some(Position::At(q.span.lo))
+            }
+            (Choice::Points(q), Position::At(x)) => q.next_point(x).map(Position::At),
+            _ => None,
+        }
+    }
+
+    fn value(&self, at: Position) -> Value {
+        match (self, at) {
+            (Choice::Listed(vs), Position::Index(i)) => vs[i].clone(),
+            (Choice::Points(q), Position::At(x)) => match q.ty {
+                ValueType::Uint64 => Value::Uint64(x as u64),
+                _ => Value::Int64(x as i64),
+            },
+            _ => Value::Null,
+        }
+    }
+}
+
+/// The points of a span where a quotient by one of `divisors` may change (spec B.4): null
+/// first when the span admits it, then `lo` and each next such point up to `hi`.
+struct QuotientPoints {
+    span: IntegerSpan,
+    divisors: Vec<i128>,
+    ty: ValueType,
+}
+
+impl QuotientPoints {
+    fn new(span: IntegerSpan, divisors: &BTreeSet<u64>, ty: ValueType) -> QuotientPoints {
+        QuotientPoints {
+            span,
+            divisors: divisors.iter().map(|&d| d as i128).collect(),
+            ty,
+        }
+    }
+
+    fn next_point(&self, x: i128) -> Option<i128> {
+        self.divisors
+            .iter()
+            .map(|&d| {
+                if d == 1 {
+                    x + 1
+                } else {
+                    next_quotient_point(x, d)
+                }
+            })
+            .min()
+            .filter(|&next| next <= self.span.hi)
     }
 }
 
