@@ -20,6 +20,10 @@ use dynql::{Database, SelectOptions};
 use dynql_benches::median;
 use dynql_core::farm_hash::{farm_hash, HashInput};
 
+/// The allocator the `dynql` binary uses, so that the figures are the CLI's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TABLE: &str = "//bench";
 const BATCH_ROWS: usize = 1_000_000;
 
