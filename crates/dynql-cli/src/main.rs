@@ -26,9 +26,8 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::Parser;
 
-/// mimalloc: a scan allocates and frees large Arrow buffers batch after batch, which glibc's
-/// allocator returns to the kernel and faults in again (a point read spent ~30% more time,
-/// a full scan ~10%).
+/// mimalloc: queries allocate and free many Arrow buffers, which glibc's allocator returns
+/// to the kernel and faults in again (README, "Library": the figures and the memory cost).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
