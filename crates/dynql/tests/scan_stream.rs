@@ -6,21 +6,28 @@ use dynql_storage::Prefetch;
 use futures::StreamExt;
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
+/// `//t (k int64 key, v string)` over tablets split at `pivot_keys`, holding `k` = 0..`rows`
+/// (`v` = "v{k}"): the first `flushed` rows in chunks, the rest in the dynamic store.
+async fn table(pivot_keys: &str, rows: i64, flushed: usize) -> Database {
     let db = Database::open("memory://").unwrap();
     db.create_table_from_text(
         "//t",
-        "{dynamic=%true; pivot_keys=[[]; [100]; [200]]; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+        &format!("{{dynamic=%true; pivot_keys={pivot_keys}; schema=[{{name=k; type=int64; sort_order=ascending}}; {{name=v; type=string}}]}}"),
     )
     .await
     .unwrap();
-    let rows: Vec<_> = (0..300)
+    let rows: Vec<_> = (0..rows)
         .map(|k| json!({"k": k, "v": format!("v{k}")}))
         .collect();
-    db.insert_json_rows("//t", &rows[..150]).await.unwrap();
+    db.insert_json_rows("//t", &rows[..flushed]).await.unwrap();
     db.flush("//t").await.unwrap();
-    db.insert_json_rows("//t", &rows[150..]).await.unwrap();
+    db.insert_json_rows("//t", &rows[flushed..]).await.unwrap();
+    db
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
+    let db = table("[[]; [100]; [200]]", 300, 150).await;
     let scan = db
         .store()
         .plan_table_scan("//t", None, dynql_storage::Timestamp::SYNC_LAST_COMMITTED)
@@ -53,19 +60,7 @@ async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
 /// counts what it decoded. It runs on a current-thread runtime: nothing is spawned.
 #[tokio::test(flavor = "current_thread")]
 async fn an_inline_scan_reads_like_a_task_and_stops_when_dropped() {
-    let db = Database::open("memory://").unwrap();
-    db.create_table_from_text(
-        "//t",
-        "{dynamic=%true; pivot_keys=[[]; [100]]; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
-    )
-    .await
-    .unwrap();
-    let rows: Vec<_> = (0..200)
-        .map(|k| json!({"k": k, "v": format!("v{k}")}))
-        .collect();
-    db.insert_json_rows("//t", &rows[..120]).await.unwrap();
-    db.flush("//t").await.unwrap();
-    db.insert_json_rows("//t", &rows[120..]).await.unwrap();
+    let db = table("[[]; [100]]", 200, 120).await;
     // Rewrites of flushed keys: resolved row by row.
     db.insert_json_rows(
         "//t",
