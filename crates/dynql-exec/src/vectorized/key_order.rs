@@ -6,6 +6,8 @@
 //!   ─▶ FilterExec(WHERE, fetch) ─▶ GlobalLimitExec(OFFSET, LIMIT) ─▶ ProjectionExec
 //! ```
 //!
+//! (no ProjectionExec when the outputs are the scanned columns in order, as for `*`).
+//!
 //! These are the point reads, IN lists, key ranges and LIMITs in key order: their whole run
 //! takes a fraction of a millisecond, of which DataFusion's logical optimiser, physical
 //! planner and physical optimiser took half, with nothing to improve in a plan of this shape
@@ -18,6 +20,7 @@ use datafusion::common::DFSchema;
 use datafusion::logical_expr::execution_props::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 use datafusion::physical_plan::filter::FilterExecBuilder;
 use datafusion::physical_plan::limit::GlobalLimitExec;
@@ -82,5 +85,14 @@ pub(super) async fn key_order_plan(
         .enumerate()
         .map(|(i, e)| Ok((physical(&e.unalias())?, format!("p{i}"))))
         .collect::<Result<Vec<_>>>()?;
+    // Results are taken by position: outputs that are the scanned columns in scan order (as
+    // `*` is) need no projection, whose planning costs a tenth of a point read.
+    let width = plan.schema().fields().len();
+    let scanned = |(i, (e, _)): (usize, &(Arc<dyn PhysicalExpr>, String))| {
+        e.downcast_ref::<Column>().is_some_and(|c| c.index() == i)
+    };
+    if outputs.len() == width && outputs.iter().enumerate().all(scanned) {
+        return Ok(plan);
+    }
     Ok(Arc::new(ProjectionExec::try_new(outputs, plan)?))
 }
