@@ -25,6 +25,14 @@ use crate::timestamp::Timestamp;
 /// Batches a scan stream may hold before its reader takes them.
 const CHANNEL_BATCHES: usize = 2;
 
+/// The most chunk row groups a small scan ([`TableScan::is_small`]) plans to read. Narrow
+/// key ranges read only the pages of a row group that hold them; at 10M rows, an IN list of
+/// 100 keys meets 96 row groups.
+const SMALL_SCAN_ROW_GROUPS: usize = 128;
+
+/// The most unflushed keys (in the table's dynamic store) a small scan may meet.
+const SMALL_SCAN_UNFLUSHED_KEYS: usize = 65_536;
+
 /// A scan of one table planned over one pinned state: the tablets that meet the key ranges,
 /// read as streams ([`TableScan::stream`]).
 #[derive(Clone)]
@@ -37,6 +45,8 @@ pub struct TableScan {
     timestamp: Timestamp,
     tablets: Vec<usize>,
     planned: ScanStatistics,
+    /// Keys in the table's dynamic store (all of them, not only those in range).
+    unflushed_keys: usize,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -141,6 +151,7 @@ impl Snapshot {
             (tablets, statistics)
         };
         let entry = entry.clone();
+        let unflushed_keys = data.sorted.len();
         Ok(TableScan {
             store: self.store.clone(),
             state: self.state.clone(),
@@ -150,6 +161,7 @@ impl Snapshot {
             timestamp,
             tablets,
             planned,
+            unflushed_keys,
         })
     }
 }
@@ -178,6 +190,17 @@ impl TableScan {
     /// What the plan selected (tablets, chunks, row groups), before reading anything.
     pub fn planned(&self) -> ScanStatistics {
         self.planned
+    }
+
+    /// Whether the scan reads little (a sorted table, at most 128 planned row groups, at most
+    /// 65,536 unflushed keys in the table): such a scan is best read [`Prefetch::Inline`] and
+    /// in one partition, as a task's spawn and wake-ups, or spreading a few batches over
+    /// cores, cost more than the read. Ordered tables are never small: their plan does not
+    /// count what their tablets hold.
+    pub fn is_small(&self) -> bool {
+        self.entry.schema.is_sorted()
+            && self.planned.row_groups.0 <= SMALL_SCAN_ROW_GROUPS
+            && self.unflushed_keys <= SMALL_SCAN_UNFLUSHED_KEYS
     }
 
     /// The Arrow schema of the rows (the query layout: ordered tables lead with
@@ -397,24 +420,24 @@ impl ScanStream {
     pub fn read(&self) -> StreamRead {
         self.read.clone()
     }
+}
 
-    /// The next item of an inline reading: a queued one, or the reading polled until it
-    /// queues one, ends, or waits on I/O (which wakes `cx`).
-    fn poll_inline(&self, queue: &InlineQueue, cx: &mut Context<'_>) -> Poll<Option<Item>> {
-        loop {
-            if let Some(item) = queue.lock().pop_front() {
-                return Poll::Ready(Some(item));
-            }
-            let mut work = self.read.work();
-            let Work::Inline(_, reading) = &mut *work else {
-                return Poll::Ready(None);
-            };
-            match reading.as_mut().poll(cx) {
-                Poll::Ready(()) => *work = Work::Done,
-                // Waiting on a queued batch, taken at the top of the loop.
-                Poll::Pending if !queue.lock().is_empty() => {}
-                Poll::Pending => return Poll::Pending,
-            }
+/// The next item of an inline reading: a queued one, or the reading polled until it queues
+/// one, ends, or waits on I/O (which wakes `cx`).
+fn poll_inline(read: &StreamRead, queue: &InlineQueue, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+    loop {
+        if let Some(item) = queue.lock().pop_front() {
+            return Poll::Ready(Some(item));
+        }
+        let mut work = read.work();
+        let Work::Inline(_, reading) = &mut *work else {
+            return Poll::Ready(None);
+        };
+        match reading.as_mut().poll(cx) {
+            Poll::Ready(()) => *work = Work::Done,
+            // Waiting on a queued batch, taken at the top of the loop.
+            Poll::Pending if !queue.lock().is_empty() => {}
+            Poll::Pending => return Poll::Pending,
         }
     }
 }
@@ -430,21 +453,15 @@ impl Drop for ScanStream {
 impl futures::Stream for ScanStream {
     type Item = Result<RecordBatch>;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let polled = match &self.feed {
-            Feed::Channel(_) => None,
-            Feed::Queue(queue) => Some(self.poll_inline(&queue.clone(), cx)),
-        };
-        let polled = match polled {
-            Some(p) => p,
-            None => match &mut self.feed {
-                Feed::Channel(receiver) => receiver.poll_recv(cx),
-                Feed::Queue(_) => unreachable!("polled above"),
-            },
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let polled = match &mut this.feed {
+            Feed::Channel(receiver) => receiver.poll_recv(cx),
+            Feed::Queue(queue) => poll_inline(&this.read, queue, cx),
         };
         match polled {
             Poll::Ready(Some(Ok((batch, weight)))) => {
-                self.last_weight = weight;
+                this.last_weight = weight;
                 Poll::Ready(Some(Ok(batch)))
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),

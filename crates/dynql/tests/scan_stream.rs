@@ -100,3 +100,27 @@ async fn an_inline_scan_reads_like_a_task_and_stops_when_dropped() {
     assert!(early.rows_read < 200, "{early:?}");
     assert!(early.rows_read >= 1, "{early:?}");
 }
+
+/// A scan is small (read inline, in one partition) only for a sorted table with few row
+/// groups and few unflushed keys; an ordered table's scan never is.
+#[tokio::test(flavor = "current_thread")]
+async fn only_small_scans_of_sorted_tables_are_small() {
+    let db = table("[[]; [100]]", 200, 120).await;
+    let plan = |db: Database, path: &'static str| async move {
+        db.store()
+            .plan_table_scan(path, None, dynql_storage::Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap()
+    };
+    assert!(plan(db.clone(), "//t").await.is_small());
+    // Writes under 10,000 rows stay in the dynamic store (larger ones go to chunks).
+    let rows: Vec<_> = (1000..73_000).map(|k| json!({"k": k, "v": ""})).collect();
+    for part in rows.chunks(9_000) {
+        db.insert_json_rows("//t", part).await.unwrap();
+    }
+    assert!(!plan(db.clone(), "//t").await.is_small());
+    db.create_table_from_text("//q", "{dynamic=%true; schema=[{name=v; type=string}]}")
+        .await
+        .unwrap();
+    assert!(!plan(db.clone(), "//q").await.is_small());
+}

@@ -17,9 +17,7 @@ use dynql_storage::KeyRange;
 
 use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
 use super::lower::{groups_in_scan_order, needs_scan_order, reads_in_key_order, Layout};
-use super::table_scan::{
-    streamed, InputLimit, ScanReads, ScanSource, ScanTable, SMALL_SCAN_ROW_GROUPS,
-};
+use super::table_scan::{streamed, InputLimit, ScanReads, ScanSource, ScanTable};
 use crate::error::{Error, Result};
 use crate::select::{SelectOptions, Statistics};
 use crate::source::Tables;
@@ -96,18 +94,16 @@ impl Setup {
                 ranges: ranges.to_vec(),
             },
         };
-        if let ScanSource::Tablets(scan) = &source {
-            if scan.planned().row_groups.0 <= SMALL_SCAN_ROW_GROUPS {
-                // A small read runs in one partition: repartitioning its few batches across
-                // cores costs more (tasks, channels) than the work it would share.
-                let state = self.ctx.state_ref();
-                state
-                    .write()
-                    .config_mut()
-                    .options_mut()
-                    .execution
-                    .target_partitions = 1;
-            }
+        if source.is_small() {
+            // A small read runs in one partition: repartitioning its few batches across
+            // cores costs more (tasks, channels) than the work it would share.
+            let state = self.ctx.state_ref();
+            state
+                .write()
+                .config_mut()
+                .options_mut()
+                .execution
+                .target_partitions = 1;
         }
         let main: Arc<dyn TableProvider> = Arc::new(ScanTable::new(
             source,

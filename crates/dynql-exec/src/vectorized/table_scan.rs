@@ -35,11 +35,6 @@ use dynql_storage::{KeyRange, Prefetch, ScanStatistics, ScanStream, StreamRead, 
 /// their own slices).
 const BATCH_ROWS: usize = 8192;
 
-/// The most row groups of a small scan: read inline ([`Prefetch::Inline`]) and in one
-/// partition. Narrow key ranges read only the pages of a row group that hold them; at 10M
-/// rows, an IN list of 100 keys meets 96.
-pub(crate) const SMALL_SCAN_ROW_GROUPS: usize = 128;
-
 /// A row limit of YT's (input rows, or the rows of one join), counted across the partitions
 /// of one query. Past it a query fails, or (`truncate`, where the rows come in scan order)
 /// keeps the rows up to it, as YT does without `fail_on_incomplete_result`.
@@ -211,6 +206,14 @@ impl ScanSource {
         }
     }
 
+    /// Whether the scan reads little ([`TableScan::is_small`]; file tables never are).
+    pub(crate) fn is_small(&self) -> bool {
+        match self {
+            ScanSource::Tablets(scan) => scan.is_small(),
+            ScanSource::Files { .. } => false,
+        }
+    }
+
     /// The table's name in the plan.
     fn name(&self) -> &str {
         match self {
@@ -362,14 +365,9 @@ impl TabletScanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        // A small read is read inline: a task's spawn and wake-ups cost more than such a
-        // read takes; a large one gets a task per partition, reading a batch ahead (which
-        // overlaps the object store's latency with the query's work).
-        let small = match &scan {
-            ScanSource::Tablets(scan) => scan.planned().row_groups.0 <= SMALL_SCAN_ROW_GROUPS,
-            ScanSource::Files { .. } => false,
-        };
-        let prefetch = if small {
+        // A small read is read inline; a large one gets a task per partition, reading a
+        // batch ahead (which overlaps the object store's latency with the query's work).
+        let prefetch = if scan.is_small() {
             Prefetch::Inline
         } else {
             Prefetch::Task
