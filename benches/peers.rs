@@ -127,7 +127,11 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let store_dir = dir.join("store");
     let fresh = !store_dir.exists();
-    let db = Database::open(&format!("file://{}", store_dir.display())).unwrap();
+    let db = Database::open_with_chunk_cache(
+        &format!("file://{}", store_dir.display()),
+        env("DYNQL_BENCH_CACHE", 2 << 30),
+    )
+    .unwrap();
     if fresh {
         rt.block_on(generate(&db, &dir.join("parquet"), rows));
     }

@@ -21,7 +21,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde::{Deserialize, Serialize};
 
 use dynql_core::arrow_convert::{array_value, table_arrow_schema, values_to_array};
-use dynql_core::{compare_values, TableSchema, Value, Yson};
+use dynql_core::{compare_values, TableSchema, Value, ValueType, Yson};
 
 use crate::checksum::ChunkChecksum;
 use crate::error::{Error, Result};
@@ -56,7 +56,7 @@ pub struct ChunkRef {
     pub checksum: Option<ChunkChecksum>,
 }
 
-/// Key bounds of one row group of a chunk.
+/// Key bounds of one row group of a chunk, and whether it is clean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RowGroupRef {
     pub rows: u64,
@@ -64,6 +64,51 @@ pub struct RowGroupRef {
     pub min_key: Vec<Value>,
     #[serde(with = "key_serde")]
     pub max_key: Vec<Value>,
+    /// Whether the row group is clean, as its writer found it.
+    #[serde(default, skip_serializing_if = "Cleanliness::is_unknown")]
+    pub clean: Cleanliness,
+}
+
+/// Whether a row group is clean ([`clean_since`]): then its rows are the table's rows for
+/// reads at or after a timestamp, and a scan decodes only the columns it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cleanliness {
+    /// Not recorded (chunks written before it was): a scan finds out by decoding the
+    /// version columns.
+    #[default]
+    Unknown,
+    /// A key repeats, or a version is not a whole-row overwrite: a scan merges versions.
+    Dirty,
+    /// Clean, the newest version committed at this timestamp.
+    Since(u64),
+}
+
+impl Cleanliness {
+    fn is_unknown(&self) -> bool {
+        *self == Cleanliness::Unknown
+    }
+}
+
+/// The newest timestamp of `versions` (one row group, in key order then commit order) when
+/// they are clean: every version overwrites a whole row (no update, delete or aggregate
+/// delta, every column written) and no key repeats, so the versions are the table's rows for
+/// any read at or after that timestamp. Double keys never count as clean: YT holds -0.0 and
+/// 0.0 as one key, Arrow's comparable rows as two, so only the merge compares them.
+pub(crate) fn clean_since(schema: &TableSchema, versions: &[&RowDelta]) -> Option<u64> {
+    let key_count = schema.key_column_count();
+    let clean = key_count > 0
+        && schema
+            .key_columns()
+            .iter()
+            .all(|c| c.wire_type() != ValueType::Double)
+        && versions.iter().all(|d| {
+            d.kind == WriteKind::Overwrite && !d.aggregate && d.values.iter().all(Option::is_some)
+        })
+        && versions
+            .windows(2)
+            .all(|w| compare_version_keys(w[0], w[1], key_count) == Ordering::Less);
+    clean.then(|| versions.iter().map(|d| d.timestamp.0).max().unwrap_or(0))
 }
 
 /// Versions per Parquet row group of a chunk: the unit a pruned scan decodes.
@@ -446,6 +491,10 @@ pub(crate) async fn write_versioned_chunk(
             rows: g.len() as u64,
             min_key: version_key(g[0], key_count),
             max_key: version_key(g[g.len() - 1], key_count),
+            clean: match clean_since(schema, g) {
+                Some(t) => Cleanliness::Since(t),
+                None => Cleanliness::Dirty,
+            },
         })
         .collect();
     let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
@@ -480,4 +529,72 @@ pub(crate) fn new_chunk_path(table_id: &str, kind: &str) -> String {
 /// The creation time (Unix ms) encoded in a chunk name by [`new_chunk_path`].
 pub(crate) fn chunk_created_ms(name: &str) -> Option<u64> {
     name.split('-').nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(key_type: &str) -> TableSchema {
+        TableSchema::parse(&format!(
+            "[{{name=k;type={key_type};sort_order=ascending}};{{name=v;type=string}}]"
+        ))
+        .unwrap()
+    }
+
+    fn version(k: Value, ts: u64, kind: WriteKind, v: Option<&str>) -> RowDelta {
+        RowDelta {
+            timestamp: Timestamp(ts),
+            kind,
+            values: vec![Some(k), v.map(|v| Value::String(v.into()))],
+            aggregate: false,
+        }
+    }
+
+    fn overwrite(k: i64, ts: u64) -> RowDelta {
+        version(Value::Int64(k), ts, WriteKind::Overwrite, Some("x"))
+    }
+
+    #[test]
+    fn only_whole_row_overwrites_of_distinct_keys_are_clean() {
+        let ints = schema("int64");
+        let check = |versions: &[RowDelta]| {
+            let refs: Vec<&RowDelta> = versions.iter().collect();
+            clean_since(&ints, &refs)
+        };
+        assert_eq!(
+            check(&[overwrite(1, 5), overwrite(2, 9), overwrite(3, 7)]),
+            Some(9)
+        );
+        // A key with two versions.
+        assert_eq!(check(&[overwrite(1, 5), overwrite(1, 9)]), None);
+        // A delete, an update, an aggregate delta, an unwritten column.
+        let delete = version(Value::Int64(2), 6, WriteKind::Delete, None);
+        assert_eq!(check(&[overwrite(1, 5), delete]), None);
+        let update = version(Value::Int64(2), 6, WriteKind::Update, Some("y"));
+        assert_eq!(check(&[overwrite(1, 5), update]), None);
+        let mut aggregate = overwrite(2, 6);
+        aggregate.aggregate = true;
+        assert_eq!(check(&[overwrite(1, 5), aggregate]), None);
+        let partial = version(Value::Int64(2), 6, WriteKind::Overwrite, None);
+        assert_eq!(check(&[overwrite(1, 5), partial]), None);
+        // Double keys are left to the merge.
+        let doubles = schema("double");
+        let d = version(Value::Double(1.0), 5, WriteKind::Overwrite, Some("x"));
+        assert_eq!(clean_since(&doubles, &[&d]), None);
+    }
+
+    #[test]
+    fn references_without_cleanliness_read_as_unknown() {
+        let text = r#"{"rows":1,"min_key":"[1]","max_key":"[1]"}"#;
+        let group: RowGroupRef = serde_json::from_str(text).unwrap();
+        assert_eq!(group.clean, Cleanliness::Unknown);
+        let clean = RowGroupRef {
+            clean: Cleanliness::Since(7),
+            ..group
+        };
+        let back: RowGroupRef =
+            serde_json::from_str(&serde_json::to_string(&clean).unwrap()).unwrap();
+        assert_eq!(back, clean);
+    }
 }

@@ -9,23 +9,27 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use arrow::array::ArrayRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use bytes::Bytes;
-use futures::future::{BoxFuture, FutureExt};
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
-use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::PageIndexPolicy;
 
-use dynql_core::TableSchema;
+use dynql_core::arrow_convert::array_value;
+use dynql_core::{TableSchema, Value, ValueType};
 
-use crate::checksum::ChunkChecksum;
-use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions, ChunkRef};
+use crate::chunk::{
+    check_key_order, decode_versioned_chunk, decode_versions, ChunkRef, Cleanliness,
+};
 use crate::error::{Error, Result};
 use crate::mvcc::RowDelta;
+use crate::object_file::ObjectFile;
 use crate::page_index::KeySegments;
 
 /// Memory the cache may hold by default, estimated (a soft limit: a single larger unit is
@@ -44,9 +48,21 @@ const WHOLE: usize = usize::MAX;
 /// The rows of a unit that is a whole row group (or chunk).
 const ALL_ROWS: (usize, usize) = (0, usize::MAX);
 
-/// A cached unit: (chunk path, row group or [`WHOLE`], what: versions, raw, viewed, the row
-/// window `[start, end)` of the row group, or [`ALL_ROWS`]).
-type Unit = (String, usize, u8, (usize, usize));
+/// What a cache unit holds of a chunk or row group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum What {
+    /// Its versions as rows, for merges.
+    Versions,
+    /// Whether it is clean, found by decoding its version columns (for chunks that do not
+    /// record it).
+    Clean,
+    /// One table column, byte strings as views or as `Binary`.
+    Column { index: usize, views: bool },
+}
+
+/// A cached unit: (chunk path, row group or [`WHOLE`], what, the row window `[start, end)`
+/// of the row group, or [`ALL_ROWS`]).
+type Unit = (String, usize, What, (usize, usize));
 
 /// A row window of a row group, or all of it.
 fn window_rows(window: &Option<std::ops::Range<usize>>) -> (usize, usize) {
@@ -56,70 +72,57 @@ fn window_rows(window: &Option<std::ops::Range<usize>>) -> (usize, usize) {
         .unwrap_or(ALL_ROWS)
 }
 
-const VERSIONS: u8 = 0;
-const RAW: u8 = 1;
-const VIEWED: u8 = 2;
-
 /// What a cache entry holds.
 #[derive(Clone)]
 enum Cached {
     Versions(Arc<Vec<RowDelta>>),
-    Raw(Arc<RawRowGroup>),
-    /// A clean row group's table columns with byte strings as views (for DataFusion).
-    Viewed(RecordBatch),
+    /// Since when the unit is clean, if it is.
+    Clean(Option<u64>),
+    Column(ArrayRef),
 }
 
 impl Cached {
-    /// Estimated memory: Arrow's own count for batches; for versions, a row of values plus
+    /// Estimated memory: Arrow's own count for arrays; for versions, a row of values plus
     /// the vector headers.
     fn bytes(&self) -> usize {
         match self {
             Cached::Versions(v) => v.iter().map(|d| 64 + d.values.len() * 40).sum(),
-            Cached::Raw(r) => r.batch.get_array_memory_size(),
-            Cached::Viewed(b) => b.get_array_memory_size(),
+            Cached::Clean(_) => 64,
+            Cached::Column(a) => a.get_array_memory_size(),
         }
     }
 }
 
-/// A row group as Parquet decodes it (table columns plus the version columns), with what a
-/// columnar scan needs to use it without resolving versions.
+/// A row group as Parquet decodes it (table columns plus the version columns), and since
+/// when it is clean (see [`crate::chunk::clean_since`]), if it is.
 pub(crate) struct RawRowGroup {
     pub(crate) batch: RecordBatch,
-    /// Every version overwrites a whole row (no update, delete or aggregate delta, every
-    /// column written) and keys are unique: the rows are the table's rows for any read at or
-    /// after `max_timestamp`.
-    pub(crate) clean: bool,
-    pub(crate) max_timestamp: u64,
-    key_count: usize,
-    key_types: Vec<dynql_core::ValueType>,
+    pub(crate) clean_since: Option<u64>,
 }
 
-impl RawRowGroup {
-    /// The key of row `i`.
-    pub(crate) fn key(&self, i: usize) -> Vec<dynql_core::Value> {
-        self.key_types
-            .iter()
-            .enumerate()
-            .map(|(c, t)| {
-                dynql_core::arrow_convert::array_value(self.batch.column(c).as_ref(), *t, i)
-            })
+/// The first row of key-sorted `keys` (the key columns of a row group, of `types`) that is
+/// not `before` a bound.
+pub(crate) fn partition_keys(
+    keys: &[ArrayRef],
+    types: &[ValueType],
+    before: impl Fn(&[Value]) -> bool,
+) -> usize {
+    let key = |i: usize| -> Vec<Value> {
+        keys.iter()
+            .zip(types)
+            .map(|(c, t)| array_value(c.as_ref(), *t, i))
             .collect()
-    }
-
-    /// The first row whose key is not before `bound` (rows are in key order).
-    pub(crate) fn partition(&self, before: impl Fn(&[dynql_core::Value]) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.batch.num_rows());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if before(&self.key(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+    };
+    let (mut lo, mut hi) = (0, keys.first().map_or(0, |c| c.len()));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(&key(mid)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
-        debug_assert!(self.key_count == self.key_types.len());
-        lo
     }
+    lo
 }
 
 /// A parsed footer and the block hashes it holds (chunks with a checksum).
@@ -135,208 +138,6 @@ struct Entries {
     segments: HashMap<(String, usize), Option<Arc<KeySegments>>>,
     bytes: usize,
     tick: u64,
-}
-
-/// Ranged reads of one chunk file, for Parquet's async reader, verified against the chunk's
-/// checksum when it has one (see [`crate::checksum`]): bytes of the tail come from the whole
-/// tail, fetched once and verified; bytes of the data region are fetched in whole blocks and
-/// each block is verified before any of it is returned.
-pub(crate) struct ObjectFile {
-    pub(crate) objects: Arc<dyn ObjectStore>,
-    pub(crate) path: ObjectPath,
-    pub(crate) size: u64,
-    /// How to verify what is read; `None` for files that carry no checksum (chunks written
-    /// before checksums, Parquet files that are not the store's).
-    pub(crate) checksum: Option<ChunkChecksum>,
-    /// The verified tail, once fetched.
-    pub(crate) tail: Option<Bytes>,
-    /// The hashes of the data blocks, from the verified footer.
-    pub(crate) blocks: Option<Arc<Vec<u64>>>,
-}
-
-impl ObjectFile {
-    /// An unverified reader (a file that is not one of the store's chunks).
-    pub(crate) fn unverified(objects: Arc<dyn ObjectStore>, path: ObjectPath, size: u64) -> Self {
-        ObjectFile {
-            objects,
-            path,
-            size,
-            checksum: None,
-            tail: None,
-            blocks: None,
-        }
-    }
-
-    fn corrupt(&self, message: String) -> ParquetError {
-        ParquetError::External(Box::new(Error::Corrupt {
-            path: self.path.to_string(),
-            message,
-        }))
-    }
-
-    /// The verified tail.
-    async fn tail(&mut self, c: ChunkChecksum) -> parquet::errors::Result<Bytes> {
-        if let Some(t) = &self.tail {
-            return Ok(t.clone());
-        }
-        if c.data_end > self.size {
-            return Err(self.corrupt(format!(
-                "the file has {} bytes, fewer than its data region of {}",
-                self.size, c.data_end
-            )));
-        }
-        let tail = self
-            .objects
-            .get_range(&self.path, c.data_end..self.size)
-            .await
-            .map_err(external)?;
-        crate::checksum::verify_tail(self.path.as_ref(), &tail, &c)
-            .map_err(|e| ParquetError::External(Box::new(e)))?;
-        self.tail = Some(tail.clone());
-        Ok(tail)
-    }
-
-    /// The block hashes, from the verified footer.
-    async fn blocks(&mut self, c: ChunkChecksum) -> parquet::errors::Result<Arc<Vec<u64>>> {
-        if let Some(b) = &self.blocks {
-            return Ok(b.clone());
-        }
-        let tail = self.tail(c).await?;
-        let metadata = ParquetMetaDataReader::new().parse_and_finish(&tail)?;
-        let hashes = crate::checksum::footer_block_hashes(self.path.as_ref(), &metadata, &c)
-            .map_err(|e| ParquetError::External(Box::new(e)))?;
-        let hashes = Arc::new(hashes);
-        self.blocks = Some(hashes.clone());
-        Ok(hashes)
-    }
-
-    /// The whole blocks covering `range` of the data region.
-    fn aligned(c: ChunkChecksum, range: &std::ops::Range<u64>) -> std::ops::Range<u64> {
-        let block = crate::checksum::BLOCK_BYTES;
-        (range.start / block * block)..(range.end.div_ceil(block) * block).min(c.data_end)
-    }
-
-    /// Reads `range`, verified.
-    async fn read(&mut self, range: std::ops::Range<u64>) -> parquet::errors::Result<Bytes> {
-        let Some(c) = self.checksum else {
-            return self
-                .objects
-                .get_range(&self.path, range)
-                .await
-                .map_err(external);
-        };
-        if range.end > self.size || range.start > range.end {
-            return Err(self.corrupt(format!(
-                "a read of bytes {range:?} past the end of the file ({} bytes)",
-                self.size
-            )));
-        }
-        if range.start >= c.data_end {
-            let tail = self.tail(c).await?;
-            let (a, b) = (range.start - c.data_end, range.end - c.data_end);
-            return Ok(tail.slice(a as usize..b as usize));
-        }
-        if range.end > c.data_end {
-            let head = Box::pin(self.read(range.start..c.data_end)).await?;
-            let tail = Box::pin(self.read(c.data_end..range.end)).await?;
-            let mut joined = Vec::with_capacity(head.len() + tail.len());
-            joined.extend_from_slice(&head);
-            joined.extend_from_slice(&tail);
-            return Ok(Bytes::from(joined));
-        }
-        let blocks = self.blocks(c).await?;
-        let aligned = Self::aligned(c, &range);
-        let bytes = self
-            .objects
-            .get_range(&self.path, aligned.clone())
-            .await
-            .map_err(external)?;
-        self.verified_slice(&blocks, aligned, bytes, range)
-    }
-
-    /// Verifies the blocks of `aligned` (fetched as `bytes`) and returns `range` of them.
-    fn verified_slice(
-        &self,
-        blocks: &[u64],
-        aligned: std::ops::Range<u64>,
-        bytes: Bytes,
-        range: std::ops::Range<u64>,
-    ) -> parquet::errors::Result<Bytes> {
-        let first = aligned.start / crate::checksum::BLOCK_BYTES;
-        crate::checksum::verify_blocks(self.path.as_ref(), first, &bytes, blocks)
-            .map_err(|e| ParquetError::External(Box::new(e)))?;
-        let (a, b) = (range.start - aligned.start, range.end - aligned.start);
-        Ok(bytes.slice(a as usize..b as usize))
-    }
-}
-
-fn external(e: object_store::Error) -> ParquetError {
-    ParquetError::External(Box::new(e))
-}
-
-impl AsyncFileReader for ObjectFile {
-    fn get_bytes(
-        &mut self,
-        range: std::ops::Range<u64>,
-    ) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
-        async move { self.read(range).await }.boxed()
-    }
-
-    fn get_byte_ranges(
-        &mut self,
-        ranges: Vec<std::ops::Range<u64>>,
-    ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
-        async move {
-            let Some(c) = self.checksum else {
-                return self
-                    .objects
-                    .get_ranges(&self.path, &ranges)
-                    .await
-                    .map_err(external);
-            };
-            // Ranges inside the data region go out together (the store may coalesce them),
-            // widened to whole blocks; the rest one by one.
-            if ranges
-                .iter()
-                .all(|r| r.end <= c.data_end && r.start <= r.end)
-            {
-                let blocks = self.blocks(c).await?;
-                let aligned: Vec<_> = ranges.iter().map(|r| Self::aligned(c, r)).collect();
-                let fetched = self
-                    .objects
-                    .get_ranges(&self.path, &aligned)
-                    .await
-                    .map_err(external)?;
-                return ranges
-                    .into_iter()
-                    .zip(aligned)
-                    .zip(fetched)
-                    .map(|((r, a), bytes)| self.verified_slice(&blocks, a, bytes, r))
-                    .collect();
-            }
-            let mut out = Vec::with_capacity(ranges.len());
-            for r in ranges {
-                out.push(self.read(r).await?);
-            }
-            Ok(out)
-        }
-        .boxed()
-    }
-
-    fn get_metadata<'a>(
-        &'a mut self,
-        options: Option<&'a ArrowReaderOptions>,
-    ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
-        async move {
-            let size = self.size;
-            let metadata = ParquetMetaDataReader::new()
-                .with_arrow_reader_options(options)
-                .load_and_finish(self, size)
-                .await?;
-            Ok(Arc::new(metadata))
-        }
-        .boxed()
-    }
 }
 
 /// Decoded chunks and row groups by object path, up to a budget of bytes.
@@ -418,7 +219,7 @@ impl ChunkCache {
         schema: &TableSchema,
         chunk: &ChunkRef,
     ) -> Result<Arc<Vec<RowDelta>>> {
-        let unit = (chunk.path.clone(), WHOLE, VERSIONS, ALL_ROWS);
+        let unit = (chunk.path.clone(), WHOLE, What::Versions, ALL_ROWS);
         if let Some(v) = self.get_versions(&unit) {
             return Ok(v);
         }
@@ -448,7 +249,12 @@ impl ChunkCache {
         if chunk.row_groups.is_empty() {
             return self.versions(objects.as_ref(), schema, chunk).await;
         }
-        let unit = (chunk.path.clone(), index, VERSIONS, window_rows(&rows));
+        let unit = (
+            chunk.path.clone(),
+            index,
+            What::Versions,
+            window_rows(&rows),
+        );
         if let Some(v) = self.get_versions(&unit) {
             return Ok(v);
         }
@@ -461,28 +267,138 @@ impl ChunkCache {
         Ok(versions)
     }
 
-    /// The table columns of raw row group `index` of `chunk` (or of its row window `rows`),
-    /// byte strings as `BinaryView` (cast once and cached: DataFusion groups views much
-    /// faster).
-    pub(crate) async fn viewed_row_group(
+    /// Since when row group `index` of `chunk` (or its row window `rows`) is clean, if it is
+    /// ([`crate::chunk::clean_since`]): as the chunk records it, or else found by decoding
+    /// its version columns (once: the answer is cached).
+    pub(crate) async fn clean_since(
         &self,
         objects: &Arc<dyn ObjectStore>,
         schema: &TableSchema,
         chunk: &ChunkRef,
         index: usize,
         rows: Option<std::ops::Range<usize>>,
-    ) -> Result<RecordBatch> {
-        let unit = (chunk.path.clone(), index, VIEWED, window_rows(&rows));
-        if let Some(Cached::Viewed(b)) = self.get(&unit) {
-            return Ok(b);
+    ) -> Result<Option<u64>> {
+        match chunk.row_groups.get(index).map(|g| g.clean) {
+            Some(Cleanliness::Since(t)) => return Ok(Some(t)),
+            Some(Cleanliness::Dirty) => return Ok(None),
+            Some(Cleanliness::Unknown) | None => {}
+        }
+        let unit = (chunk.path.clone(), index, What::Clean, window_rows(&rows));
+        if let Some(Cached::Clean(c)) = self.get(&unit) {
+            return Ok(c);
         }
         let raw = self
             .raw_row_group(objects, schema, chunk, index, rows)
             .await?;
-        let columns: Vec<usize> = (0..schema.columns().len()).collect();
-        let viewed = binary_as_views(&raw.batch.project(&columns)?)?;
-        self.insert(unit, Cached::Viewed(viewed.clone()));
-        Ok(viewed)
+        self.insert(unit, Cached::Clean(raw.clean_since));
+        Ok(raw.clean_since)
+    }
+
+    /// Table columns `columns` of row group `index` of `chunk` (or of its row window
+    /// `rows`), in that order, byte strings as `BinaryView` when `views` (DataFusion groups
+    /// views much faster). Only the columns missing from the cache are decoded (Parquet's
+    /// projection), and each is cached on its own, so queries reading other columns of the
+    /// row group share them. The chunk must record its row groups.
+    pub(crate) async fn columns(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        chunk: &ChunkRef,
+        index: usize,
+        rows: Option<std::ops::Range<usize>>,
+        columns: &[usize],
+        views: bool,
+    ) -> Result<Vec<ArrayRef>> {
+        let window = window_rows(&rows);
+        let unit = |c: usize| {
+            let what = What::Column { index: c, views };
+            (chunk.path.clone(), index, what, window)
+        };
+        let mut found: Vec<Option<ArrayRef>> = columns
+            .iter()
+            .map(|&c| match self.get(&unit(c)) {
+                Some(Cached::Column(a)) => Some(a),
+                _ => None,
+            })
+            .collect();
+        let mut missing: Vec<usize> = columns
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(c, _)| *c)
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            let decoded = self
+                .decode_columns(objects, chunk, index, rows, &missing, views)
+                .await?;
+            for (c, array) in missing.into_iter().zip(decoded) {
+                for (slot, _) in found.iter_mut().zip(columns).filter(|(_, &k)| k == c) {
+                    *slot = Some(array.clone());
+                }
+                self.insert(unit(c), Cached::Column(array));
+            }
+        }
+        found
+            .into_iter()
+            .zip(columns)
+            .map(|(f, c)| {
+                f.ok_or_else(|| Error::Corrupt {
+                    path: chunk.path.clone(),
+                    message: format!("row group {index} has no column {c}"),
+                })
+            })
+            .collect()
+    }
+
+    /// Decodes columns `columns` (ascending table column indices) of row group `index` of
+    /// `chunk` (or of its row window `rows`), and nothing else.
+    async fn decode_columns(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        chunk: &ChunkRef,
+        index: usize,
+        rows: Option<std::ops::Range<usize>>,
+        columns: &[usize],
+        views: bool,
+    ) -> Result<Vec<ArrayRef>> {
+        let corrupt = |e: ParquetError| Error::Corrupt {
+            path: chunk.path.clone(),
+            message: e.to_string(),
+        };
+        let (footer, reader) = self.footer(objects, chunk).await?;
+        let footer = if views {
+            let schema = views_schema(footer.schema());
+            let options = ArrowReaderOptions::new().with_schema(schema);
+            ArrowReaderMetadata::try_new(footer.metadata().clone(), options).map_err(corrupt)?
+        } else {
+            footer
+        };
+        if let Some(&c) = columns
+            .iter()
+            .find(|&&c| c >= footer.schema().fields().len())
+        {
+            return Err(Error::Corrupt {
+                path: chunk.path.clone(),
+                message: format!("the file has no column {c}"),
+            });
+        }
+        let mask = ProjectionMask::roots(footer.parquet_schema(), columns.iter().copied());
+        let (builder, expected) = row_group_reader(chunk, footer, reader, index, &rows)?;
+        let stream = builder
+            .with_projection(mask)
+            .with_batch_size(expected.max(1))
+            .build()
+            .map_err(corrupt)?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(corrupt)?;
+        let batch = one_batch(&chunk.path, index, batches, expected)?;
+        if batch.num_columns() != columns.len() {
+            return Err(Error::Corrupt {
+                path: chunk.path.clone(),
+                message: format!("row group {index} gave the wrong columns"),
+            });
+        }
+        Ok(batch.columns().to_vec())
     }
 
     /// The rows of row group `index` of `chunk` a scan of `range` must read, when the page
@@ -506,7 +422,7 @@ impl ChunkCache {
                 e.units
                     .contains_key(&(chunk.path.clone(), index, what, ALL_ROWS))
             };
-            if whole(RAW) || whole(VERSIONS) {
+            if whole(What::Versions) {
                 return Ok(None);
             }
         }
@@ -590,9 +506,9 @@ impl ChunkCache {
         Ok((footer, reader))
     }
 
-    /// Row group `index` of `chunk` (or its row window `rows`) as Parquet decodes it, read
-    /// with ranged requests on a miss: with a window, only the pages holding its rows. The
-    /// chunk must record its row groups.
+    /// Row group `index` of `chunk` (or its row window `rows`) as Parquet decodes it, every
+    /// column, read with ranged requests: with a window, only the pages holding its rows. The
+    /// chunk must record its row groups. Not cached: what is made of it is.
     pub(crate) async fn raw_row_group(
         &self,
         objects: &Arc<dyn ObjectStore>,
@@ -600,65 +516,97 @@ impl ChunkCache {
         chunk: &ChunkRef,
         index: usize,
         rows: Option<std::ops::Range<usize>>,
-    ) -> Result<Arc<RawRowGroup>> {
-        let unit = (chunk.path.clone(), index, RAW, window_rows(&rows));
-        if let Some(Cached::Raw(r)) = self.get(&unit) {
-            return Ok(r);
-        }
-        let corrupt = |e: parquet::errors::ParquetError| Error::Corrupt {
+    ) -> Result<RawRowGroup> {
+        let corrupt = |e: ParquetError| Error::Corrupt {
             path: chunk.path.clone(),
             message: e.to_string(),
         };
         let (footer, reader) = self.footer(objects, chunk).await?;
-        let Some(group) = footer.metadata().row_groups().get(index) else {
+        let (builder, expected) = row_group_reader(chunk, footer, reader, index, &rows)?;
+        let stream = builder
+            .with_batch_size(expected.max(1))
+            .build()
+            .map_err(corrupt)?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(corrupt)?;
+        let batch = one_batch(&chunk.path, index, batches, expected)?;
+        inspect_raw(&chunk.path, schema, batch)
+    }
+}
+
+/// A reader of row group `index` of `chunk` (or its row window `rows`), and the rows it
+/// gives.
+fn row_group_reader(
+    chunk: &ChunkRef,
+    footer: ArrowReaderMetadata,
+    reader: ObjectFile,
+    index: usize,
+    rows: &Option<std::ops::Range<usize>>,
+) -> Result<(ParquetRecordBatchStreamBuilder<ObjectFile>, usize)> {
+    let Some(group) = footer.metadata().row_groups().get(index) else {
+        return Err(Error::Corrupt {
+            path: chunk.path.clone(),
+            message: format!(
+                "row group {index} is missing: the file has {}",
+                footer.metadata().num_row_groups()
+            ),
+        });
+    };
+    let total = group.num_rows().max(0) as usize;
+    let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, footer)
+        .with_row_groups(vec![index]);
+    let mut expected = total;
+    if let Some(w) = rows {
+        if w.end > total || w.start >= w.end {
             return Err(Error::Corrupt {
                 path: chunk.path.clone(),
-                message: format!(
-                    "row group {index} is missing: the file has {}",
-                    footer.metadata().num_row_groups()
-                ),
+                message: format!("rows {w:?} are not in row group {index} of {total} rows"),
             });
-        };
-        let total = group.num_rows().max(0) as usize;
-        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, footer)
-            .with_row_groups(vec![index])
-            .with_batch_size(8192);
-        let mut expected = total;
-        if let Some(w) = &rows {
-            if w.end > total || w.start >= w.end {
-                return Err(Error::Corrupt {
-                    path: chunk.path.clone(),
-                    message: format!("rows {w:?} are not in row group {index} of {total} rows"),
-                });
-            }
-            expected = w.len();
-            builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
-                std::iter::once(w.clone()),
-                total,
-            ));
         }
-        let stream = builder.build().map_err(corrupt)?;
-        let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(corrupt)?;
-        let mut batches = batches;
-        let batch = if batches.len() == 1 {
-            batches.pop()
-        } else {
-            batches
-                .first()
-                .map(|b| b.schema())
-                .map(|schema| arrow::compute::concat_batches(&schema, &batches))
-                .transpose()?
-        };
-        let batch = batch
-            .filter(|b| b.num_rows() == expected)
-            .ok_or_else(|| Error::Corrupt {
-                path: chunk.path.clone(),
-                message: format!("row group {index} does not hold the {expected} rows expected"),
-            })?;
-        let raw = Arc::new(inspect_raw(&chunk.path, schema, batch)?);
-        self.insert(unit, Cached::Raw(raw.clone()));
-        Ok(raw)
+        expected = w.len();
+        builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
+            std::iter::once(w.clone()),
+            total,
+        ));
     }
+    Ok((builder, expected))
+}
+
+/// The decoded batches of one row group as one batch, which must hold `expected` rows.
+fn one_batch(
+    path: &str,
+    index: usize,
+    mut batches: Vec<RecordBatch>,
+    expected: usize,
+) -> Result<RecordBatch> {
+    let batch = if batches.len() == 1 {
+        batches.pop()
+    } else {
+        batches
+            .first()
+            .map(|b| b.schema())
+            .map(|schema| arrow::compute::concat_batches(&schema, &batches))
+            .transpose()?
+    };
+    batch
+        .filter(|b| b.num_rows() == expected)
+        .ok_or_else(|| Error::Corrupt {
+            path: path.to_string(),
+            message: format!("row group {index} does not hold the {expected} rows expected"),
+        })
+}
+
+/// `schema` with every `Binary` field as `BinaryView`, for Parquet to decode byte strings
+/// straight to views.
+fn views_schema(schema: &SchemaRef) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Binary => Field::clone(f).with_data_type(DataType::BinaryView),
+            _ => Field::clone(f),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
 /// Checks a raw row group's version columns: whether it is clean (see [`RawRowGroup`]).
@@ -706,16 +654,12 @@ fn inspect_raw(path: &str, schema: &TableSchema, batch: RecordBatch) -> Result<R
     }
     Ok(RawRowGroup {
         batch,
-        clean,
-        max_timestamp,
-        key_count,
-        key_types: schema.key_columns().iter().map(|c| c.wire_type()).collect(),
+        clean_since: clean.then_some(max_timestamp),
     })
 }
 
 /// `batch` with every `Binary` column cast to `BinaryView`.
 pub(crate) fn binary_as_views(batch: &RecordBatch) -> Result<RecordBatch> {
-    use arrow::datatypes::{DataType, Field, Schema};
     let schema = batch.schema();
     let mut fields = Vec::with_capacity(schema.fields().len());
     let mut columns = Vec::with_capacity(schema.fields().len());
@@ -728,9 +672,13 @@ pub(crate) fn binary_as_views(batch: &RecordBatch) -> Result<RecordBatch> {
             columns.push(c.clone());
         }
     }
-    Ok(RecordBatch::try_new(
+    // The row count is kept for batches of no columns.
+    let options =
+        arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
         Arc::new(Schema::new(fields)),
         columns,
+        &options,
     )?)
 }
 
@@ -739,7 +687,123 @@ mod tests {
     use super::*;
 
     fn unit(path: &str) -> Unit {
-        (path.to_string(), WHOLE, VERSIONS, ALL_ROWS)
+        (path.to_string(), WHOLE, What::Versions, ALL_ROWS)
+    }
+
+    /// A chunk of `//t (k int64 key, v string, n int64)` over keys 0..`rows` (one version
+    /// each, or a second one of every tenth key when `dirty`), in row groups of
+    /// [`crate::chunk::ROW_GROUP_ROWS`].
+    async fn chunk(
+        objects: &Arc<dyn ObjectStore>,
+        rows: i64,
+        dirty: bool,
+    ) -> (TableSchema, ChunkRef) {
+        use crate::mvcc::WriteKind;
+        use crate::timestamp::Timestamp;
+        let schema = TableSchema::parse(
+            "[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=n;type=int64}]",
+        )
+        .unwrap();
+        let mut versions = Vec::new();
+        for k in 0..rows {
+            let copies = if dirty && k % 10 == 0 { 2 } else { 1 };
+            for c in 0..copies {
+                versions.push(RowDelta {
+                    timestamp: Timestamp(10 + c),
+                    kind: WriteKind::Overwrite,
+                    values: vec![
+                        Some(Value::Int64(k)),
+                        Some(Value::String(format!("v{k}-{c}").into_bytes())),
+                        Some(Value::Int64(k * 2 + c as i64)),
+                    ],
+                    aggregate: false,
+                });
+            }
+        }
+        let refs: Vec<&RowDelta> = versions.iter().collect();
+        let chunk = crate::chunk::write_versioned_chunk(
+            objects.as_ref(),
+            "c.parquet".into(),
+            &schema,
+            &refs,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        (schema, chunk)
+    }
+
+    #[tokio::test]
+    async fn projected_columns_are_the_raw_columns_and_are_shared_by_later_reads() {
+        let objects: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let (schema, chunk) = chunk(&objects, 20_000, false).await;
+        assert_eq!(chunk.row_groups.len(), 2);
+        assert_eq!(chunk.row_groups[0].clean, Cleanliness::Since(10));
+        let cache = ChunkCache::default();
+        for window in [None, Some(100..1124)] {
+            let raw = cache
+                .raw_row_group(&objects, &schema, &chunk, 1, window.clone())
+                .await
+                .unwrap();
+            assert_eq!(raw.clean_since, Some(10));
+            for views in [false, true] {
+                for columns in [vec![1], vec![2, 0], vec![1, 1, 2]] {
+                    let got = cache
+                        .columns(&objects, &chunk, 1, window.clone(), &columns, views)
+                        .await
+                        .unwrap();
+                    for (array, &c) in got.iter().zip(&columns) {
+                        let expected = raw.batch.column(c);
+                        let expected = arrow::compute::cast(expected, array.data_type()).unwrap();
+                        assert_eq!(array.to_data(), expected.to_data(), "column {c}");
+                        if views && c == 1 {
+                            assert_eq!(array.data_type(), &DataType::BinaryView);
+                        }
+                    }
+                }
+            }
+        }
+        // Each column is cached on its own: a read of cached columns decodes nothing, even
+        // from a store that has lost the file.
+        objects
+            .delete(&ObjectPath::from("c.parquet"))
+            .await
+            .unwrap();
+        let again = cache.columns(&objects, &chunk, 1, None, &[2], true).await;
+        assert!(again.is_ok());
+        assert!(cache
+            .columns(&objects, &chunk, 0, None, &[2], true)
+            .await
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn cleanliness_comes_from_the_reference_or_else_from_the_version_columns() {
+        let objects: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let cache = ChunkCache::default();
+        for dirty in [false, true] {
+            let (schema, mut chunk) = chunk(&objects, 1000, dirty).await;
+            let recorded = cache
+                .clean_since(&objects, &schema, &chunk, 0, None)
+                .await
+                .unwrap();
+            assert_eq!(recorded, (!dirty).then_some(10));
+            // A chunk written before cleanliness was recorded.
+            chunk.row_groups[0].clean = Cleanliness::Unknown;
+            chunk.path = format!("old-{dirty}");
+            objects
+                .copy(
+                    &ObjectPath::from("c.parquet"),
+                    &ObjectPath::from(chunk.path.as_str()),
+                )
+                .await
+                .unwrap();
+            let found = cache
+                .clean_since(&objects, &schema, &chunk, 0, None)
+                .await
+                .unwrap();
+            assert_eq!(found, recorded);
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod flush;
 pub mod log;
 mod merge;
 pub mod mvcc;
+mod object_file;
 mod page_index;
 pub mod queue;
 mod read;
@@ -34,7 +35,7 @@ mod weight;
 
 pub use bulk::BulkWrite;
 pub use check::{CheckReport, Damage};
-pub use chunk::{ChunkRef, RowGroupRef};
+pub use chunk::{ChunkRef, Cleanliness, RowGroupRef};
 pub use compaction::Retention;
 pub use conflict::LockMode;
 pub use error::{Error, Result};

@@ -14,6 +14,7 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{compare_rows, compare_values, Value};
 
+use crate::chunk_cache::partition_keys;
 use crate::error::{Error, Result};
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
@@ -471,13 +472,16 @@ impl Store {
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let mut sink = FnSink(sink);
-        self.scan_state_pieces(&state, path, &ranges, timestamp, columnar, None, &mut sink)
-            .await
+        self.scan_state_pieces(
+            &state, path, &ranges, timestamp, columnar, None, None, &mut sink,
+        )
+        .await
     }
 
     /// [`Store::scan_pieces`] over a pinned state, of normalised `ranges`, of the tablets in
     /// `tablets` only (all when `None`), handing pieces to an asynchronous sink (which may
-    /// wait for its consumer).
+    /// wait for its consumer). With `columns` (indices in the query layout), pieces hold
+    /// those columns only, in that order, and clean row groups decode only them.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn scan_state_pieces<S: PieceSink>(
         &self,
@@ -487,10 +491,15 @@ impl Store {
         timestamp: Timestamp,
         columnar: Option<bool>,
         tablets: Option<&[usize]>,
+        columns: Option<&[usize]>,
         sink: &mut S,
     ) -> Result<ScanStatistics> {
         let (entry, data) = state.table_data(path)?;
         let schema = &entry.schema;
+        let project = |row: Vec<Value>| match columns {
+            Some(columns) => project_row(row, columns),
+            None => row,
+        };
         if !schema.is_sorted() {
             // Ordered tables (held in memory): rows in the query layout,
             // `($tablet_index, $row_index)` first.
@@ -503,7 +512,7 @@ impl Store {
                     Ok(true)
                 })?;
             for (t, row) in rows {
-                if !sink.accept(t, Piece::Row(row)).await? {
+                if !sink.accept(t, Piece::Row(project(row))).await? {
                     break;
                 }
             }
@@ -514,7 +523,11 @@ impl Store {
             plan.tablets.retain(|(t, _)| only.contains(t));
         }
         let key_count = schema.key_column_count();
-        let width = schema.columns().len();
+        let key_types: Vec<_> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
+        let key_columns: Vec<usize> = (0..key_count).collect();
+        let all_columns: Vec<usize> = (0..schema.columns().len()).collect();
+        let projection = columns.unwrap_or(&all_columns);
+        let names = table_arrow_schema(schema);
         let mut statistics = plan.statistics;
         let mut decoded = std::collections::HashSet::new();
         'tablets: for (tablet_index, tablet_ranges) in &plan.tablets {
@@ -577,36 +590,53 @@ impl Store {
                                 decoded.insert((ci, g));
                                 continue;
                             }
-                            let raw = self
+                            let clean = self
                                 .cache
-                                .raw_row_group(&self.objects, schema, chunk, g, window.clone())
+                                .clean_since(&self.objects, schema, chunk, g, window.clone())
                                 .await?;
-                            statistics.rows_decoded += raw.batch.num_rows() as u64;
-                            if raw.clean && raw.max_timestamp <= timestamp.0 {
+                            if clean.is_some_and(|t| t <= timestamp.0) {
                                 decoded.insert((ci, g));
-                                let lo = raw.partition(|k| piece.lower.is_after(k));
-                                let hi = raw.partition(|k| piece.upper.is_after(k));
-                                if hi > lo {
-                                    // Weighed on the decoded columns: byte strings' offsets
-                                    // give their sizes without a pass over the values.
-                                    let columns: Vec<usize> = (0..width).collect();
-                                    let weight = batch_weight(
-                                        &raw.batch.slice(lo, hi - lo).project(&columns)?,
-                                    );
-                                    let batch = if columnar == Some(true) {
-                                        self.cache
-                                            .viewed_row_group(
+                                let rows = match &window {
+                                    Some(w) => w.len(),
+                                    None => chunk.row_groups[g].rows as usize,
+                                };
+                                statistics.rows_decoded += rows as u64;
+                                let views = columnar == Some(true);
+                                // Where the piece holds the whole row group, its keys are
+                                // not needed.
+                                let (min, max) = chunk.row_group_bound(g);
+                                let (lo, hi) =
+                                    if !piece.lower.is_after(min) && piece.upper.is_after(max) {
+                                        (0, rows)
+                                    } else {
+                                        let keys = self
+                                            .cache
+                                            .columns(
                                                 &self.objects,
-                                                schema,
                                                 chunk,
                                                 g,
-                                                window,
+                                                window.clone(),
+                                                &key_columns,
+                                                views,
                                             )
-                                            .await?
-                                            .slice(lo, hi - lo)
-                                    } else {
-                                        raw.batch.slice(lo, hi - lo).project(&columns)?
+                                            .await?;
+                                        (
+                                            partition_keys(&keys, &key_types, |k| {
+                                                piece.lower.is_after(k)
+                                            }),
+                                            partition_keys(&keys, &key_types, |k| {
+                                                piece.upper.is_after(k)
+                                            }),
+                                        )
                                     };
+                                if hi > lo {
+                                    let arrays = self
+                                        .cache
+                                        .columns(&self.objects, chunk, g, window, projection, views)
+                                        .await?;
+                                    let batch = projected_batch(&names, projection, arrays, rows)?
+                                        .slice(lo, hi - lo);
+                                    let weight = batch_weight(&batch);
                                     statistics.rows_read += batch.num_rows() as u64;
                                     statistics.data_weight += weight;
                                     let piece = Piece::Batch(batch, weight);
@@ -643,6 +673,7 @@ impl Store {
                     sources.push(Box::new(memory_range(data, &piece)));
                     for history in VersionMerge::new(key_count, sources) {
                         if let Some(row) = resolve_versions(schema, &history, timestamp) {
+                            let row = project(row);
                             statistics.rows_read += 1;
                             statistics.data_weight += row_weight(&row);
                             if !sink.accept(*tablet_index, Piece::Row(row)).await? {
@@ -661,6 +692,43 @@ impl Store {
             .len();
         Ok(statistics)
     }
+}
+
+/// `row` with only `columns`, in that order.
+fn project_row(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            // A column asked for twice is cloned but for its last time.
+            if columns[i + 1..].contains(&c) {
+                row[c].clone()
+            } else {
+                std::mem::replace(&mut row[c], Value::Null)
+            }
+        })
+        .collect()
+}
+
+/// Columns `columns` of a row group (`arrays`, of `rows` rows) as a batch, named as in
+/// `names` (the table's Arrow schema).
+fn projected_batch(
+    names: &arrow::datatypes::Schema,
+    columns: &[usize],
+    arrays: Vec<arrow::array::ArrayRef>,
+    rows: usize,
+) -> Result<RecordBatch> {
+    use arrow::datatypes::{Field, Schema};
+    let fields: Vec<Field> = columns
+        .iter()
+        .zip(&arrays)
+        .map(|(&c, a)| Field::new(names.field(c).name(), a.data_type().clone(), true))
+        .collect();
+    Ok(RecordBatch::try_new_with_options(
+        std::sync::Arc::new(Schema::new(fields)),
+        arrays,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
 }
 
 /// What a scan hands over: a resolved row, or a slice of a clean row group with its data

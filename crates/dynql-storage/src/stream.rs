@@ -212,17 +212,24 @@ impl TableScan {
     /// Streams the rows of `tablets` (a subset of [`TableScan::tablets`], read in the order
     /// given) in key order, as batches: resolved rows gathered `batch_rows` at a time, clean
     /// row-group slices as decoded. Byte strings come as `BinaryView` when `views`. With
-    /// [`Prefetch::Task`], must be called inside a Tokio runtime.
+    /// `columns` (indices into [`TableScan::schema`]) batches hold those columns only, in
+    /// that order, and clean row groups decode nothing else. With [`Prefetch::Task`], must be
+    /// called inside a Tokio runtime.
     pub fn stream(
         &self,
         tablets: Vec<usize>,
+        columns: Option<Vec<usize>>,
         views: bool,
         batch_rows: usize,
         prefetch: Prefetch,
-    ) -> ScanStream {
+    ) -> Result<ScanStream> {
         let scan = self.clone();
-        ScanStream::new(
-            self.schema(),
+        let schema = match &columns {
+            Some(columns) => Arc::new(self.schema().project(columns)?),
+            None => self.schema(),
+        };
+        Ok(ScanStream::new(
+            schema,
             views,
             batch_rows,
             prefetch,
@@ -236,12 +243,13 @@ impl TableScan {
                         scan.timestamp,
                         Some(views),
                         Some(&tablets),
+                        columns.as_deref(),
                         &mut sink,
                     )
                     .await;
                 (read, sink)
             },
-        )
+        ))
     }
 }
 

@@ -40,7 +40,9 @@ async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
         .unwrap();
     let mut total = 0;
     for tablet in scan.tablets().to_vec() {
-        let mut stream = scan.stream(vec![tablet], true, 7, Prefetch::Task);
+        let mut stream = scan
+            .stream(vec![tablet], None, true, 7, Prefetch::Task)
+            .unwrap();
         while let Some(batch) = stream.next().await {
             let batch = batch.unwrap();
             assert!(batch.num_rows() > 0);
@@ -50,7 +52,9 @@ async fn a_planned_scan_reads_its_pinned_state_and_stops_when_dropped() {
     assert_eq!(total, 300);
     // Merged rows come `batch_rows` at a time (the flushed, clean rows of tablet 0 as their
     // row group's slice); a reader that stops after one batch lets the scan end.
-    let mut stream = scan.stream(vec![2], false, 5, Prefetch::Task);
+    let mut stream = scan
+        .stream(vec![2], None, false, 5, Prefetch::Task)
+        .unwrap();
     assert_eq!(stream.next().await.unwrap().unwrap().num_rows(), 5);
     drop(stream);
 }
@@ -76,7 +80,9 @@ async fn an_inline_scan_reads_like_a_task_and_stops_when_dropped() {
     let collect = |prefetch| {
         let scan = scan.clone();
         async move {
-            let mut stream = scan.stream(scan.tablets().to_vec(), false, 7, prefetch);
+            let mut stream = scan
+                .stream(scan.tablets().to_vec(), None, false, 7, prefetch)
+                .unwrap();
             let read = stream.read();
             let mut batches = Vec::new();
             while let Some(batch) = stream.next().await {
@@ -92,7 +98,9 @@ async fn an_inline_scan_reads_like_a_task_and_stops_when_dropped() {
     assert_eq!(inline_read.rows_read, 200);
     assert_eq!(inline_read.rows_decoded, task_read.rows_decoded);
 
-    let mut stream = scan.stream(scan.tablets().to_vec(), false, 7, Prefetch::Inline);
+    let mut stream = scan
+        .stream(scan.tablets().to_vec(), None, false, 7, Prefetch::Inline)
+        .unwrap();
     let read = stream.read();
     assert!(stream.next().await.unwrap().is_ok());
     drop(stream);
@@ -123,4 +131,70 @@ async fn only_small_scans_of_sorted_tables_are_small() {
         .await
         .unwrap();
     assert!(!plan(db.clone(), "//q").await.is_small());
+}
+
+/// The batches of `stream`, as one.
+async fn collected(mut stream: dynql_storage::ScanStream) -> arrow::record_batch::RecordBatch {
+    let mut batches = Vec::new();
+    while let Some(batch) = stream.next().await {
+        batches.push(batch.unwrap());
+    }
+    let schema = batches[0].schema();
+    arrow::compute::concat_batches(&schema, &batches).unwrap()
+}
+
+/// A stream of some columns gives those columns of the whole rows, in the order asked: from
+/// clean row groups (decoded alone), from merged versions (a flushed key written again and
+/// flushed), from the dynamic store, and over a key range that cuts row groups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projected_stream_gives_those_columns_of_the_whole_rows() {
+    use dynql_core::Value;
+    use dynql_storage::{KeyBound, KeyRange};
+    let db = table("[[]; [100]; [200]]", 300, 250).await;
+    let rewritten: Vec<_> = [5, 150].map(|k| json!({"k": k, "v": "again"})).into();
+    db.insert_json_rows("//t", &rewritten).await.unwrap();
+    db.flush("//t").await.unwrap();
+    let cut = KeyRange {
+        lower: KeyBound::new(vec![Value::Int64(10)], false),
+        upper: KeyBound::new(vec![Value::Int64(120)], false),
+    };
+    for ranges in [None, Some(vec![cut])] {
+        let scan = db
+            .store()
+            .plan_table_scan(
+                "//t",
+                ranges.as_deref(),
+                dynql_storage::Timestamp::SYNC_LAST_COMMITTED,
+            )
+            .await
+            .unwrap();
+        for views in [false, true] {
+            let whole = |columns| {
+                scan.stream(scan.tablets().to_vec(), columns, views, 7, Prefetch::Task)
+                    .unwrap()
+            };
+            let all = collected(whole(None)).await;
+            for columns in [vec![1], vec![1, 0], vec![0, 0]] {
+                let some = collected(whole(Some(columns.clone()))).await;
+                assert_eq!(some.num_rows(), all.num_rows());
+                assert_eq!(some.num_columns(), columns.len());
+                for (i, &c) in columns.iter().enumerate() {
+                    assert_eq!(
+                        some.column(i).to_data(),
+                        all.column(c).to_data(),
+                        "{columns:?}"
+                    );
+                }
+            }
+            // No columns at all: the rows are still counted.
+            let mut none = whole(Some(vec![]));
+            let mut rows = 0;
+            while let Some(batch) = none.next().await {
+                let batch = batch.unwrap();
+                assert_eq!(batch.num_columns(), 0);
+                rows += batch.num_rows();
+            }
+            assert_eq!(rows, all.num_rows());
+        }
+    }
 }

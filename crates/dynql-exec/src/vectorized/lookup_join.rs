@@ -80,10 +80,11 @@ impl Foreign {
                 // The rows of a few key prefixes: read inline, without a task.
                 let mut stream = scan.stream(
                     scan.tablets().to_vec(),
+                    None,
                     false,
                     FOREIGN_BATCH_ROWS,
                     Prefetch::Inline,
-                );
+                )?;
                 let mut rows = Vec::new();
                 while let Some(batch) = stream.next().await {
                     rows.extend(batch_to_rows(&batch?, types));

@@ -198,11 +198,31 @@ impl ScanSource {
         }
     }
 
-    /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]).
-    fn stream(&self, tablets: Vec<usize>, prefetch: Prefetch) -> ScanStream {
-        match self {
-            ScanSource::Tablets(scan) => scan.stream(tablets, true, BATCH_ROWS, prefetch),
+    /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]): of the
+    /// `projection` columns only, or (file tables) of all columns.
+    fn stream(
+        &self,
+        tablets: Vec<usize>,
+        projection: &[usize],
+        prefetch: Prefetch,
+    ) -> crate::Result<ScanStream> {
+        Ok(match self {
+            ScanSource::Tablets(scan) => scan.stream(
+                tablets,
+                Some(projection.to_vec()),
+                true,
+                BATCH_ROWS,
+                prefetch,
+            )?,
             ScanSource::Files { table, ranges } => table.stream(Some(ranges.clone()), true),
+        })
+    }
+
+    /// The columns of [`ScanSource::stream`]'s batches that make up `projection`.
+    fn taken(&self, projection: &[usize]) -> Vec<usize> {
+        match self {
+            ScanSource::Tablets(_) => (0..projection.len()).collect(),
+            ScanSource::Files { .. } => projection.to_vec(),
         }
     }
 
@@ -455,7 +475,11 @@ impl ExecutionPlan for TabletScanExec {
         let tablets = self.partitions.get(partition).cloned().ok_or_else(|| {
             DataFusionError::Internal(format!("TabletScanExec has no partition {partition}"))
         })?;
-        let stream = self.scan.stream(tablets, self.prefetch);
+        let failed = |e: crate::Error| DataFusionError::External(Box::new(e));
+        let stream = self
+            .scan
+            .stream(tablets, &self.projection, self.prefetch)
+            .map_err(failed)?;
         self.reads
             .streams
             .lock()
@@ -463,14 +487,13 @@ impl ExecutionPlan for TabletScanExec {
             .push(stream.read());
         let reads = self.reads.clone();
         let schema = self.schema.clone();
-        let projection = self.projection.clone();
+        let projection = self.scan.taken(&self.projection);
         let limit = self.limit.clone();
         let out = schema.clone();
         let table = self.scan.name().to_string();
         // Rows past the input limit end the stream (or fail it) only when more are asked
         // for: the rows up to the limit go first. The state is the stream still to read
         // (none after an error or the end) and whether rows were left over.
-        let failed = |e: crate::Error| DataFusionError::External(Box::new(e));
         let batches = futures::stream::unfold((Some(stream), false), move |(stream, over)| {
             let (limit, projection, out, table, reads) = (
                 limit.clone(),

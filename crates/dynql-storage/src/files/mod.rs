@@ -28,8 +28,8 @@ use parquet::arrow::ProjectionMask;
 use dynql_core::arrow_convert::{array_value, batch_to_rows, table_arrow_schema};
 use dynql_core::{compare_rows, ColumnSchema, TableSchema, Value, ValueType};
 
-use crate::chunk_cache::ObjectFile;
 use crate::error::{Error, Result};
+use crate::object_file::ObjectFile;
 use crate::page_index::{leaf_key_window, tuple_interval};
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::stream::{Prefetch, ScanStream};
