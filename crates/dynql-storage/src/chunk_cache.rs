@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use arrow::array::ArrayRef;
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{ArrayRef, AsArray};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -18,8 +18,9 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Encoding;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::metadata::{ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData};
 
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{TableSchema, Value, ValueType};
@@ -368,7 +369,7 @@ impl ChunkCache {
         };
         let (footer, reader) = self.footer(objects, chunk).await?;
         let footer = if views {
-            let schema = views_schema(footer.schema());
+            let schema = views_schema(footer.schema(), footer.metadata(), index);
             let options = ArrowReaderOptions::new().with_schema(schema);
             ArrowReaderMetadata::try_new(footer.metadata().clone(), options).map_err(corrupt)?
         } else {
@@ -398,7 +399,11 @@ impl ChunkCache {
                 message: format!("row group {index} gave the wrong columns"),
             });
         }
-        Ok(batch.columns().to_vec())
+        batch
+            .columns()
+            .iter()
+            .map(few_values_as_dictionary)
+            .collect()
     }
 
     /// The rows of row group `index` of `chunk` a scan of `range` must read, when the page
@@ -596,17 +601,71 @@ fn one_batch(
 }
 
 /// `schema` with every `Binary` field as `BinaryView`, for Parquet to decode byte strings
-/// straight to views.
-fn views_schema(schema: &SchemaRef) -> SchemaRef {
+/// straight to views, or (where every page of the field's column chunk in row group `index`
+/// is dictionary-encoded) as a dictionary, which Parquet then hands over as it is stored.
+fn views_schema(schema: &SchemaRef, metadata: &ParquetMetaData, index: usize) -> SchemaRef {
+    let group = metadata.row_groups().get(index);
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|f| match f.data_type() {
-            DataType::Binary => Field::clone(f).with_data_type(DataType::BinaryView),
+        .enumerate()
+        .map(|(c, f)| match f.data_type() {
+            DataType::Binary => {
+                let dictionary = group
+                    .and_then(|g| g.columns().get(c))
+                    .is_some_and(all_pages_dictionary_encoded);
+                let data_type = if dictionary {
+                    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary))
+                } else {
+                    DataType::BinaryView
+                };
+                Field::clone(f).with_data_type(data_type)
+            }
             _ => Field::clone(f),
         })
         .collect();
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// Whether every data page of a column chunk is dictionary-encoded (Parquet writers fall
+/// back to plain pages when a dictionary grows too large).
+fn all_pages_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
+    column.dictionary_page_offset().is_some()
+        && column.page_encoding_stats_mask().is_some_and(|mask| {
+            mask.is_only(Encoding::PLAIN_DICTIONARY) || mask.is_only(Encoding::RLE_DICTIONARY)
+        })
+}
+
+/// Rows per distinct value from which a byte-string column stays dictionary-encoded in the
+/// cache: a key of 4 bytes per row instead of a view of 16, and the scan expands the rows it
+/// hands on (a gather of views) while they are in the CPU's cache.
+const DICTIONARY_ROWS_PER_VALUE: usize = 4;
+
+/// A decoded column as the cache keeps it: a dictionary of byte strings with few distinct
+/// values keeps its keys, its values as views; any other dictionary becomes plain views.
+fn few_values_as_dictionary(column: &ArrayRef) -> Result<ArrayRef> {
+    let Some(dictionary) = column.as_dictionary_opt::<Int32Type>() else {
+        return Ok(column.clone());
+    };
+    let values = arrow::compute::cast(dictionary.values(), &DataType::BinaryView)?;
+    if values.len() * DICTIONARY_ROWS_PER_VALUE <= dictionary.len() {
+        Ok(Arc::new(dictionary.with_values(values)))
+    } else {
+        Ok(arrow::compute::take(&values, dictionary.keys(), None)?)
+    }
+}
+
+/// `column` with a dictionary of byte strings ([`few_values_as_dictionary`]) expanded to
+/// views; other columns as they are.
+pub(crate) fn expanded(column: &ArrayRef) -> Result<ArrayRef> {
+    match column.as_dictionary_opt::<Int32Type>() {
+        Some(dictionary) => Ok(arrow::compute::take(
+            dictionary.values(),
+            dictionary.keys(),
+            None,
+        )?),
+        None => Ok(column.clone()),
+    }
 }
 
 /// Checks a raw row group's version columns: whether it is clean (see [`RawRowGroup`]).
@@ -690,7 +749,8 @@ mod tests {
         (path.to_string(), WHOLE, What::Versions, ALL_ROWS)
     }
 
-    /// A chunk of `//t (k int64 key, v string, n int64)` over keys 0..`rows` (one version
+    /// A chunk of `//t (k int64 key, v string, n int64, c string)` over keys 0..`rows`
+    /// (`v` distinct, `c` one of three values; one version
     /// each, or a second one of every tenth key when `dirty`), in row groups of
     /// [`crate::chunk::ROW_GROUP_ROWS`].
     async fn chunk(
@@ -701,7 +761,8 @@ mod tests {
         use crate::mvcc::WriteKind;
         use crate::timestamp::Timestamp;
         let schema = TableSchema::parse(
-            "[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=n;type=int64}]",
+            "[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=n;type=int64};\
+              {name=c;type=string}]",
         )
         .unwrap();
         let mut versions = Vec::new();
@@ -715,6 +776,7 @@ mod tests {
                         Some(Value::Int64(k)),
                         Some(Value::String(format!("v{k}-{c}").into_bytes())),
                         Some(Value::Int64(k * 2 + c as i64)),
+                        Some(Value::String(format!("c{}", k % 3).into_bytes())),
                     ],
                     aggregate: false,
                 });
@@ -747,18 +809,26 @@ mod tests {
                 .unwrap();
             assert_eq!(raw.clean_since, Some(10));
             for views in [false, true] {
-                for columns in [vec![1], vec![2, 0], vec![1, 1, 2]] {
+                for columns in [vec![1], vec![2, 0], vec![1, 1, 2], vec![3, 1]] {
                     let got = cache
                         .columns(&objects, &chunk, 1, window.clone(), &columns, views)
                         .await
                         .unwrap();
                     for (array, &c) in got.iter().zip(&columns) {
+                        // Few distinct strings stay a dictionary of views; many become views.
+                        let expected_type = match (views, c) {
+                            (true, 3) => DataType::Dictionary(
+                                Box::new(DataType::Int32),
+                                Box::new(DataType::BinaryView),
+                            ),
+                            (true, 1) => DataType::BinaryView,
+                            _ => raw.batch.column(c).data_type().clone(),
+                        };
+                        assert_eq!(array.data_type(), &expected_type, "column {c}");
+                        let array = expanded(array).unwrap();
                         let expected = raw.batch.column(c);
                         let expected = arrow::compute::cast(expected, array.data_type()).unwrap();
                         assert_eq!(array.to_data(), expected.to_data(), "column {c}");
-                        if views && c == 1 {
-                            assert_eq!(array.data_type(), &DataType::BinaryView);
-                        }
                     }
                 }
             }

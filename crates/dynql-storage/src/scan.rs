@@ -620,6 +620,10 @@ impl Store {
                                                 views,
                                             )
                                             .await?;
+                                        let keys = keys
+                                            .iter()
+                                            .map(crate::chunk_cache::expanded)
+                                            .collect::<Result<Vec<_>>>()?;
                                         (
                                             partition_keys(&keys, &key_types, |k| {
                                                 piece.lower.is_after(k)
@@ -634,8 +638,8 @@ impl Store {
                                         .cache
                                         .columns(&self.objects, chunk, g, window, projection, views)
                                         .await?;
-                                    let batch = projected_batch(&names, projection, arrays, rows)?
-                                        .slice(lo, hi - lo);
+                                    let batch =
+                                        projected_batch(&names, projection, &arrays, lo..hi)?;
                                     let weight = batch_weight(&batch);
                                     statistics.rows_read += batch.num_rows() as u64;
                                     statistics.data_weight += weight;
@@ -710,15 +714,20 @@ fn project_row(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
         .collect()
 }
 
-/// Columns `columns` of a row group (`arrays`, of `rows` rows) as a batch, named as in
-/// `names` (the table's Arrow schema).
+/// Rows `rows` of columns `columns` of a row group (`arrays`, as cached: dictionaries are
+/// expanded) as a batch, named as in `names` (the table's Arrow schema).
 fn projected_batch(
     names: &arrow::datatypes::Schema,
     columns: &[usize],
-    arrays: Vec<arrow::array::ArrayRef>,
-    rows: usize,
+    arrays: &[arrow::array::ArrayRef],
+    rows: std::ops::Range<usize>,
 ) -> Result<RecordBatch> {
     use arrow::datatypes::{Field, Schema};
+    let arrays = arrays
+        .iter()
+        .map(|a| crate::chunk_cache::expanded(&a.slice(rows.start, rows.len())))
+        .collect::<Result<Vec<_>>>()?;
+    let rows = rows.len();
     let fields: Vec<Field> = columns
         .iter()
         .zip(&arrays)
