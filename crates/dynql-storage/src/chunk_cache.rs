@@ -297,7 +297,9 @@ impl ChunkCache {
 
     /// Table columns `columns` of row group `index` of `chunk` (or of its row window
     /// `rows`), in that order, byte strings as `BinaryView` when `views` (DataFusion groups
-    /// views much faster). Only the columns missing from the cache are decoded (Parquet's
+    /// views much faster), or as a dictionary of views where values repeat (see
+    /// [`few_values_as_dictionary`]; [`expanded`] gives the views). Only the columns missing
+    /// from the cache are decoded (Parquet's
     /// projection), and each is cached on its own, so queries reading other columns of the
     /// row group share them. The chunk must record its row groups.
     pub(crate) async fn columns(
