@@ -602,42 +602,37 @@ impl Store {
                                 };
                                 statistics.rows_decoded += rows as u64;
                                 let views = columnar == Some(true);
-                                // Where the piece holds the whole row group, its keys are
-                                // not needed.
+                                // Where the piece holds the whole row group its keys are not
+                                // needed; else they are read with the projected columns, in
+                                // one decode.
                                 let (min, max) = chunk.row_group_bound(g);
-                                let (lo, hi) =
-                                    if !piece.lower.is_after(min) && piece.upper.is_after(max) {
-                                        (0, rows)
-                                    } else {
-                                        let keys = self
-                                            .cache
-                                            .columns(
-                                                &self.objects,
-                                                chunk,
-                                                g,
-                                                window.clone(),
-                                                &key_columns,
-                                                views,
-                                            )
-                                            .await?;
-                                        let keys = keys
-                                            .iter()
-                                            .map(crate::chunk_cache::expanded)
-                                            .collect::<Result<Vec<_>>>()?;
-                                        (
-                                            partition_keys(&keys, &key_types, |k| {
-                                                piece.lower.is_after(k)
-                                            }),
-                                            partition_keys(&keys, &key_types, |k| {
-                                                piece.upper.is_after(k)
-                                            }),
-                                        )
-                                    };
+                                let whole = !piece.lower.is_after(min) && piece.upper.is_after(max);
+                                let wanted: Vec<usize> = if whole {
+                                    projection.to_vec()
+                                } else {
+                                    key_columns.iter().chain(projection).copied().collect()
+                                };
+                                let mut arrays = self
+                                    .cache
+                                    .columns(&self.objects, chunk, g, window, &wanted, views)
+                                    .await?;
+                                let (lo, hi) = if whole {
+                                    (0, rows)
+                                } else {
+                                    let keys = arrays
+                                        .drain(..key_count)
+                                        .map(|k| crate::chunk_cache::expanded(&k))
+                                        .collect::<Result<Vec<_>>>()?;
+                                    (
+                                        partition_keys(&keys, &key_types, |k| {
+                                            piece.lower.is_after(k)
+                                        }),
+                                        partition_keys(&keys, &key_types, |k| {
+                                            piece.upper.is_after(k)
+                                        }),
+                                    )
+                                };
                                 if hi > lo {
-                                    let arrays = self
-                                        .cache
-                                        .columns(&self.objects, chunk, g, window, projection, views)
-                                        .await?;
                                     let batch =
                                         projected_batch(&names, projection, &arrays, lo..hi)?;
                                     let weight = batch_weight(&batch);
