@@ -7,143 +7,19 @@
 //! with the dynamic store range by range ([`crate::merge`]) and resolves each key at the read
 //! timestamp.
 
-use std::cmp::Ordering;
-
 use arrow::record_batch::RecordBatch;
 
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
-use dynql_core::{compare_rows, compare_values, Value};
+use dynql_core::Value;
 
-use crate::chunk_cache::partition_keys;
 use crate::error::{Error, Result};
+pub use crate::key_range::{normalize_ranges, KeyBound, KeyRange};
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
+use crate::row_group_decode::partition_keys;
 use crate::store::{KeyOrd, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
 pub use crate::weight::{batch_weight, row_weight, value_weight};
-
-/// One end of a key range: a key prefix, and with `after` the position just after every key
-/// that starts with the prefix (YT's trailing `<Max>` sentinel).
-///
-/// ```
-/// use dynql_storage::KeyBound;
-/// use dynql_core::Value;
-/// // [50] .. [50, MAX] holds every key whose first column is 50.
-/// let lower = KeyBound::new(vec![Value::Int64(50)], false);
-/// let upper = KeyBound::new(vec![Value::Int64(50)], true);
-/// let key = [Value::Int64(50), Value::Int64(7)];
-/// assert!(!lower.is_after(&key) && upper.is_after(&key));
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyBound {
-    pub prefix: Vec<Value>,
-    pub after: bool,
-}
-
-impl KeyBound {
-    pub fn new(prefix: Vec<Value>, after: bool) -> KeyBound {
-        KeyBound { prefix, after }
-    }
-
-    /// The bound before every key (`<>`).
-    pub fn min() -> KeyBound {
-        KeyBound::new(vec![], false)
-    }
-
-    /// The bound after every key (`[MAX]`).
-    pub fn max() -> KeyBound {
-        KeyBound::new(vec![], true)
-    }
-
-    /// Whether the bound lies after `key` (a full key): `key < self`.
-    pub fn is_after(&self, key: &[Value]) -> bool {
-        let n = self.prefix.len().min(key.len());
-        match compare_rows(&key[..n], &self.prefix[..n]) {
-            Ordering::Less => true,
-            Ordering::Greater => false,
-            // `key` starts with the prefix (or is shorter than it).
-            Ordering::Equal => key.len() < self.prefix.len() || self.after,
-        }
-    }
-
-    /// Total order of bounds as positions between keys.
-    pub fn compare(&self, other: &KeyBound) -> Ordering {
-        for (x, y) in self.prefix.iter().zip(&other.prefix) {
-            let o = compare_values(x, y);
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        let position = |b: &KeyBound, longer: bool| match (b.after, longer) {
-            // `b` is a prefix of the other bound: before or after all keys extending it.
-            (true, true) => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            _ => Ordering::Equal,
-        };
-        match self.prefix.len().cmp(&other.prefix.len()) {
-            Ordering::Less => position(self, true),
-            Ordering::Greater => position(other, true).reverse(),
-            Ordering::Equal => self.after.cmp(&other.after),
-        }
-    }
-}
-
-/// Keys from `lower` (inclusive) to `upper` (exclusive).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyRange {
-    pub lower: KeyBound,
-    pub upper: KeyBound,
-}
-
-impl KeyRange {
-    /// Every key.
-    pub fn all() -> KeyRange {
-        KeyRange {
-            lower: KeyBound::min(),
-            upper: KeyBound::max(),
-        }
-    }
-
-    /// Whether `key` lies in the range.
-    pub fn contains(&self, key: &[Value]) -> bool {
-        !self.lower.is_after(key) && self.upper.is_after(key)
-    }
-
-    /// Whether some key between `min` and `max` (inclusive, full keys) may lie in the range.
-    pub fn meets_keys(&self, min: &[Value], max: &[Value]) -> bool {
-        !self.lower.is_after(max) && self.upper.is_after(min)
-    }
-
-    /// The part of the range inside `other`, if not empty.
-    pub fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
-        let (lower, upper) = self.common_bounds(other);
-        lower.compare(upper).is_lt().then(|| KeyRange {
-            lower: lower.clone(),
-            upper: upper.clone(),
-        })
-    }
-
-    /// Whether the two ranges share a key ([`KeyRange::intersect`] without building it).
-    pub fn overlaps(&self, other: &KeyRange) -> bool {
-        let (lower, upper) = self.common_bounds(other);
-        lower.compare(upper).is_lt()
-    }
-
-    /// The greater lower bound and the lesser upper bound.
-    fn common_bounds<'a>(&'a self, other: &'a KeyRange) -> (&'a KeyBound, &'a KeyBound) {
-        let lower = if self.lower.compare(&other.lower).is_ge() {
-            &self.lower
-        } else {
-            &other.lower
-        };
-        let upper = if self.upper.compare(&other.upper).is_le() {
-            &self.upper
-        } else {
-            &other.upper
-        };
-        (lower, upper)
-    }
-}
 
 /// What a scan reads, as `[selected, total]` pairs, and what it produced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -263,25 +139,6 @@ pub(crate) fn plan_scan(
         row_groups,
         statistics,
     })
-}
-
-/// Sorts ranges and merges overlapping or touching ones, so that a scan yields each row once
-/// and in key order.
-pub fn normalize_ranges(mut ranges: Vec<KeyRange>) -> Vec<KeyRange> {
-    ranges.retain(|r| r.lower.compare(&r.upper).is_lt());
-    ranges.sort_by(|a, b| a.lower.compare(&b.lower));
-    let mut out: Vec<KeyRange> = Vec::with_capacity(ranges.len());
-    for r in ranges {
-        match out.last_mut() {
-            Some(last) if r.lower.compare(&last.upper).is_le() => {
-                if r.upper.compare(&last.upper).is_gt() {
-                    last.upper = r.upper;
-                }
-            }
-            _ => out.push(r),
-        }
-    }
-    out
 }
 
 impl Store {
@@ -404,7 +261,7 @@ impl Store {
                 }
                 let mut b = rows_to_batch(&arrow_schema, rows)?;
                 if views {
-                    b = crate::chunk_cache::binary_as_views(&b)?;
+                    b = crate::row_group_decode::binary_as_views(&b)?;
                 }
                 rows.clear();
                 batches.push((tablet, b));
@@ -621,7 +478,7 @@ impl Store {
                                 } else {
                                     let keys = arrays
                                         .drain(..key_count)
-                                        .map(|k| crate::chunk_cache::expanded(&k))
+                                        .map(|k| crate::row_group_decode::expanded(&k))
                                         .collect::<Result<Vec<_>>>()?;
                                     (
                                         partition_keys(&keys, &key_types, |k| {
@@ -720,7 +577,7 @@ fn projected_batch(
     use arrow::datatypes::{Field, Schema};
     let arrays = arrays
         .iter()
-        .map(|a| crate::chunk_cache::expanded(&a.slice(rows.start, rows.len())))
+        .map(|a| crate::row_group_decode::expanded(&a.slice(rows.start, rows.len())))
         .collect::<Result<Vec<_>>>()?;
     let rows = rows.len();
     let fields: Vec<Field> = columns
@@ -782,67 +639,4 @@ fn memory_range<'a>(
         .skip_while(move |(k, _)| range.lower.is_after(&k.0))
         .take_while(move |(k, _)| range.upper.is_after(&k.0))
         .map(|(_, v)| v.as_slice())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn b(values: &[i64], after: bool) -> KeyBound {
-        KeyBound::new(values.iter().map(|v| Value::Int64(*v)).collect(), after)
-    }
-
-    #[test]
-    fn bounds_order_as_positions_between_keys() {
-        // <> < [1] < [1,5] < [1,5,MAX] < [1,MAX] < [2] < [MAX]
-        let order = [
-            KeyBound::min(),
-            b(&[1], false),
-            b(&[1, 5], false),
-            b(&[1, 5], true),
-            b(&[1], true),
-            b(&[2], false),
-            KeyBound::max(),
-        ];
-        for (i, x) in order.iter().enumerate() {
-            for (j, y) in order.iter().enumerate() {
-                assert_eq!(x.compare(y), i.cmp(&j), "{x:?} vs {y:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn ranges_contain_keys_and_merge() {
-        let r = KeyRange {
-            lower: b(&[50, 40], true),
-            upper: b(&[50, 50], false),
-        };
-        let key = |a: i64, c: i64| [Value::Int64(a), Value::Int64(c)];
-        assert!(!r.contains(&key(50, 40)));
-        assert!(r.contains(&key(50, 41)));
-        assert!(!r.contains(&key(50, 50)));
-        assert!(r.meets_keys(&key(1, 1), &key(50, 41)));
-        assert!(!r.meets_keys(&key(50, 50), &key(60, 0)));
-        let merged = normalize_ranges(vec![
-            KeyRange {
-                lower: b(&[5], false),
-                upper: b(&[6], false),
-            },
-            KeyRange {
-                lower: b(&[1], false),
-                upper: b(&[5], false),
-            },
-            KeyRange {
-                lower: b(&[9], false),
-                upper: b(&[8], false),
-            },
-        ]);
-        assert_eq!(
-            merged,
-            vec![KeyRange {
-                lower: b(&[1], false),
-                upper: b(&[6], false)
-            }]
-        );
-    }
 }

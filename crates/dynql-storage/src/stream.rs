@@ -533,7 +533,7 @@ impl ChannelSink {
         }
         let mut batch = rows_to_batch(&self.schema, &self.rows)?;
         if self.views {
-            batch = crate::chunk_cache::binary_as_views(&batch)?;
+            batch = crate::row_group_decode::binary_as_views(&batch)?;
         }
         self.rows.clear();
         let weight = std::mem::take(&mut self.weight);

@@ -602,7 +602,7 @@ impl FileTable {
                 let weight = crate::scan::batch_weight(&batch);
                 statistics.data_weight += weight;
                 if views {
-                    batch = crate::chunk_cache::binary_as_views(&batch)?;
+                    batch = crate::row_group_decode::binary_as_views(&batch)?;
                 }
                 if !sink.accept(0, Piece::Batch(batch, weight)).await? {
                     statistics.chunks.0 = read_files;
