@@ -16,7 +16,9 @@ use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_storage::files::FileTable;
 use dynql_storage::{ScanStatistics, Snapshot, TableEntry, Timestamp};
 
-use crate::vectorized::table_scan::{streamed, InputLimit, ScanReads, ScanSource, TabletScanExec};
+use crate::vectorized::table_scan::{
+    projected, streamed, InputLimit, ScanReads, ScanSource, TabletScanExec,
+};
 
 /// A dynamic table as a DataFusion table, read at one timestamp from one pinned
 /// [`Snapshot`]: the scan (`TabletScanExec`) streams the tablets, one partition each, a few
@@ -115,10 +117,7 @@ impl TableProvider for StoreTable {
         // Ordered tables lead the scanned rows with `$tablet_index`, `$row_index`.
         let offset =
             self.entry.schema.query_schema().columns().len() - self.entry.schema.columns().len();
-        let projection = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let schema = Arc::new(self.schema.project(&projection)?);
+        let (projection, schema) = projected(&self.schema, projection)?;
         let columns = projection.iter().map(|i| i + offset).collect();
         Ok(Arc::new(TabletScanExec::new(
             ScanSource::Tablets(scan),
@@ -195,10 +194,7 @@ impl TableProvider for FileTableProvider {
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let ranges = crate::pushdown::key_ranges(filters, self.table.schema());
-        let projection = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let schema = Arc::new(self.schema.project(&projection)?);
+        let (projection, schema) = projected(&self.schema, projection)?;
         Ok(Arc::new(TabletScanExec::new(
             ScanSource::Files {
                 table: self.table.clone(),

@@ -278,6 +278,19 @@ pub(crate) fn scan_schema(types: &[ValueType]) -> SchemaRef {
     ))
 }
 
+/// DataFusion's projection of a table's columns (all of them when `None`) and the schema of
+/// what it keeps.
+pub(crate) fn projected(
+    schema: &SchemaRef,
+    projection: Option<&Vec<usize>>,
+) -> DfResult<(Vec<usize>, SchemaRef)> {
+    let projection = projection
+        .cloned()
+        .unwrap_or_else(|| (0..schema.fields().len()).collect());
+    let kept = Arc::new(schema.project(&projection)?);
+    Ok((projection, kept))
+}
+
 /// A planned scan as a DataFusion table.
 pub(crate) struct ScanTable {
     scan: ScanSource,
@@ -331,10 +344,7 @@ impl TableProvider for ScanTable {
         _filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let projection = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let schema = Arc::new(self.schema.project(&projection)?);
+        let (projection, schema) = projected(&self.schema, projection)?;
         let mut exec = TabletScanExec::new(
             self.scan.clone(),
             self.in_key_order,
