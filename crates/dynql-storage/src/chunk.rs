@@ -67,6 +67,11 @@ pub struct RowGroupRef {
     /// Whether the row group is clean, as its writer found it.
     #[serde(default, skip_serializing_if = "Cleanliness::is_unknown")]
     pub clean: Cleanliness,
+    /// The columns holding a NaN in some version of the row group, as its writer found them
+    /// (`None`: not recorded, so any double column may hold one). Parquet's statistics leave
+    /// NaN out of their bounds, so a scan that prunes by them must know ([`nan_columns`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nan_columns: Option<Vec<usize>>,
 }
 
 /// Whether a row group is clean ([`clean_since`]): then its rows are the table's rows for
@@ -109,6 +114,18 @@ pub(crate) fn clean_since(schema: &TableSchema, versions: &[&RowDelta]) -> Optio
             .windows(2)
             .all(|w| compare_version_keys(w[0], w[1], key_count) == Ordering::Less);
     clean.then(|| versions.iter().map(|d| d.timestamp.0).max().unwrap_or(0))
+}
+
+/// The double columns holding a NaN in some of `versions`.
+pub(crate) fn nan_columns(schema: &TableSchema, versions: &[&RowDelta]) -> Vec<usize> {
+    (0..schema.columns().len())
+        .filter(|&c| schema.columns()[c].wire_type() == ValueType::Double)
+        .filter(|&c| {
+            versions
+                .iter()
+                .any(|d| matches!(d.values.get(c), Some(Some(Value::Double(x))) if x.is_nan()))
+        })
+        .collect()
 }
 
 /// Versions per Parquet row group of a chunk: the unit a pruned scan decodes.
@@ -495,6 +512,7 @@ pub(crate) async fn write_versioned_chunk(
                 Some(t) => Cleanliness::Since(t),
                 None => Cleanliness::Dirty,
             },
+            nan_columns: Some(nan_columns(schema, g)),
         })
         .collect();
     let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
@@ -585,12 +603,41 @@ mod tests {
     }
 
     #[test]
+    fn nan_columns_are_the_double_columns_with_a_nan_in_some_version() {
+        let schema = TableSchema::parse(
+            "[{name=k;type=int64;sort_order=ascending};{name=a;type=double};{name=b;type=double};{name=c;type=string}]",
+        )
+        .unwrap();
+        let row = |k: i64, a: Option<f64>, b: Option<f64>| RowDelta {
+            timestamp: Timestamp(1),
+            kind: WriteKind::Overwrite,
+            values: vec![
+                Some(Value::Int64(k)),
+                a.map(Value::Double),
+                b.map(Value::Double),
+                Some(Value::String("NaN".into())),
+            ],
+            aggregate: false,
+        };
+        let rows = [
+            row(1, Some(1.0), Some(-0.0)),
+            row(2, None, Some(f64::NAN)),
+            row(3, Some(f64::INFINITY), None),
+        ];
+        let refs: Vec<&RowDelta> = rows.iter().collect();
+        assert_eq!(nan_columns(&schema, &refs), vec![2]);
+        assert_eq!(nan_columns(&schema, &refs[..1]), Vec::<usize>::new());
+    }
+
+    #[test]
     fn references_without_cleanliness_read_as_unknown() {
         let text = r#"{"rows":1,"min_key":"[1]","max_key":"[1]"}"#;
         let group: RowGroupRef = serde_json::from_str(text).unwrap();
         assert_eq!(group.clean, Cleanliness::Unknown);
+        assert_eq!(group.nan_columns, None);
         let clean = RowGroupRef {
             clean: Cleanliness::Since(7),
+            nan_columns: Some(vec![]),
             ..group
         };
         let back: RowGroupRef =

@@ -19,7 +19,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::PageIndexPolicy;
 
-use dynql_core::TableSchema;
+use dynql_core::{TableSchema, ValueType};
 
 use crate::chunk::{
     check_key_order, decode_versioned_chunk, decode_versions, ChunkRef, Cleanliness,
@@ -31,6 +31,7 @@ use crate::page_index::KeySegments;
 use crate::row_group_decode::{
     few_values_as_dictionary, inspect_raw, one_batch, row_group_reader, views_schema, RawRowGroup,
 };
+use crate::row_group_filter::{column_statistics, ColumnStatistics};
 
 /// Memory the cache may hold by default, estimated (a soft limit: a single larger unit is
 /// still cached).
@@ -373,6 +374,33 @@ impl ChunkCache {
             .iter()
             .map(few_values_as_dictionary)
             .collect()
+    }
+
+    /// The statistics of table columns `columns` (of wire types `types`) in row group
+    /// `index` of `chunk`, from its footer (see [`crate::row_group_filter`]).
+    pub(crate) async fn statistics(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        chunk: &ChunkRef,
+        index: usize,
+        columns: &[(usize, ValueType)],
+    ) -> Result<Vec<ColumnStatistics>> {
+        let (footer, _) = self.footer(objects, chunk).await?;
+        let metadata = footer.metadata();
+        let nan_columns = chunk
+            .row_groups
+            .get(index)
+            .and_then(|g| g.nan_columns.as_deref());
+        Ok(match metadata.row_groups().get(index) {
+            Some(group) => columns
+                .iter()
+                .map(|&(c, ty)| column_statistics(group, c, ty, nan_columns))
+                .collect(),
+            None => columns
+                .iter()
+                .map(|&(_, ty)| ColumnStatistics::unknown(0, ty))
+                .collect(),
+        })
     }
 
     /// The rows of row group `index` of `chunk` a scan of `range` must read, when the page

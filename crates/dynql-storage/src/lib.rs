@@ -26,6 +26,7 @@ pub mod queue;
 mod read;
 mod replay;
 mod row_group_decode;
+pub mod row_group_filter;
 pub mod scan;
 pub mod store;
 pub mod stream;
@@ -43,6 +44,7 @@ pub use conflict::LockMode;
 pub use error::{Error, Result};
 pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
+pub use row_group_filter::{ColumnStatistics, RowGroupFilter};
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{
     validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS,

@@ -10,13 +10,14 @@
 use arrow::record_batch::RecordBatch;
 
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
-use dynql_core::Value;
+use dynql_core::{Value, ValueType};
 
 use crate::error::{Error, Result};
 pub use crate::key_range::{normalize_ranges, KeyBound, KeyRange};
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
 use crate::row_group_decode::partition_keys;
+use crate::row_group_filter::RowGroupFilter;
 use crate::store::{KeyOrd, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
 pub use crate::weight::{batch_weight, row_weight, value_weight};
@@ -330,7 +331,7 @@ impl Store {
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let mut sink = FnSink(sink);
         self.scan_state_pieces(
-            &state, path, &ranges, timestamp, columnar, None, None, &mut sink,
+            &state, path, &ranges, timestamp, columnar, None, None, None, &mut sink,
         )
         .await
     }
@@ -338,7 +339,8 @@ impl Store {
     /// [`Store::scan_pieces`] over a pinned state, of normalised `ranges`, of the tablets in
     /// `tablets` only (all when `None`), handing pieces to an asynchronous sink (which may
     /// wait for its consumer). With `columns` (indices in the query layout), pieces hold
-    /// those columns only, in that order, and clean row groups decode only them.
+    /// those columns only, in that order, and clean row groups decode only them. With
+    /// `filter`, clean row groups it rules out by their statistics are skipped.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn scan_state_pieces<S: PieceSink>(
         &self,
@@ -349,6 +351,7 @@ impl Store {
         columnar: Option<bool>,
         tablets: Option<&[usize]>,
         columns: Option<&[usize]>,
+        filter: Option<&dyn RowGroupFilter>,
         sink: &mut S,
     ) -> Result<ScanStatistics> {
         let (entry, data) = state.table_data(path)?;
@@ -385,6 +388,23 @@ impl Store {
         let all_columns: Vec<usize> = (0..schema.columns().len()).collect();
         let projection = columns.unwrap_or(&all_columns);
         let names = table_arrow_schema(schema);
+        // The columns the filter reads, with their types.
+        let filtered: Vec<(usize, ValueType)> = filter
+            .map(|f| {
+                f.columns()
+                    .iter()
+                    .map(|&c| {
+                        (
+                            c,
+                            schema
+                                .columns()
+                                .get(c)
+                                .map_or(ValueType::Null, |c| c.wire_type()),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut statistics = plan.statistics;
         let mut decoded = std::collections::HashSet::new();
         'tablets: for (tablet_index, tablet_ranges) in &plan.tablets {
@@ -452,6 +472,15 @@ impl Store {
                                 .clean_since(&self.objects, schema, chunk, g, window.clone())
                                 .await?;
                             if clean.is_some_and(|t| t <= timestamp.0) {
+                                if let Some(filter) = filter {
+                                    let known = self
+                                        .cache
+                                        .statistics(&self.objects, chunk, g, &filtered)
+                                        .await?;
+                                    if !filter.may_match(&known) {
+                                        continue;
+                                    }
+                                }
                                 decoded.insert((ci, g));
                                 let rows = match &window {
                                     Some(w) => w.len(),

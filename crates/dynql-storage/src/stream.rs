@@ -18,6 +18,7 @@ use dynql_core::Value;
 use tokio::sync::mpsc;
 
 use crate::error::Result;
+use crate::row_group_filter::RowGroupFilter;
 use crate::scan::{normalize_ranges, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::store::{State, Store, TableEntry};
 use crate::timestamp::Timestamp;
@@ -47,6 +48,10 @@ pub struct TableScan {
     planned: ScanStatistics,
     /// Keys in the table's dynamic store (all of them, not only those in range).
     unflushed_keys: usize,
+    /// Versions in the planned row groups: with `unflushed_keys`, a bound on the rows read.
+    planned_versions: u64,
+    /// Rules clean row groups out by their statistics before they are decoded.
+    row_group_filter: Option<Arc<dyn RowGroupFilter>>,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -130,10 +135,21 @@ impl Snapshot {
         let (entry, data) = state.table_data(path)?;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
-        let (tablets, planned) = if entry.schema.is_sorted() {
+        let (tablets, planned, planned_versions) = if entry.schema.is_sorted() {
             let plan = crate::scan::plan_scan(entry, data, &ranges, timestamp)?;
             let tablets = plan.tablets.iter().map(|(t, _)| *t).collect();
-            (tablets, plan.statistics)
+            let versions = plan
+                .row_groups
+                .iter()
+                .map(|(ci, groups)| {
+                    let chunk = &data.chunks[*ci];
+                    match chunk.row_groups.is_empty() {
+                        true => chunk.rows,
+                        false => groups.iter().map(|&g| chunk.row_groups[g].rows).sum(),
+                    }
+                })
+                .sum();
+            (tablets, plan.statistics, versions)
         } else {
             let tablets: Vec<usize> = (0..data.queues.len())
                 .filter(|t| {
@@ -148,7 +164,7 @@ impl Snapshot {
                 tablets: (tablets.len(), data.queues.len()),
                 ..ScanStatistics::default()
             };
-            (tablets, statistics)
+            (tablets, statistics, u64::MAX)
         };
         let entry = entry.clone();
         let unflushed_keys = data.sorted.len();
@@ -162,6 +178,8 @@ impl Snapshot {
             tablets,
             planned,
             unflushed_keys,
+            planned_versions,
+            row_group_filter: None,
         })
     }
 }
@@ -190,6 +208,20 @@ impl TableScan {
     /// What the plan selected (tablets, chunks, row groups), before reading anything.
     pub fn planned(&self) -> ScanStatistics {
         self.planned
+    }
+
+    /// At most how many rows the scan gives: the versions of the planned row groups and the
+    /// keys of the dynamic store (`u64::MAX` for ordered tables, whose plan does not count).
+    pub fn most_rows(&self) -> u64 {
+        self.planned_versions
+            .saturating_add(self.unflushed_keys as u64)
+    }
+
+    /// This scan, skipping the clean row groups `filter` rules out by their statistics
+    /// (see [`crate::row_group_filter`]).
+    pub fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> TableScan {
+        self.row_group_filter = Some(filter);
+        self
     }
 
     /// Whether the scan reads little (a sorted table, at most 128 planned row groups, at most
@@ -244,6 +276,7 @@ impl TableScan {
                         Some(views),
                         Some(&tablets),
                         columns.as_deref(),
+                        scan.row_group_filter.as_deref(),
                         &mut sink,
                     )
                     .await;

@@ -179,7 +179,7 @@ fn map<T: ArrowPrimitiveType>(a: &ArrayRef, f: impl Fn(T::Native) -> T::Native) 
 
 /// True when evaluating `e` cannot fail, so that it may run on rows whose result AND/OR
 /// ignores (conservative: false for anything that divides, converts or compares doubles).
-fn infallible(e: &TypedExpr) -> bool {
+pub(super) fn infallible(e: &TypedExpr) -> bool {
     let children = || e.children().into_iter().all(infallible);
     match &e.kind {
         TExpr::Literal(_) | TExpr::Column(_) => true,

@@ -15,12 +15,27 @@ use dynql_ql::eval::EvalOptions;
 use dynql_ql::plan::QueryPlan;
 use dynql_storage::KeyRange;
 
+use super::evaluate::infallible;
 use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
 use super::lower::{groups_in_scan_order, needs_scan_order, reads_in_key_order, Layout};
 use super::table_scan::{streamed, InputLimit, ScanReads, ScanSource, ScanTable};
 use crate::error::{Error, Result};
 use crate::select::{SelectOptions, Statistics};
 use crate::source::Tables;
+
+/// Whether the rows of `plan` that a top-k threshold rules out may go unread (see
+/// [`super::row_group_pruning`]): an ungrouped, unjoined ORDER BY … LIMIT whose WHERE and
+/// ORDER BY cannot fail on a row (YT evaluates them on every row; a double key's NaN is
+/// known from its writer's record). The caller also checks the input row limit cannot be
+/// reached, as YT counts every row.
+fn skipping_rows_is_safe(plan: &QueryPlan) -> bool {
+    plan.joins.is_empty()
+        && plan.group.is_none()
+        && plan.limit.is_some()
+        && !plan.order_by.is_empty()
+        && plan.where_clause.as_ref().is_none_or(infallible)
+        && plan.order_by.iter().all(|(e, _)| infallible(e))
+}
 
 /// What running and explaining a plan share: the evaluation options, the column types of
 /// the main table and of the joined row, whether it runs in scan order (and so cuts rows at
@@ -105,10 +120,17 @@ impl Setup {
                 .execution
                 .target_partitions = 1;
         }
+        let prunes = match &source {
+            ScanSource::Tablets(scan) => {
+                skipping_rows_is_safe(plan) && scan.most_rows() <= options.input_row_limit
+            }
+            ScanSource::Files { .. } => false,
+        };
         let main: Arc<dyn TableProvider> = Arc::new(ScanTable::new(
             source,
             &self.types,
             self.ordered,
+            prunes,
             limit.clone(),
             reads.clone(),
         ));

@@ -13,6 +13,7 @@ pub(crate) mod key_order;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
 pub(crate) mod results;
+pub(crate) mod row_group_pruning;
 pub(crate) mod table_scan;
 pub(crate) mod totals;
 pub(crate) mod udf;

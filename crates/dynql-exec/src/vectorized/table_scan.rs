@@ -13,12 +13,17 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::config::ConfigOptions;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
@@ -30,6 +35,8 @@ use dynql_core::ValueType;
 use dynql_storage::files::FileTable;
 use dynql_storage::scan::batch_weight;
 use dynql_storage::{KeyRange, Prefetch, ScanStatistics, ScanStream, StreamRead, TableScan};
+
+use super::row_group_pruning::PushedFilters;
 
 /// Rows per batch where the scan resolves versions row by row (clean row groups pass in
 /// their own slices).
@@ -205,15 +212,23 @@ impl ScanSource {
         tablets: Vec<usize>,
         projection: &[usize],
         prefetch: Prefetch,
+        pushed: &[Arc<dyn PhysicalExpr>],
     ) -> crate::Result<ScanStream> {
         Ok(match self {
-            ScanSource::Tablets(scan) => scan.stream(
-                tablets,
-                Some(projection.to_vec()),
-                true,
-                BATCH_ROWS,
-                prefetch,
-            )?,
+            ScanSource::Tablets(scan) => {
+                let mut scan = scan.clone();
+                if !pushed.is_empty() {
+                    let filters = PushedFilters::new(pushed.to_vec(), projection.to_vec());
+                    scan = scan.with_row_group_filter(Arc::new(filters));
+                }
+                scan.stream(
+                    tablets,
+                    Some(projection.to_vec()),
+                    true,
+                    BATCH_ROWS,
+                    prefetch,
+                )?
+            }
             ScanSource::Files { table, ranges } => table.stream(Some(ranges.clone()), true),
         })
     }
@@ -297,6 +312,9 @@ pub(crate) struct ScanTable {
     schema: SchemaRef,
     /// One partition reading the tablets in key order (for results that depend on it).
     in_key_order: bool,
+    /// Whether the scan may skip row groups by the filters DataFusion pushes into it
+    /// ([`TabletScanExec::prunes_row_groups`]).
+    prunes_row_groups: bool,
     limit: Arc<InputLimit>,
     reads: ScanReads,
 }
@@ -306,6 +324,7 @@ impl ScanTable {
         scan: ScanSource,
         types: &[ValueType],
         in_key_order: bool,
+        prunes_row_groups: bool,
         limit: Arc<InputLimit>,
         reads: ScanReads,
     ) -> ScanTable {
@@ -313,6 +332,7 @@ impl ScanTable {
             scan,
             schema: scan_schema(types),
             in_key_order,
+            prunes_row_groups,
             limit,
             reads,
         }
@@ -357,13 +377,14 @@ impl TableProvider for ScanTable {
         if self.in_key_order && limit.is_some() {
             exec.prefetch = Prefetch::Inline;
         }
+        exec.prunes_row_groups = self.prunes_row_groups;
         Ok(Arc::new(exec))
     }
 }
 
 /// Streams the tablets of a [`TableScan`] (one partition per tablet, or one for all in key
 /// order) or a file table's rows in key order, the projected columns only.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TabletScanExec {
     scan: ScanSource,
     in_key_order: bool,
@@ -374,6 +395,12 @@ pub(crate) struct TabletScanExec {
     properties: Arc<PlanProperties>,
     limit: Arc<InputLimit>,
     reads: ScanReads,
+    /// Whether DataFusion's dynamic filters (a top-k threshold) may rule out clean row
+    /// groups of the scan: only where skipping rows cannot change the result (see
+    /// [`super::row_group_pruning`]).
+    prunes_row_groups: bool,
+    /// The dynamic filters pushed in, over the projected columns.
+    pushed: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl TabletScanExec {
@@ -412,6 +439,8 @@ impl TabletScanExec {
             properties: Arc::new(properties),
             limit,
             reads,
+            prunes_row_groups: false,
+            pushed: Vec::new(),
         }
     }
 }
@@ -440,6 +469,9 @@ impl DisplayAs for TabletScanExec {
         if self.in_key_order {
             write!(f, ", in key order")?;
         }
+        if !self.pushed.is_empty() {
+            write!(f, ", prunes row groups by top-k threshold")?;
+        }
         Ok(())
     }
 }
@@ -459,9 +491,47 @@ impl ExecutionPlan for TabletScanExec {
 
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
     ) -> DfResult<TreeNodeRecursion> {
+        for filter in &self.pushed {
+            if f(filter)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         Ok(TreeNodeRecursion::Continue)
+    }
+
+    /// Keeps the dynamic filters pushed in (top-k thresholds) to skip row groups by their
+    /// statistics; the filters stay where they are too, as rows of a row group that is read
+    /// are not filtered here.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters = child_pushdown_result.parent_filters;
+        let unsupported = vec![PushedDown::No; filters.len()];
+        let dynamic: Vec<Arc<dyn PhysicalExpr>> = filters
+            .into_iter()
+            .map(|f| f.filter)
+            .filter(|f| f.downcast_ref::<DynamicFilterPhysicalExpr>().is_some())
+            .collect();
+        if !self.prunes_row_groups
+            || phase != FilterPushdownPhase::Post
+            || dynamic.is_empty()
+            || !matches!(self.scan, ScanSource::Tablets(_))
+        {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                unsupported,
+            ));
+        }
+        let mut exec = self.clone();
+        exec.pushed.extend(dynamic);
+        Ok(FilterPushdownPropagation {
+            filters: unsupported,
+            updated_node: Some(Arc::new(exec)),
+        })
     }
 
     fn with_new_children(
@@ -488,7 +558,7 @@ impl ExecutionPlan for TabletScanExec {
         let failed = |e: crate::Error| DataFusionError::External(Box::new(e));
         let stream = self
             .scan
-            .stream(tablets, &self.projection, self.prefetch)
+            .stream(tablets, &self.projection, self.prefetch, &self.pushed)
             .map_err(failed)?;
         self.reads
             .streams

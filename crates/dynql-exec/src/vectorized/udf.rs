@@ -7,8 +7,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::{DataType, Field, FieldRef};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
+use arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
@@ -22,7 +22,7 @@ use dynql_core::{Value, ValueType};
 use dynql_ql::aggregate::AggregateState;
 use dynql_ql::eval::EvalOptions;
 use dynql_ql::functions::AggregateFunction;
-use dynql_ql::texpr::TypedExpr;
+use dynql_ql::texpr::{TExpr, TypedExpr};
 
 use super::evaluate::{evaluate, Batch};
 
@@ -69,11 +69,19 @@ impl YtExpression {
     ) -> YtExpression {
         let id = next_id();
         // Volatile: DataFusion must neither fold nor reorder it, as YT evaluates it where
-        // the query puts it (and errors must surface the same).
-        let signature = if types.is_empty() {
-            Signature::nullary(Volatility::Volatile)
+        // the query puts it (and errors must surface the same). A column of doubles as an
+        // ORDER BY key is immutable: only the sort evaluates it, on every row it sorts, and
+        // DataFusion then pushes the sort's top-k threshold into the scan (which it does
+        // not for a volatile key).
+        let volatility = if is_double_order_key(&expr, &types, check) {
+            Volatility::Immutable
         } else {
-            Signature::any(types.len(), Volatility::Volatile)
+            Volatility::Volatile
+        };
+        let signature = if types.is_empty() {
+            Signature::nullary(volatility)
+        } else {
+            Signature::any(types.len(), volatility)
         };
         YtExpression {
             id,
@@ -85,6 +93,20 @@ impl YtExpression {
             signature,
         }
     }
+}
+
+impl YtExpression {
+    /// Whether the function gives its one argument, a column of doubles, as an ORDER BY key
+    /// (see [`double_order_key`]): then it keeps the column's order and bounds.
+    pub(crate) fn is_double_order_key(&self) -> bool {
+        is_double_order_key(&self.expr, &self.types, self.check)
+    }
+}
+
+fn is_double_order_key(expr: &TypedExpr, types: &[ValueType], check: Check) -> bool {
+    check == Check::NoNanToOrder
+        && types == [ValueType::Double]
+        && matches!(expr.kind, TExpr::Column(0))
 }
 
 impl PartialEq for YtExpression {
@@ -124,12 +146,7 @@ impl ScalarUDFImpl for YtExpression {
         };
         let mut result = evaluate(&self.expr, batch, self.options).map_err(external)?;
         if self.check == Check::NoNanToOrder && result.data_type() == &DataType::Float64 {
-            let values = result.as_primitive::<arrow::datatypes::Float64Type>();
-            if (0..values.len()).any(|i| values.is_valid(i) && values.value(i).is_nan()) {
-                return Err(external(dynql_ql::Error::Runtime(
-                    "Comparison with NaN in ORDER BY".into(),
-                )));
-            }
+            result = double_order_key(result)?;
         }
         let declared = arrow_type(self.expr.ty);
         if result.data_type() != &declared {
@@ -137,6 +154,29 @@ impl ScalarUDFImpl for YtExpression {
         }
         Ok(ColumnarValue::Array(result))
     }
+}
+
+/// Doubles as an ORDER BY key orders them in YT: a NaN fails the query (YT cannot compare
+/// it), and -0.0 is 0.0 (they compare equal, so the next key decides; Arrow's total order
+/// would put -0.0 first).
+fn double_order_key(keys: ArrayRef) -> DfResult<ArrayRef> {
+    let values = keys.as_primitive::<Float64Type>();
+    // One branch-free pass over the values (which the compiler vectorises) finds whether
+    // any slot holds either; most batches hold neither and are given back as they are.
+    let negative_zero = (-0.0f64).to_bits();
+    let (nan, zero) = values.values().iter().fold((false, false), |(n, z), v| {
+        (n | v.is_nan(), z | (v.to_bits() == negative_zero))
+    });
+    if nan && (0..values.len()).any(|i| values.is_valid(i) && values.value(i).is_nan()) {
+        return Err(external(dynql_ql::Error::Runtime(
+            "Comparison with NaN in ORDER BY".into(),
+        )));
+    }
+    if !zero {
+        return Ok(keys);
+    }
+    let positive: Float64Array = values.unary(|v| if v == 0.0 { 0.0 } else { v });
+    Ok(Arc::new(positive))
 }
 
 /// A YT value as a DataFusion scalar of the wire type's Arrow type.
