@@ -97,14 +97,17 @@ impl Cached {
 /// A parsed footer and the block hashes it holds (chunks with a checksum).
 type Footer = (ArrowReaderMetadata, Option<Arc<Vec<u64>>>);
 
+/// A map keyed by our own chunk paths (no untrusted keys to guard against).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
 #[derive(Default)]
 struct Entries {
-    units: HashMap<Unit, (Cached, u64)>,
+    units: FastMap<Unit, (Cached, u64)>,
     /// Parsed footers, with the block hashes of chunks that have a checksum.
-    footers: HashMap<String, Footer>,
+    footers: FastMap<String, Footer>,
     /// The page index's key segments of row groups (by chunk path and row group), so that
     /// the many key ranges of one scan (an IN list) are each a walk over them.
-    segments: HashMap<(String, usize), Option<Arc<KeySegments>>>,
+    segments: FastMap<(String, usize), Option<Arc<KeySegments>>>,
     bytes: usize,
     tick: u64,
 }
@@ -284,13 +287,24 @@ impl ChunkCache {
             let what = What::Column { index: c, views };
             (chunk.path.clone(), index, what, window)
         };
-        let mut found: Vec<Option<ArrayRef>> = columns
-            .iter()
-            .map(|&c| match self.get(&unit(c)) {
-                Some(Cached::Column(a)) => Some(a),
-                _ => None,
-            })
-            .collect();
+        // One lock for all the columns (a point read asks for a handful per row group).
+        let mut found: Vec<Option<ArrayRef>> = {
+            let mut e = self.lock();
+            columns
+                .iter()
+                .map(|&c| {
+                    e.tick += 1;
+                    let tick = e.tick;
+                    match e.units.get_mut(&unit(c)) {
+                        Some((Cached::Column(a), used)) => {
+                            *used = tick;
+                            Some(a.clone())
+                        }
+                        _ => None,
+                    }
+                })
+                .collect()
+        };
         let mut missing: Vec<usize> = columns
             .iter()
             .zip(&found)

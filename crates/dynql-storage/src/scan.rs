@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 pub use crate::key_range::{normalize_ranges, KeyBound, KeyRange};
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
-use crate::row_group_decode::partition_keys;
+use crate::row_group_decode::{partition_keys, partition_keys_from};
 use crate::row_group_filter::RowGroupFilter;
 use crate::store::{KeyOrd, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
@@ -65,6 +65,7 @@ pub fn tablet_ranges(entry: &TableEntry) -> Result<Vec<KeyRange>> {
 }
 
 /// Which tablets, chunks and row groups a scan of `ranges` needs.
+#[derive(Debug)]
 pub(crate) struct ScanPlan {
     /// Per selected tablet: its index and the ranges clipped to it.
     pub(crate) tablets: Vec<(usize, Vec<KeyRange>)>,
@@ -101,7 +102,11 @@ pub(crate) fn plan_scan(
         // Row groups are in key order: per range, binary-search the first one it meets.
         let count = c.row_group_count();
         let mut needed = std::collections::BTreeSet::new();
-        for r in &clipped {
+        // Most ranges of a long IN list lie in other chunks (other tablets').
+        for r in clipped
+            .iter()
+            .filter(|r| r.meets_keys(&c.min_key, &c.max_key))
+        {
             let (mut lo, mut hi) = (0, count);
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;
@@ -331,7 +336,7 @@ impl Store {
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let mut sink = FnSink(sink);
         self.scan_state_pieces(
-            &state, path, &ranges, timestamp, columnar, None, None, None, &mut sink,
+            &state, path, &ranges, timestamp, columnar, None, None, None, None, &mut sink,
         )
         .await
     }
@@ -340,7 +345,8 @@ impl Store {
     /// `tablets` only (all when `None`), handing pieces to an asynchronous sink (which may
     /// wait for its consumer). With `columns` (indices in the query layout), pieces hold
     /// those columns only, in that order, and clean row groups decode only them. With
-    /// `filter`, clean row groups it rules out by their statistics are skipped.
+    /// `filter`, clean row groups it rules out by their statistics are skipped. `planned`
+    /// is the plan of these ranges over this state, if made already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn scan_state_pieces<S: PieceSink>(
         &self,
@@ -352,6 +358,7 @@ impl Store {
         tablets: Option<&[usize]>,
         columns: Option<&[usize]>,
         filter: Option<&dyn RowGroupFilter>,
+        planned: Option<&ScanPlan>,
         sink: &mut S,
     ) -> Result<ScanStatistics> {
         let (entry, data) = state.table_data(path)?;
@@ -378,10 +385,18 @@ impl Store {
             }
             return Ok(statistics);
         }
-        let mut plan = plan_scan(entry, data, ranges, timestamp)?;
-        if let Some(only) = tablets {
-            plan.tablets.retain(|(t, _)| only.contains(t));
-        }
+        let made;
+        let plan = match planned {
+            Some(plan) => plan,
+            None => {
+                made = plan_scan(entry, data, ranges, timestamp)?;
+                &made
+            }
+        };
+        let selected = plan
+            .tablets
+            .iter()
+            .filter(|(t, _)| tablets.is_none_or(|only| only.contains(t)));
         let key_count = schema.key_column_count();
         let key_types: Vec<_> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
         let key_columns: Vec<usize> = (0..key_count).collect();
@@ -406,24 +421,26 @@ impl Store {
             })
             .unwrap_or_default();
         let mut statistics = plan.statistics;
+        let mut last_schema = None;
         let mut decoded = std::collections::HashSet::new();
-        'tablets: for (tablet_index, tablet_ranges) in &plan.tablets {
+        'tablets: for (tablet_index, tablet_ranges) in selected {
             for range in tablet_ranges {
                 // Cut the range where row groups start, so that each piece decodes only the
                 // row groups it meets and a visit that stops early decodes little.
                 // The row groups this range meets, in chunk list order (most ranges of a point
                 // query meet one).
+                // A chunk's row groups are in key order and do not overlap: binary-search
+                // the first one the range meets (a point query meets one of thousands).
                 let in_range: Vec<(usize, usize)> = plan
                     .row_groups
                     .iter()
                     .flat_map(|(ci, groups)| {
                         let chunk = &data.chunks[*ci];
-                        groups
+                        let first = groups
+                            .partition_point(|&g| range.lower.is_after(chunk.row_group_bound(g).1));
+                        groups[first..]
                             .iter()
-                            .filter(|&&g| {
-                                let (min, max) = chunk.row_group_bound(g);
-                                range.meets_keys(min, max)
-                            })
+                            .take_while(|&&g| range.upper.is_after(chunk.row_group_bound(g).0))
                             .map(|&g| (*ci, g))
                             .collect::<Vec<_>>()
                     })
@@ -509,18 +526,22 @@ impl Store {
                                         .drain(..key_count)
                                         .map(|k| crate::row_group_decode::expanded(&k))
                                         .collect::<Result<Vec<_>>>()?;
-                                    (
-                                        partition_keys(&keys, &key_types, |k| {
-                                            piece.lower.is_after(k)
-                                        }),
-                                        partition_keys(&keys, &key_types, |k| {
-                                            piece.upper.is_after(k)
-                                        }),
-                                    )
+                                    let lo = partition_keys(&keys, &key_types, |k| {
+                                        piece.lower.is_after(k)
+                                    });
+                                    let hi = partition_keys_from(&keys, &key_types, lo, |k| {
+                                        piece.upper.is_after(k)
+                                    });
+                                    (lo, hi)
                                 };
                                 if hi > lo {
-                                    let batch =
-                                        projected_batch(&names, projection, &arrays, lo..hi)?;
+                                    let batch = projected_batch(
+                                        &names,
+                                        projection,
+                                        &arrays,
+                                        lo..hi,
+                                        &mut last_schema,
+                                    )?;
                                     let weight = batch_weight(&batch);
                                     statistics.rows_read += batch.num_rows() as u64;
                                     statistics.data_weight += weight;
@@ -597,11 +618,14 @@ fn project_row(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
 
 /// Rows `rows` of columns `columns` of a row group (`arrays`, as cached: dictionaries are
 /// expanded) as a batch, named as in `names` (the table's Arrow schema).
+/// `last` is the schema of the batch made before, used again when the columns' types are
+/// the same (a scan of many small pieces would otherwise build one per piece).
 fn projected_batch(
     names: &arrow::datatypes::Schema,
     columns: &[usize],
     arrays: &[arrow::array::ArrayRef],
     rows: std::ops::Range<usize>,
+    last: &mut Option<arrow::datatypes::SchemaRef>,
 ) -> Result<RecordBatch> {
     use arrow::datatypes::{Field, Schema};
     let arrays = arrays
@@ -609,13 +633,28 @@ fn projected_batch(
         .map(|a| crate::row_group_decode::expanded(&a.slice(rows.start, rows.len())))
         .collect::<Result<Vec<_>>>()?;
     let rows = rows.len();
-    let fields: Vec<Field> = columns
-        .iter()
-        .zip(&arrays)
-        .map(|(&c, a)| Field::new(names.field(c).name(), a.data_type().clone(), true))
-        .collect();
+    let schema = match last {
+        Some(s)
+            if s.fields()
+                .iter()
+                .zip(&arrays)
+                .all(|(f, a)| f.data_type() == a.data_type()) =>
+        {
+            s.clone()
+        }
+        _ => {
+            let fields: Vec<Field> = columns
+                .iter()
+                .zip(&arrays)
+                .map(|(&c, a)| Field::new(names.field(c).name(), a.data_type().clone(), true))
+                .collect();
+            let schema = std::sync::Arc::new(Schema::new(fields));
+            *last = Some(schema.clone());
+            schema
+        }
+    };
     Ok(RecordBatch::try_new_with_options(
-        std::sync::Arc::new(Schema::new(fields)),
+        schema,
         arrays,
         &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows)),
     )?)

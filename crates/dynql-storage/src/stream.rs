@@ -52,6 +52,11 @@ pub struct TableScan {
     planned_versions: u64,
     /// Rules clean row groups out by their statistics before they are decoded.
     row_group_filter: Option<Arc<dyn RowGroupFilter>>,
+    /// The plan of a sorted table's scan, made once for its streams.
+    plan: Option<Arc<crate::scan::ScanPlan>>,
+    /// Slices of clean row groups smaller than this are handed on together, up to this many
+    /// rows ([`TableScan::with_gathered_slices`]); 1: each on its own.
+    gathered_slices: usize,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -135,6 +140,7 @@ impl Snapshot {
         let (entry, data) = state.table_data(path)?;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
+        let mut made = None;
         let (tablets, planned, planned_versions) = if entry.schema.is_sorted() {
             let plan = crate::scan::plan_scan(entry, data, &ranges, timestamp)?;
             let tablets = plan.tablets.iter().map(|(t, _)| *t).collect();
@@ -149,7 +155,9 @@ impl Snapshot {
                     }
                 })
                 .sum();
-            (tablets, plan.statistics, versions)
+            let statistics = plan.statistics;
+            made = Some(Arc::new(plan));
+            (tablets, statistics, versions)
         } else {
             let tablets: Vec<usize> = (0..data.queues.len())
                 .filter(|t| {
@@ -180,6 +188,8 @@ impl Snapshot {
             unflushed_keys,
             planned_versions,
             row_group_filter: None,
+            plan: made,
+            gathered_slices: 1,
         })
     }
 }
@@ -224,6 +234,15 @@ impl TableScan {
         self
     }
 
+    /// This scan, handing on slices of clean row groups of fewer than `rows` rows together
+    /// until they hold `rows` (a point read's, an IN list's slices: each batch costs its
+    /// reader a pass through every operator). A reader that stops after its first `n` rows
+    /// should gather at most `n`, so that the scan reads no further than it would have.
+    pub fn with_gathered_slices(mut self, rows: usize) -> TableScan {
+        self.gathered_slices = rows.max(1);
+        self
+    }
+
     /// Whether the scan reads little (a sorted table, at most 128 planned row groups, at most
     /// 65,536 unflushed keys in the table): such a scan is best read [`Prefetch::Inline`] and
     /// in one partition, as a task's spawn and wake-ups, or spreading a few batches over
@@ -264,6 +283,7 @@ impl TableScan {
             schema,
             views,
             batch_rows,
+            self.gathered_slices,
             prefetch,
             move |mut sink| async move {
                 let read = scan
@@ -277,6 +297,7 @@ impl TableScan {
                         Some(&tablets),
                         columns.as_deref(),
                         scan.row_group_filter.as_deref(),
+                        scan.plan.as_deref(),
                         &mut sink,
                     )
                     .await;
@@ -399,6 +420,7 @@ impl ScanStream {
         schema: SchemaRef,
         views: bool,
         batch_rows: usize,
+        gathered_slices: usize,
         prefetch: Prefetch,
         read: F,
     ) -> ScanStream
@@ -424,6 +446,10 @@ impl ScanStream {
             views,
             rows: Vec::new(),
             weight: 0,
+            slices: Vec::new(),
+            slice_rows: 0,
+            slice_weight: 0,
+            gathered_slices: gathered_slices.max(1),
             batch_rows: batch_rows.max(1),
         };
         let reading = async move {
@@ -434,7 +460,12 @@ impl ScanStream {
             };
             match read {
                 Ok(s) => *done.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
-                Err(e) => sink.outlet.send_last(Err(e)).await,
+                Err(e) => {
+                    // The slices read before the error come first.
+                    if sink.flush_slices().await.unwrap_or(false) {
+                        sink.outlet.send_last(Err(e)).await
+                    }
+                }
             }
         };
         let work = match &feed {
@@ -555,12 +586,42 @@ pub(crate) struct ChannelSink {
     rows: Vec<Vec<Value>>,
     /// The data weight of `rows`.
     weight: u64,
+    /// Slices of fewer than `gathered_slices` rows (a point read's, an IN list's), handed
+    /// on together (see [`TableScan::with_gathered_slices`]). At most one of `rows` and
+    /// `slices` holds anything, so rows keep their order.
+    slices: Vec<RecordBatch>,
+    /// Rows and data weight of `slices`.
+    slice_rows: usize,
+    slice_weight: u64,
+    gathered_slices: usize,
     batch_rows: usize,
 }
 
 impl ChannelSink {
-    /// Sends the gathered rows; `false` when the reader is gone.
+    /// Sends the gathered slices as one batch; `false` when the reader is gone.
+    async fn flush_slices(&mut self) -> Result<bool> {
+        let batch = match self.slices.len() {
+            0 => return Ok(true),
+            1 => self.slices.remove(0),
+            _ => {
+                let schema = self.slices[0].schema();
+                let batch = arrow::compute::concat_batches(&schema, &self.slices)?;
+                self.slices.clear();
+                batch
+            }
+        };
+        self.slice_rows = 0;
+        let weight = std::mem::take(&mut self.slice_weight);
+        Ok(self.outlet.send(Ok((batch, weight))).await)
+    }
+
+    /// Sends the gathered slices and rows; `false` when the reader is gone.
     async fn flush(&mut self) -> Result<bool> {
+        Ok(self.flush_slices().await? && self.flush_rows().await?)
+    }
+
+    /// Sends the gathered rows as a batch; `false` when the reader is gone.
+    async fn flush_rows(&mut self) -> Result<bool> {
         if self.rows.is_empty() {
             return Ok(true);
         }
@@ -578,18 +639,33 @@ impl PieceSink for ChannelSink {
     async fn accept(&mut self, _tablet: usize, piece: Piece) -> Result<bool> {
         match piece {
             Piece::Row(row) => {
+                if !self.flush_slices().await? {
+                    return Ok(false);
+                }
                 self.weight += crate::scan::row_weight(&row);
                 self.rows.push(row);
                 if self.rows.len() >= self.batch_rows {
-                    return self.flush().await;
+                    return self.flush_rows().await;
                 }
                 Ok(true)
             }
             Piece::Batch(batch, weight) => {
-                if !self.flush().await? {
+                if !self.flush_rows().await? {
                     return Ok(false);
                 }
-                Ok(self.outlet.send(Ok((batch, weight))).await)
+                if batch.num_rows() >= self.gathered_slices {
+                    if !self.flush_slices().await? {
+                        return Ok(false);
+                    }
+                    return Ok(self.outlet.send(Ok((batch, weight))).await);
+                }
+                self.slice_rows += batch.num_rows();
+                self.slice_weight += weight;
+                self.slices.push(batch);
+                if self.slice_rows >= self.gathered_slices {
+                    return self.flush_slices().await;
+                }
+                Ok(true)
             }
         }
     }

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use datafusion::datasource::TableProvider;
+use datafusion::execution::context::SessionState;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::{SessionStateBuilder, TaskContext};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use dynql_core::ValueType;
@@ -68,10 +69,6 @@ impl Setup {
             || needs_scan_order(plan)
             || groups_in_scan_order(plan)
             || reads_in_key_order(plan);
-        let mut config = SessionConfig::new();
-        if ordered {
-            config = config.with_target_partitions(1);
-        }
         Setup {
             opts: EvalOptions {
                 canonical_null_relations: options.use_canonical_null_relations,
@@ -81,7 +78,7 @@ impl Setup {
             ordered,
             truncate: ordered && !options.fail_on_incomplete_result,
             fail: options.fail_on_incomplete_result,
-            ctx: session(config),
+            ctx: session(ordered),
         }
     }
 
@@ -89,7 +86,7 @@ impl Setup {
     /// snapshot, or Parquet files streamed in key order) under one lookup join per JOIN
     /// clause.
     pub(super) async fn input(
-        &self,
+        &mut self,
         tables: &Tables,
         plan: &QueryPlan,
         ranges: &[KeyRange],
@@ -112,13 +109,7 @@ impl Setup {
         if source.is_small() {
             // A small read runs in one partition: repartitioning its few batches across
             // cores costs more (tasks, channels) than the work it would share.
-            let state = self.ctx.state_ref();
-            state
-                .write()
-                .config_mut()
-                .options_mut()
-                .execution
-                .target_partitions = 1;
+            self.ctx = session(true);
         }
         let prunes = match &source {
             ScanSource::Tablets(scan) => {
@@ -178,18 +169,49 @@ impl Setup {
     }
 }
 
-/// A session for one query. Lowered plans call their functions directly (YT's as UDFs,
-/// DataFusion's aggregates through `expr_fn`), so the session registers none: building
-/// DataFusion's default registry costs more than a point read. The runtime (memory pool,
-/// caches) is shared by all queries of the process.
-fn session(config: SessionConfig) -> SessionContext {
+/// The session a query runs in: in one partition, or in one per core. Lowered plans call
+/// their functions directly (YT's as UDFs, DataFusion's aggregates through `expr_fn`), so
+/// the session registers none and holds nothing of a query: the two are made once and
+/// shared by all queries of the process (building one cost a tenth of a point read), as is
+/// the runtime (memory pool, caches).
+fn session(one_partition: bool) -> SessionContext {
+    static ONE: OnceLock<SessionContext> = OnceLock::new();
+    static MANY: OnceLock<SessionContext> = OnceLock::new();
+    let (cell, partitions) = if one_partition {
+        (&ONE, Some(1))
+    } else {
+        (&MANY, None)
+    };
+    cell.get_or_init(|| {
+        let mut config = SessionConfig::new();
+        if let Some(n) = partitions {
+            config = config.with_target_partitions(n);
+        }
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(runtime())
+            .build();
+        SessionContext::new_with_state(state)
+    })
+    .clone()
+}
+
+fn runtime() -> Arc<RuntimeEnv> {
     static RUNTIME: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
-    let runtime = RUNTIME.get_or_init(|| Arc::new(RuntimeEnv::default()));
-    let state = SessionStateBuilder::new()
-        .with_config(config)
-        .with_runtime_env(runtime.clone())
-        .build();
-    SessionContext::new_with_state(state)
+    RUNTIME
+        .get_or_init(|| Arc::new(RuntimeEnv::default()))
+        .clone()
+}
+
+/// The state and task context of the one-partition session, made once: a read in key
+/// order plans and runs in them without copying the session's state per query.
+pub(super) fn one_partition() -> &'static (SessionState, Arc<TaskContext>) {
+    static ONE: OnceLock<(SessionState, Arc<TaskContext>)> = OnceLock::new();
+    ONE.get_or_init(|| {
+        let state = session(true).state();
+        let task = state.task_ctx();
+        (state, task)
+    })
 }
 
 /// The table a plan reads and the counters of what it read.

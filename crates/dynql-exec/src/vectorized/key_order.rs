@@ -27,9 +27,13 @@ use datafusion::physical_plan::limit::GlobalLimitExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::ExecutionPlan;
 
+use dynql_core::{Value, ValueType};
+use dynql_ql::eval::EvalOptions;
 use dynql_ql::plan::QueryPlan;
+use dynql_ql::texpr::TypedExpr;
+use dynql_storage::KeyRange;
 
-use super::input::{table_layout, Input, Setup};
+use super::input::{one_partition, table_layout, Input, Setup};
 use super::lower::{lower, offset_and_fetch, projections, query_error};
 use super::udf::Check;
 use crate::error::Result;
@@ -40,6 +44,7 @@ pub(super) async fn key_order_plan(
     query: &QueryPlan,
     setup: &Setup,
     input: &Input,
+    ranges: &[KeyRange],
     output_row_limit: u64,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let layout = table_layout(&setup.joined);
@@ -51,13 +56,13 @@ pub(super) async fn key_order_plan(
         p.expr.referenced_columns(&mut read);
     }
     read.sort_unstable();
-    let state = setup.ctx.state();
+    let state = &one_partition().0;
     let limit = offset_and_fetch(query, output_row_limit);
     // The rows the scan is asked for at most (a hint: the filter may drop some).
     let wanted = limit.and_then(|(skip, fetch)| fetch.map(|f| skip.saturating_add(f)));
     let scan = input
         .table
-        .scan(&state, Some(&read), &[], wanted)
+        .scan(state, Some(&read), &[], wanted)
         .await
         .map_err(query_error)?;
     let schema = DFSchema::try_from(scan.schema().as_ref().clone())?;
@@ -67,7 +72,11 @@ pub(super) async fn key_order_plan(
             .map_err(query_error)
     };
     let mut plan = scan;
-    if let Some(w) = &query.where_clause {
+    let filtered = query
+        .where_clause
+        .as_ref()
+        .filter(|w| !implied_by_ranges(w, ranges, &setup.types, setup.opts));
+    if let Some(w) = filtered {
         let predicate = physical(&lower(w, &layout, setup.opts, Check::None)?)?;
         // The filter gathers the rows it keeps into full batches: told how many are
         // wanted, it stops pulling batches from the scan once it has them.
@@ -95,4 +104,35 @@ pub(super) async fn key_order_plan(
         return Ok(plan);
     }
     Ok(Arc::new(ProjectionExec::try_new(outputs, plan)?))
+}
+
+/// Whether every row in `ranges` satisfies `predicate`, so that the scan alone filters
+/// (as for `id = 42`, or `k in (1, 2, 3)`, on a key whose computed columns the ranges
+/// hold): every range is one key prefix (from the prefix to just after every key extending
+/// it), the predicate reads no column past that prefix, and it is true for the prefix's
+/// values. Then it is true for every row of the range, which holds the same values there.
+/// Only for columns whose equal values are the same value (not doubles: -0.0 equals 0.0,
+/// yet `1 / x` tells them apart), of the column's type.
+fn implied_by_ranges(
+    predicate: &TypedExpr,
+    ranges: &[KeyRange],
+    types: &[ValueType],
+    opts: EvalOptions,
+) -> bool {
+    let mut read = Vec::new();
+    predicate.referenced_columns(&mut read);
+    ranges.iter().all(|r| {
+        let prefix = &r.lower.prefix;
+        let point = !r.lower.after && r.upper.after && r.upper.prefix == *prefix;
+        let same_values = prefix.iter().zip(types).all(|(v, &ty)| {
+            v.is_null() || (v.value_type() == ty && ty != ValueType::Double && ty != ValueType::Any)
+        });
+        point
+            && same_values
+            && read.iter().all(|&c| c < prefix.len())
+            && matches!(
+                dynql_ql::eval::evaluate(predicate, prefix, opts),
+                Ok(Value::Boolean(true))
+            )
+    })
 }

@@ -242,7 +242,7 @@ async fn run_once(
     options: &SelectOptions,
     in_scan_order: bool,
 ) -> Result<Option<Results>> {
-    let setup = Setup::new(plan, options, in_scan_order);
+    let mut setup = Setup::new(plan, options, in_scan_order);
     let input = setup.input(tables, plan, ranges, options).await?;
     let limits = Limits {
         output_row_limit: options.output_row_limit,
@@ -252,8 +252,10 @@ async fn run_once(
     // Set when groups or rows were cut at the output row limit.
     let cut = Arc::new(AtomicBool::new(false));
     if setup.ordered && reads_in_key_order(plan) {
-        let physical = key_order_plan(plan, &setup, &input, options.output_row_limit).await?;
-        let rows = execute_stream(physical, setup.ctx.task_ctx()).map_err(query_error)?;
+        let physical =
+            key_order_plan(plan, &setup, &input, ranges, options.output_row_limit).await?;
+        let task = super::input::one_partition().1.clone();
+        let rows = execute_stream(physical, task).map_err(query_error)?;
         return Ok(Some(Results::new(plan, rows, None, input, limits, cut)));
     }
     let (opts, ctx) = (setup.opts, &setup.ctx);
@@ -350,11 +352,12 @@ pub(crate) async fn explain(
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<String> {
-    let setup = Setup::new(plan, options, false);
+    let mut setup = Setup::new(plan, options, false);
     // Nothing is read: the plan is built, not run.
     let input = setup.input(tables, plan, ranges, options).await?;
     if setup.ordered && reads_in_key_order(plan) {
-        let physical = key_order_plan(plan, &setup, &input, options.output_row_limit).await?;
+        let physical =
+            key_order_plan(plan, &setup, &input, ranges, options.output_row_limit).await?;
         return Ok(datafusion::physical_plan::displayable(physical.as_ref())
             .indent(true)
             .to_string());

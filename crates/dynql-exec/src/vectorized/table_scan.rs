@@ -213,10 +213,13 @@ impl ScanSource {
         projection: &[usize],
         prefetch: Prefetch,
         pushed: &[Arc<dyn PhysicalExpr>],
+        fetch: Option<usize>,
     ) -> crate::Result<ScanStream> {
         Ok(match self {
             ScanSource::Tablets(scan) => {
-                let mut scan = scan.clone();
+                // Small slices go on together, but never past the rows a LIMIT needs.
+                let gathered = fetch.unwrap_or(usize::MAX).min(BATCH_ROWS);
+                let mut scan = scan.clone().with_gathered_slices(gathered);
                 if !pushed.is_empty() {
                     let filters = PushedFilters::new(pushed.to_vec(), projection.to_vec());
                     scan = scan.with_row_group_filter(Arc::new(filters));
@@ -378,6 +381,7 @@ impl TableProvider for ScanTable {
             exec.prefetch = Prefetch::Inline;
         }
         exec.prunes_row_groups = self.prunes_row_groups;
+        exec.fetch = limit;
         Ok(Arc::new(exec))
     }
 }
@@ -401,6 +405,8 @@ pub(crate) struct TabletScanExec {
     prunes_row_groups: bool,
     /// The dynamic filters pushed in, over the projected columns.
     pushed: Vec<Arc<dyn PhysicalExpr>>,
+    /// At most the rows wanted of the scan (a LIMIT), if known.
+    fetch: Option<usize>,
 }
 
 impl TabletScanExec {
@@ -441,6 +447,7 @@ impl TabletScanExec {
             reads,
             prunes_row_groups: false,
             pushed: Vec::new(),
+            fetch: None,
         }
     }
 }
@@ -558,7 +565,13 @@ impl ExecutionPlan for TabletScanExec {
         let failed = |e: crate::Error| DataFusionError::External(Box::new(e));
         let stream = self
             .scan
-            .stream(tablets, &self.projection, self.prefetch, &self.pushed)
+            .stream(
+                tablets,
+                &self.projection,
+                self.prefetch,
+                &self.pushed,
+                self.fetch,
+            )
             .map_err(failed)?;
         self.reads
             .streams

@@ -296,6 +296,7 @@ impl FileTable {
             schema,
             views,
             8192,
+            1,
             Prefetch::Task,
             move |mut sink| async move {
                 let read = table
