@@ -136,3 +136,102 @@ fn implied_by_ranges(
             )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynql_ql::ast::BinaryOp;
+    use dynql_ql::texpr::TExpr;
+    use dynql_storage::KeyBound;
+
+    fn column(i: usize, ty: ValueType) -> TypedExpr {
+        TypedExpr::new(TExpr::Column(i), ty)
+    }
+
+    fn literal(v: Value) -> TypedExpr {
+        let ty = v.value_type();
+        TypedExpr::new(TExpr::Literal(v), ty)
+    }
+
+    fn binary(op: BinaryOp, l: TypedExpr, r: TypedExpr) -> TypedExpr {
+        TypedExpr::new(
+            TExpr::Binary(op, Box::new(l), Box::new(r)),
+            ValueType::Boolean,
+        )
+    }
+
+    fn point(prefix: Vec<Value>) -> KeyRange {
+        KeyRange {
+            lower: KeyBound::new(prefix.clone(), false),
+            upper: KeyBound::new(prefix, true),
+        }
+    }
+
+    #[test]
+    fn only_point_ranges_whose_prefix_satisfies_where_make_the_filter_redundant() {
+        let types = [ValueType::Int64, ValueType::Int64, ValueType::Double];
+        let opts = EvalOptions::default();
+        let implied =
+            |w: &TypedExpr, ranges: &[KeyRange]| implied_by_ranges(w, ranges, &types, opts);
+        let k_is = |v: i64| {
+            binary(
+                BinaryOp::Eq,
+                column(0, ValueType::Int64),
+                literal(Value::Int64(v)),
+            )
+        };
+        // `k = 5` over the point [5], and over none at all.
+        assert!(implied(&k_is(5), &[point(vec![Value::Int64(5)])]));
+        assert!(implied(&k_is(5), &[]));
+        // The prefix does not satisfy it, or is not a point, or is not the column's type.
+        assert!(!implied(&k_is(5), &[point(vec![Value::Int64(6)])]));
+        let range = KeyRange {
+            lower: KeyBound::new(vec![Value::Int64(5)], false),
+            upper: KeyBound::new(vec![Value::Int64(9)], true),
+        };
+        assert!(!implied(&k_is(5), &[range]));
+        assert!(!implied(&k_is(5), &[point(vec![Value::Uint64(5)])]));
+        // WHERE reads a column past the prefix.
+        let second = binary(
+            BinaryOp::And,
+            k_is(5),
+            binary(
+                BinaryOp::Greater,
+                column(1, ValueType::Int64),
+                literal(Value::Int64(0)),
+            ),
+        );
+        assert!(!implied(&second, &[point(vec![Value::Int64(5)])]));
+        assert!(implied(
+            &second,
+            &[point(vec![Value::Int64(5), Value::Int64(1)])]
+        ));
+        // Evaluating WHERE on the prefix fails: the filter stays to fail the query.
+        let divides = binary(
+            BinaryOp::Greater,
+            TypedExpr::new(
+                TExpr::Binary(
+                    BinaryOp::Divide,
+                    Box::new(literal(Value::Int64(1))),
+                    Box::new(column(0, ValueType::Int64)),
+                ),
+                ValueType::Int64,
+            ),
+            literal(Value::Int64(-5)),
+        );
+        assert!(!implied(&divides, &[point(vec![Value::Int64(0)])]));
+        // A double key column never counts (-0.0 and 0.0 are one key).
+        let double_types = [ValueType::Double];
+        let d_is_zero = binary(
+            BinaryOp::Eq,
+            column(0, ValueType::Double),
+            literal(Value::Double(0.0)),
+        );
+        assert!(!implied_by_ranges(
+            &d_is_zero,
+            &[point(vec![Value::Double(0.0)])],
+            &double_types,
+            opts
+        ));
+    }
+}
