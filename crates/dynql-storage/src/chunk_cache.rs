@@ -112,6 +112,18 @@ struct Entries {
     tick: u64,
 }
 
+impl Entries {
+    /// The cached `unit`, marked as used now.
+    fn get(&mut self, unit: &Unit) -> Option<Cached> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.units.get_mut(unit).map(|(v, used)| {
+            *used = tick;
+            v.clone()
+        })
+    }
+}
+
 /// Decoded chunks and row groups by object path, up to a budget of bytes.
 pub(crate) struct ChunkCache {
     entries: Mutex<Entries>,
@@ -142,13 +154,7 @@ impl ChunkCache {
     }
 
     fn get(&self, unit: &Unit) -> Option<Cached> {
-        let mut e = self.lock();
-        e.tick += 1;
-        let tick = e.tick;
-        e.units.get_mut(unit).map(|(v, used)| {
-            *used = tick;
-            v.clone()
-        })
+        self.lock().get(unit)
     }
 
     fn get_versions(&self, unit: &Unit) -> Option<Arc<Vec<RowDelta>>> {
@@ -292,16 +298,9 @@ impl ChunkCache {
             let mut e = self.lock();
             columns
                 .iter()
-                .map(|&c| {
-                    e.tick += 1;
-                    let tick = e.tick;
-                    match e.units.get_mut(&unit(c)) {
-                        Some((Cached::Column(a), used)) => {
-                            *used = tick;
-                            Some(a.clone())
-                        }
-                        _ => None,
-                    }
+                .map(|&c| match e.get(&unit(c)) {
+                    Some(Cached::Column(a)) => Some(a),
+                    _ => None,
                 })
                 .collect()
         };

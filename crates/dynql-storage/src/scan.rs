@@ -428,9 +428,8 @@ impl Store {
                 // Cut the range where row groups start, so that each piece decodes only the
                 // row groups it meets and a visit that stops early decodes little.
                 // The row groups this range meets, in chunk list order (most ranges of a point
-                // query meet one).
-                // A chunk's row groups are in key order and do not overlap: binary-search
-                // the first one the range meets (a point query meets one of thousands).
+                // query meet one). A chunk's row groups are in key order (at most a key whose
+                // versions straddle two is in both): binary-search the first one it meets.
                 let in_range: Vec<(usize, usize)> = plan
                     .row_groups
                     .iter()

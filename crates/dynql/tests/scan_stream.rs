@@ -198,3 +198,59 @@ async fn a_projected_stream_gives_those_columns_of_the_whole_rows() {
         }
     }
 }
+
+/// The one-key slices of clean row groups that an IN list reads come as one batch when the
+/// scan gathers them, in key order, and only up to the rows asked for; without gathering,
+/// one batch per key.
+#[tokio::test(flavor = "current_thread")]
+async fn small_slices_are_gathered_up_to_the_rows_asked_for() {
+    use dynql::arrow::array::AsArray;
+    use dynql::arrow::datatypes::Int64Type;
+    use dynql_storage::{KeyBound, KeyRange};
+    let db = table("[[]]", 3000, 3000).await;
+    let points: Vec<KeyRange> = (0..20)
+        .map(|i| {
+            let key = vec![dynql::Value::Int64(i * 100)];
+            KeyRange {
+                lower: KeyBound::new(key.clone(), false),
+                upper: KeyBound::new(key, true),
+            }
+        })
+        .collect();
+    let scan = db
+        .store()
+        .plan_table_scan(
+            "//t",
+            Some(&points),
+            dynql_storage::Timestamp::SYNC_LAST_COMMITTED,
+        )
+        .await
+        .unwrap();
+    let sizes = |gathered: usize| {
+        let scan = scan.clone().with_gathered_slices(gathered);
+        async move {
+            let mut stream = scan
+                .stream(scan.tablets().to_vec(), None, true, 8192, Prefetch::Inline)
+                .unwrap();
+            let mut sizes = Vec::new();
+            let mut keys = Vec::new();
+            while let Some(batch) = stream.next().await {
+                let batch = batch.unwrap();
+                sizes.push(batch.num_rows());
+                let k = batch.column(0).as_primitive::<Int64Type>();
+                keys.extend(k.values().iter().copied());
+            }
+            (sizes, keys)
+        }
+    };
+    let expected: Vec<i64> = (0..20).map(|i| i * 100).collect();
+    let (one_each, keys) = sizes(1).await;
+    assert_eq!(one_each, vec![1; 20]);
+    assert_eq!(keys, expected);
+    let (together, keys) = sizes(8192).await;
+    assert_eq!(together, vec![20]);
+    assert_eq!(keys, expected);
+    let (by_seven, keys) = sizes(7).await;
+    assert_eq!(by_seven, vec![7, 7, 6]);
+    assert_eq!(keys, expected);
+}
