@@ -61,9 +61,9 @@ enum What {
     Column { index: usize, views: bool },
 }
 
-/// A cached unit: (chunk path, row group or [`WHOLE`], what, the row window `[start, end)`
+/// A cached unit of one chunk: (row group or [`WHOLE`], what, the row window `[start, end)`
 /// of the row group, or [`ALL_ROWS`]).
-type Unit = (String, usize, What, (usize, usize));
+type Part = (usize, What, (usize, usize));
 
 /// A row window of a row group, or all of it.
 fn window_rows(window: &Option<std::ops::Range<usize>>) -> (usize, usize) {
@@ -100,27 +100,100 @@ type Footer = (ArrowReaderMetadata, Option<Arc<Vec<u64>>>);
 /// A map keyed by our own chunk paths (no untrusted keys to guard against).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
+/// What is cached of one chunk.
+#[derive(Default)]
+struct ChunkEntries {
+    /// Its units, with when each was last used.
+    units: FastMap<Part, (Cached, u64)>,
+    /// The page index's key segments of its row groups, so that the many key ranges of one
+    /// scan (an IN list) are each a search over them.
+    segments: FastMap<usize, Option<Arc<KeySegments>>>,
+}
+
+/// The cache's contents, by chunk path first: a scan looks up several units of one row group
+/// at a time, and the path is hashed (and never copied) once for all of them.
 #[derive(Default)]
 struct Entries {
-    units: FastMap<Unit, (Cached, u64)>,
+    chunks: FastMap<String, ChunkEntries>,
     /// Parsed footers, with the block hashes of chunks that have a checksum.
     footers: FastMap<String, Footer>,
-    /// The page index's key segments of row groups (by chunk path and row group), so that
-    /// the many key ranges of one scan (an IN list) are each a walk over them.
-    segments: FastMap<(String, usize), Option<Arc<KeySegments>>>,
+    /// Units cached, over all chunks.
+    units: usize,
+    /// Row groups with key segments cached, over all chunks.
+    segments: usize,
     bytes: usize,
     tick: u64,
 }
 
 impl Entries {
-    /// The cached `unit`, marked as used now.
-    fn get(&mut self, unit: &Unit) -> Option<Cached> {
+    /// The cached `parts` of chunk `path` (`None` where missing), marked as used now.
+    fn get_all(&mut self, path: &str, parts: impl Iterator<Item = Part>) -> Vec<Option<Cached>> {
         self.tick += 1;
         let tick = self.tick;
-        self.units.get_mut(unit).map(|(v, used)| {
-            *used = tick;
-            v.clone()
-        })
+        let mut units = self.chunks.get_mut(path).map(|c| &mut c.units);
+        parts
+            .map(|part| {
+                let (v, used) = units.as_mut()?.get_mut(&part)?;
+                *used = tick;
+                Some(v.clone())
+            })
+            .collect()
+    }
+
+    /// The cached unit `part` of chunk `path`, marked as used now.
+    fn get(&mut self, path: &str, part: Part) -> Option<Cached> {
+        self.get_all(path, std::iter::once(part)).pop().flatten()
+    }
+
+    /// Whether unit `part` of chunk `path` is cached.
+    fn contains(&self, path: &str, part: &Part) -> bool {
+        self.chunks
+            .get(path)
+            .is_some_and(|c| c.units.contains_key(part))
+    }
+
+    /// Drops the least recently used unit.
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .chunks
+            .iter()
+            .flat_map(|(path, c)| {
+                c.units
+                    .iter()
+                    .map(move |(part, (_, used))| (*used, path, *part))
+            })
+            .min_by_key(|(used, _, _)| *used)
+            .map(|(_, path, part)| (path.clone(), part));
+        let Some((path, part)) = oldest else {
+            return;
+        };
+        if let Some(chunk) = self.chunks.get_mut(&path) {
+            if let Some((v, _)) = chunk.units.remove(&part) {
+                self.bytes -= v.bytes();
+                self.units -= 1;
+            }
+            if chunk.units.is_empty() && chunk.segments.is_empty() {
+                self.chunks.remove(&path);
+            }
+        }
+    }
+
+    /// What is cached of chunk `path`, made empty if nothing is.
+    fn chunk_mut(&mut self, path: &str) -> &mut ChunkEntries {
+        if !self.chunks.contains_key(path) {
+            self.chunks
+                .insert(path.to_string(), ChunkEntries::default());
+        }
+        self.chunks.get_mut(path).expect("inserted above")
+    }
+
+    /// Forgets every row group's key segments.
+    fn clear_segments(&mut self) {
+        self.chunks.retain(|_, c| {
+            c.segments.clear();
+            !c.units.is_empty()
+        });
+        self.segments = 0;
     }
 }
 
@@ -153,40 +226,34 @@ impl ChunkCache {
         }
     }
 
-    fn get(&self, unit: &Unit) -> Option<Cached> {
-        self.lock().get(unit)
+    fn get(&self, path: &str, part: Part) -> Option<Cached> {
+        self.lock().get(path, part)
     }
 
-    fn get_versions(&self, unit: &Unit) -> Option<Arc<Vec<RowDelta>>> {
-        match self.get(unit) {
+    fn get_versions(&self, path: &str, part: Part) -> Option<Arc<Vec<RowDelta>>> {
+        match self.get(path, part) {
             Some(Cached::Versions(v)) => Some(v),
             _ => None,
         }
     }
 
-    fn insert(&self, unit: Unit, versions: Cached) {
-        let mut e = self.lock();
+    fn insert(&self, path: &str, part: Part, value: Cached) {
+        let mut guard = self.lock();
+        let e = &mut *guard;
         if self.budget == 0 {
             return;
         }
-        let size = versions.bytes();
-        while e.bytes + size > self.budget && !e.units.is_empty() {
-            let oldest = e
-                .units
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(u, _)| u.clone());
-            if let Some(u) = oldest {
-                if let Some((v, _)) = e.units.remove(&u) {
-                    e.bytes -= v.bytes();
-                }
-            }
+        let size = value.bytes();
+        while e.bytes + size > self.budget && e.units > 0 {
+            e.evict_oldest();
         }
         e.tick += 1;
         let tick = e.tick;
         e.bytes += size;
-        if let Some((old, _)) = e.units.insert(unit, (versions, tick)) {
+        e.units += 1;
+        if let Some((old, _)) = e.chunk_mut(path).units.insert(part, (value, tick)) {
             e.bytes -= old.bytes();
+            e.units -= 1;
         }
     }
 
@@ -197,8 +264,8 @@ impl ChunkCache {
         schema: &TableSchema,
         chunk: &ChunkRef,
     ) -> Result<Arc<Vec<RowDelta>>> {
-        let unit = (chunk.path.clone(), WHOLE, What::Versions, ALL_ROWS);
-        if let Some(v) = self.get_versions(&unit) {
+        let part = (WHOLE, What::Versions, ALL_ROWS);
+        if let Some(v) = self.get_versions(&chunk.path, part) {
             return Ok(v);
         }
         let bytes = objects
@@ -210,7 +277,7 @@ impl ChunkCache {
             crate::checksum::verify_chunk(&chunk.path, &bytes, c)?;
         }
         let versions = Arc::new(decode_versioned_chunk(&chunk.path, schema, bytes)?);
-        self.insert(unit, Cached::Versions(versions.clone()));
+        self.insert(&chunk.path, part, Cached::Versions(versions.clone()));
         Ok(versions)
     }
 
@@ -227,13 +294,8 @@ impl ChunkCache {
         if chunk.row_groups.is_empty() {
             return self.versions(objects.as_ref(), schema, chunk).await;
         }
-        let unit = (
-            chunk.path.clone(),
-            index,
-            What::Versions,
-            window_rows(&rows),
-        );
-        if let Some(v) = self.get_versions(&unit) {
+        let part = (index, What::Versions, window_rows(&rows));
+        if let Some(v) = self.get_versions(&chunk.path, part) {
             return Ok(v);
         }
         let raw = self
@@ -241,7 +303,7 @@ impl ChunkCache {
             .await?;
         let versions = Arc::new(decode_versions(&chunk.path, schema, &raw.batch)?);
         check_key_order(&chunk.path, schema, &versions)?;
-        self.insert(unit, Cached::Versions(versions.clone()));
+        self.insert(&chunk.path, part, Cached::Versions(versions.clone()));
         Ok(versions)
     }
 
@@ -261,14 +323,14 @@ impl ChunkCache {
             Some(Cleanliness::Dirty) => return Ok(None),
             Some(Cleanliness::Unknown) | None => {}
         }
-        let unit = (chunk.path.clone(), index, What::Clean, window_rows(&rows));
-        if let Some(Cached::Clean(c)) = self.get(&unit) {
+        let part = (index, What::Clean, window_rows(&rows));
+        if let Some(Cached::Clean(c)) = self.get(&chunk.path, part) {
             return Ok(c);
         }
         let raw = self
             .raw_row_group(objects, schema, chunk, index, rows)
             .await?;
-        self.insert(unit, Cached::Clean(raw.clean_since));
+        self.insert(&chunk.path, part, Cached::Clean(raw.clean_since));
         Ok(raw.clean_since)
     }
 
@@ -289,21 +351,17 @@ impl ChunkCache {
         views: bool,
     ) -> Result<Vec<ArrayRef>> {
         let window = window_rows(&rows);
-        let unit = |c: usize| {
-            let what = What::Column { index: c, views };
-            (chunk.path.clone(), index, what, window)
-        };
+        let part = |c: usize| (index, What::Column { index: c, views }, window);
         // One lock for all the columns (a point read asks for a handful per row group).
-        let mut found: Vec<Option<ArrayRef>> = {
-            let mut e = self.lock();
-            columns
-                .iter()
-                .map(|&c| match e.get(&unit(c)) {
-                    Some(Cached::Column(a)) => Some(a),
-                    _ => None,
-                })
-                .collect()
-        };
+        let mut found: Vec<Option<ArrayRef>> = self
+            .lock()
+            .get_all(&chunk.path, columns.iter().map(|&c| part(c)))
+            .into_iter()
+            .map(|f| match f {
+                Some(Cached::Column(a)) => Some(a),
+                _ => None,
+            })
+            .collect();
         let mut missing: Vec<usize> = columns
             .iter()
             .zip(&found)
@@ -320,7 +378,7 @@ impl ChunkCache {
                 for (slot, _) in found.iter_mut().zip(columns).filter(|(_, &k)| k == c) {
                     *slot = Some(array.clone());
                 }
-                self.insert(unit(c), Cached::Column(array));
+                self.insert(&chunk.path, part(c), Cached::Column(array));
             }
         }
         found
@@ -431,18 +489,15 @@ impl ChunkCache {
         if chunk.row_groups.is_empty() {
             return Ok(None);
         }
-        {
+        let cached = {
             let e = self.lock();
-            let whole = |what| {
-                e.units
-                    .contains_key(&(chunk.path.clone(), index, what, ALL_ROWS))
-            };
-            if whole(What::Versions) {
+            if e.contains(&chunk.path, &(index, What::Versions, ALL_ROWS)) {
                 return Ok(None);
             }
-        }
-        let key = (chunk.path.clone(), index);
-        let cached = self.lock().segments.get(&key).cloned();
+            e.chunks
+                .get(&chunk.path)
+                .and_then(|c| c.segments.get(&index).cloned())
+        };
         let segments = match cached {
             Some(segments) => segments,
             None => {
@@ -450,10 +505,17 @@ impl ChunkCache {
                 let segments =
                     KeySegments::of_chunk(footer.metadata(), schema, index).map(Arc::new);
                 let mut e = self.lock();
-                if e.segments.len() >= CACHED_SEGMENTS {
-                    e.segments.clear();
+                if e.segments >= CACHED_SEGMENTS {
+                    e.clear_segments();
                 }
-                e.segments.insert(key, segments.clone());
+                let fresh = e
+                    .chunk_mut(&chunk.path)
+                    .segments
+                    .insert(index, segments.clone())
+                    .is_none();
+                if fresh {
+                    e.segments += 1;
+                }
                 segments
             }
         };
@@ -555,9 +617,7 @@ mod tests {
     use arrow::datatypes::DataType;
     use dynql_core::Value;
 
-    fn unit(path: &str) -> Unit {
-        (path.to_string(), WHOLE, What::Versions, ALL_ROWS)
-    }
+    const PART: Part = (WHOLE, What::Versions, ALL_ROWS);
 
     /// A chunk of `//t (k int64 key, v string, n int64, c string)` over keys 0..`rows`
     /// (`v` distinct, `c` one of three values; one version
@@ -689,11 +749,28 @@ mod tests {
     #[test]
     fn a_zero_budget_keeps_nothing_and_a_budget_keeps_what_fits() {
         let none = ChunkCache::with_budget(0);
-        none.insert(unit("a"), Cached::Versions(Arc::default()));
-        assert!(none.get_versions(&unit("a")).is_none());
+        none.insert("a", PART, Cached::Versions(Arc::default()));
+        assert!(none.get_versions("a", PART).is_none());
 
         let some = ChunkCache::with_budget(1 << 20);
-        some.insert(unit("a"), Cached::Versions(Arc::default()));
-        assert!(some.get_versions(&unit("a")).is_some());
+        some.insert("a", PART, Cached::Versions(Arc::default()));
+        assert!(some.get_versions("a", PART).is_some());
+    }
+
+    #[test]
+    fn the_least_recently_used_unit_goes_first_and_its_chunk_with_it() {
+        let column = || Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![7i64; 1000])));
+        let size = column().bytes();
+        let cache = ChunkCache::with_budget(size * 5 / 2);
+        cache.insert("a", PART, column());
+        cache.insert("b", PART, column());
+        // "a" is used after "b" was cached: "b" is the one to go.
+        assert!(cache.get("a", PART).is_some());
+        cache.insert("c", PART, column());
+        assert!(cache.get("b", PART).is_none());
+        assert!(cache.get("a", PART).is_some() && cache.get("c", PART).is_some());
+        let e = cache.lock();
+        assert_eq!((e.units, e.bytes), (2, 2 * size));
+        assert!(!e.chunks.contains_key("b"));
     }
 }

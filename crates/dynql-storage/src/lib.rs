@@ -17,6 +17,7 @@ pub mod error;
 pub mod files;
 mod flush;
 mod key_range;
+mod key_search;
 pub mod log;
 mod merge;
 pub mod mvcc;

@@ -28,6 +28,10 @@ use crate::scan::{KeyBound, KeyRange};
 pub(crate) struct KeySegments {
     rows: usize,
     segments: Vec<(Range<usize>, KeyRange)>,
+    /// Whether the segments' lower bounds and upper bounds each rise with their rows (true
+    /// of sorted rows unless an unknown statistic widens one segment): the segments a range
+    /// meets are then one run, found by binary search.
+    ordered: bool,
 }
 
 impl KeySegments {
@@ -124,13 +128,50 @@ impl KeySegments {
                 }
             }
         }
-        Some(KeySegments { rows, segments })
+        let ordered = segments.windows(2).all(|w| {
+            let ((_, a), (_, b)) = (&w[0], &w[1]);
+            a.lower.compare(&b.lower).is_le() && a.upper.compare(&b.upper).is_le()
+        });
+        Some(KeySegments {
+            rows,
+            segments,
+            ordered,
+        })
     }
 
     /// The rows that may hold keys of `range` (from the first to the last segment it
     /// meets), when that is less than the whole row group (`None`: read all of it). An
     /// empty window means no row.
     pub(crate) fn window(&self, range: &KeyRange) -> Option<Range<usize>> {
+        let run = if self.ordered {
+            // A segment meets the range when it ends after the range's lower bound and starts
+            // before its upper bound (and neither is empty): with rising bounds, the first
+            // holds from some segment on and the second up to some segment.
+            let lo = self
+                .segments
+                .partition_point(|(_, s)| range.lower.compare(&s.upper).is_ge());
+            let hi = self
+                .segments
+                .partition_point(|(_, s)| s.lower.compare(&range.upper).is_lt());
+            lo..hi.max(lo)
+        } else {
+            0..self.segments.len()
+        };
+        let run = &self.segments[run];
+        let first = run.iter().position(|(_, s)| range.overlaps(s));
+        let window = match first {
+            None => 0..0,
+            Some(first) => {
+                let last = run.iter().rposition(|(_, s)| range.overlaps(s));
+                run[first].0.start..run[last.unwrap_or(first)].0.end
+            }
+        };
+        (window.len() < self.rows).then_some(window)
+    }
+
+    /// [`KeySegments::window`] by a walk over every segment (the reference for tests).
+    #[cfg(test)]
+    fn window_by_walk(&self, range: &KeyRange) -> Option<Range<usize>> {
         let mut meets = self
             .segments
             .iter()
@@ -369,7 +410,11 @@ mod tests {
                 lower: bound(lower, KeyBound::min()),
                 upper: bound(upper, KeyBound::max()),
             };
-            let window = key_window(&meta, &schema(), 0, &range).unwrap_or(0..keys.len());
+            let segments = KeySegments::of_chunk(&meta, &schema(), 0).unwrap();
+            prop_assert!(segments.ordered);
+            let window = segments.window(&range);
+            prop_assert_eq!(&window, &segments.window_by_walk(&range));
+            let window = window.unwrap_or(0..keys.len());
             for (row, k) in keys.iter().enumerate() {
                 if range.contains(&key_values(k)) {
                     prop_assert!(window.contains(&row), "row {} outside {:?}", row, window);

@@ -12,8 +12,7 @@ use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::basic::Encoding;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
-use dynql_core::arrow_convert::array_value;
-use dynql_core::{TableSchema, Value, ValueType};
+use dynql_core::TableSchema;
 
 use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
@@ -24,75 +23,6 @@ use crate::object_file::ObjectFile;
 pub(crate) struct RawRowGroup {
     pub(crate) batch: RecordBatch,
     pub(crate) clean_since: Option<u64>,
-}
-
-/// The first row of key-sorted `keys` (the key columns of a row group, of `types`) that is
-/// not `before` a bound.
-pub(crate) fn partition_keys(
-    keys: &[ArrayRef],
-    types: &[ValueType],
-    before: impl Fn(&[Value]) -> bool,
-) -> usize {
-    search_keys(keys, types, 0, false, before)
-}
-
-/// [`partition_keys`] where the rows before `start` are known to be `before`: the search
-/// gallops from there (a point's rows end a probe or two after they start).
-pub(crate) fn partition_keys_from(
-    keys: &[ArrayRef],
-    types: &[ValueType],
-    start: usize,
-    before: impl Fn(&[Value]) -> bool,
-) -> usize {
-    search_keys(keys, types, start, true, before)
-}
-
-/// The first row from `start` not `before` a bound: a binary search, after a gallop from
-/// `start` with `gallop`.
-fn search_keys(
-    keys: &[ArrayRef],
-    types: &[ValueType],
-    start: usize,
-    gallop: bool,
-    before: impl Fn(&[Value]) -> bool,
-) -> usize {
-    // One key buffer for all the probes.
-    let mut key = Vec::with_capacity(keys.len());
-    let mut is_before = |i: usize| {
-        key.clear();
-        key.extend(
-            keys.iter()
-                .zip(types)
-                .map(|(c, t)| array_value(c.as_ref(), *t, i)),
-        );
-        before(&key)
-    };
-    let len = keys.first().map_or(0, |c| c.len());
-    let (mut lo, mut hi) = (start.min(len), len);
-    // Gallop: rows lo, lo+1, lo+3, lo+7, … until one is not before.
-    let mut step = 1;
-    while gallop && lo < hi {
-        let probe = lo + step - 1;
-        if probe >= hi {
-            break;
-        }
-        if is_before(probe) {
-            lo = probe + 1;
-            step *= 2;
-        } else {
-            hi = probe;
-            break;
-        }
-    }
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if is_before(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// A reader of row group `index` of `chunk` (or its row window `rows`), and the rows it
@@ -304,32 +234,4 @@ pub(crate) fn binary_as_views(batch: &RecordBatch) -> Result<RecordBatch> {
         columns,
         &options,
     )?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow::array::Int64Array;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Galloping from a start the rows before which are known to be before gives the
-        /// first row not before, as a scan from the start does.
-        #[test]
-        fn partitions_are_the_first_row_not_before(
-            mut values in proptest::collection::vec(-50i64..50, 0..300),
-            bound in -60i64..60,
-            start in 0usize..320,
-        ) {
-            values.sort_unstable();
-            let keys: Vec<ArrayRef> = vec![std::sync::Arc::new(Int64Array::from(values.clone()))];
-            let types = [ValueType::Int64];
-            let before = |k: &[Value]| matches!(k[0], Value::Int64(v) if v < bound);
-            let expected = values.iter().position(|&v| v >= bound).unwrap_or(values.len());
-            prop_assert_eq!(partition_keys(&keys, &types, before), expected);
-            // Any start at or below the answer gives it.
-            let start = start.min(expected);
-            prop_assert_eq!(partition_keys_from(&keys, &types, start, before), expected);
-        }
-    }
 }

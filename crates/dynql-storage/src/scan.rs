@@ -14,9 +14,9 @@ use dynql_core::{Value, ValueType};
 
 use crate::error::{Error, Result};
 pub use crate::key_range::{normalize_ranges, KeyBound, KeyRange};
+use crate::key_search::{partition_keys, partition_keys_from};
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
-use crate::row_group_decode::{partition_keys, partition_keys_from};
 use crate::row_group_filter::RowGroupFilter;
 use crate::store::{KeyOrd, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
@@ -74,39 +74,52 @@ pub(crate) struct ScanPlan {
     pub(crate) statistics: ScanStatistics,
 }
 
+/// The plan of a scan of normalised `ranges` (see [`normalize_ranges`]) as of `timestamp`.
 pub(crate) fn plan_scan(
     entry: &TableEntry,
     data: &TableData,
     ranges: &[KeyRange],
     timestamp: Timestamp,
 ) -> Result<ScanPlan> {
+    debug_assert!(ranges
+        .windows(2)
+        .all(|w| w[0].upper.compare(&w[1].lower).is_lt()));
     let tablets = tablet_ranges(entry)?;
     let mut selected_tablets = Vec::new();
     for (i, t) in tablets.iter().enumerate() {
-        let clipped: Vec<KeyRange> = ranges.iter().filter_map(|r| r.intersect(t)).collect();
+        // Sorted, disjoint ranges: those that meet the tablet are one run.
+        let lo = ranges.partition_point(|r| r.upper.compare(&t.lower).is_le());
+        let hi = ranges.partition_point(|r| r.lower.compare(&t.upper).is_lt());
+        let clipped: Vec<KeyRange> = ranges[lo..hi.max(lo)]
+            .iter()
+            .filter_map(|r| r.intersect(t))
+            .collect();
         if !clipped.is_empty() {
             selected_tablets.push((i, clipped));
         }
     }
+    // Still sorted and disjoint: tablets are.
     let clipped: Vec<&KeyRange> = selected_tablets.iter().flat_map(|(_, r)| r).collect();
     let mut row_groups = Vec::new();
     let mut selected_row_groups = 0;
     let mut total_row_groups = 0;
     for (ci, c) in data.chunks.iter().enumerate() {
         total_row_groups += c.row_group_count();
-        if c.min_timestamp > timestamp.0
-            || !clipped.iter().any(|r| r.meets_keys(&c.min_key, &c.max_key))
-        {
+        if c.min_timestamp > timestamp.0 {
+            continue;
+        }
+        // The run of ranges that meet the chunk's keys (most ranges of a long IN list lie
+        // in other chunks, other tablets').
+        let lo = clipped.partition_point(|r| !r.upper.is_after(&c.min_key));
+        let hi = clipped.partition_point(|r| !r.lower.is_after(&c.max_key));
+        let meeting = &clipped[lo..hi.max(lo)];
+        if meeting.is_empty() {
             continue;
         }
         // Row groups are in key order: per range, binary-search the first one it meets.
         let count = c.row_group_count();
         let mut needed = std::collections::BTreeSet::new();
-        // Most ranges of a long IN list lie in other chunks (other tablets').
-        for r in clipped
-            .iter()
-            .filter(|r| r.meets_keys(&c.min_key, &c.max_key))
-        {
+        for r in meeting {
             let (mut lo, mut hi) = (0, count);
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;
@@ -433,6 +446,10 @@ impl Store {
                 let in_range: Vec<(usize, usize)> = plan
                     .row_groups
                     .iter()
+                    .filter(|(ci, _)| {
+                        let chunk = &data.chunks[*ci];
+                        range.meets_keys(&chunk.min_key, &chunk.max_key)
+                    })
                     .flat_map(|(ci, groups)| {
                         let chunk = &data.chunks[*ci];
                         let first = groups
@@ -521,16 +538,10 @@ impl Store {
                                 let (lo, hi) = if whole {
                                     (0, rows)
                                 } else {
-                                    let keys = arrays
-                                        .drain(..key_count)
-                                        .map(|k| crate::row_group_decode::expanded(&k))
-                                        .collect::<Result<Vec<_>>>()?;
-                                    let lo = partition_keys(&keys, &key_types, |k| {
-                                        piece.lower.is_after(k)
-                                    });
-                                    let hi = partition_keys_from(&keys, &key_types, lo, |k| {
-                                        piece.upper.is_after(k)
-                                    });
+                                    let keys: Vec<_> = arrays.drain(..key_count).collect();
+                                    let lo = partition_keys(&keys, &key_types, &piece.lower);
+                                    let hi =
+                                        partition_keys_from(&keys, &key_types, lo, &piece.upper);
                                     (lo, hi)
                                 };
                                 if hi > lo {

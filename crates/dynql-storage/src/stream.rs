@@ -41,8 +41,10 @@ pub struct TableScan {
     store: Store,
     state: Arc<State>,
     path: String,
-    entry: TableEntry,
-    ranges: Vec<KeyRange>,
+    entry: Arc<TableEntry>,
+    ranges: Arc<Vec<KeyRange>>,
+    /// The Arrow schema of the rows ([`TableScan::schema`]).
+    schema: SchemaRef,
     timestamp: Timestamp,
     tablets: Vec<usize>,
     planned: ScanStatistics,
@@ -174,14 +176,16 @@ impl Snapshot {
             };
             (tablets, statistics, u64::MAX)
         };
-        let entry = entry.clone();
+        let schema = table_arrow_schema(&entry.schema.query_schema());
+        let entry = Arc::new(entry.clone());
         let unflushed_keys = data.sorted.len();
         Ok(TableScan {
             store: self.store.clone(),
             state: self.state.clone(),
             path: path.to_string(),
             entry,
-            ranges,
+            ranges: Arc::new(ranges),
+            schema,
             timestamp,
             tablets,
             planned,
@@ -257,7 +261,7 @@ impl TableScan {
     /// The Arrow schema of the rows (the query layout: ordered tables lead with
     /// `$tablet_index`, `$row_index`).
     pub fn schema(&self) -> SchemaRef {
-        table_arrow_schema(&self.entry.schema.query_schema())
+        self.schema.clone()
     }
 
     /// Streams the rows of `tablets` (a subset of [`TableScan::tablets`], read in the order

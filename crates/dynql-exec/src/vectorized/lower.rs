@@ -27,6 +27,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::Column;
@@ -559,10 +560,10 @@ pub(super) fn offset_and_fetch(
     (plan.offset > 0 || fetch.is_some()).then(|| (signed(plan.offset), fetch))
 }
 
-/// `batch` with each column in its YT type's Arrow type (DataFusion may return views or
+/// The columns of `batch`, each in its YT type's Arrow type (DataFusion may return views or
 /// wider types).
-pub(super) fn in_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch> {
-    let columns = batch
+pub(super) fn wire_columns(batch: &RecordBatch, types: &[ValueType]) -> Result<Vec<ArrayRef>> {
+    Ok(batch
         .columns()
         .iter()
         .zip(types)
@@ -575,7 +576,12 @@ pub(super) fn in_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<
             }
         })
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(DataFusionError::from)?;
+        .map_err(DataFusionError::from)?)
+}
+
+/// `batch` with each column in its YT type's Arrow type (see [`wire_columns`]).
+pub(super) fn in_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch> {
+    let columns = wire_columns(batch, types)?;
     let fields: Vec<Field> = columns
         .iter()
         .enumerate()

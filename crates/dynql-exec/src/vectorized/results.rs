@@ -23,7 +23,7 @@ use dynql_ql::plan::QueryPlan;
 use dynql_ql::texpr::TExpr;
 
 use super::input::Input;
-use super::lower::{in_wire_types, query_error};
+use super::lower::{query_error, wire_columns};
 use crate::error::{Error, Result};
 use crate::select::Statistics;
 
@@ -201,9 +201,7 @@ impl Results {
 
     /// `batch` in the result's schema: its wire types, `utf8` columns as checked `Utf8`.
     fn in_result_schema(&self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let wire = in_wire_types(batch, &self.types)?;
-        let columns = wire
-            .columns()
+        let columns = wire_columns(batch, &self.types)?
             .iter()
             .zip(self.schema.fields())
             .map(|(c, f)| utf8_column(c, f))

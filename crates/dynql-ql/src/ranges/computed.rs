@@ -17,6 +17,7 @@
 //! next to `l / 3`) is never enumerated by quotients: every satisfying row stays in a range.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use dynql_core::{TableSchema, Value, ValueType};
 
@@ -119,7 +120,36 @@ enum Source {
     Modulo,
 }
 
+/// Schemas whose key columns were analysed last, at most this many: their computed columns
+/// are compiled once, not per query.
+const RECENT_SCHEMAS: usize = 32;
+
+static RECENT: Mutex<Vec<(TableSchema, Arc<KeyColumns>)>> = Mutex::new(Vec::new());
+
 impl KeyColumns {
+    /// [`KeyColumns::new`], remembered for the schemas used last.
+    ///
+    /// # Errors
+    /// A computed column whose expression does not compile.
+    pub fn of(schema: &TableSchema) -> Result<Arc<KeyColumns>> {
+        let recent = || RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = recent()
+            .iter()
+            .find(|(s, _)| s == schema)
+            .map(|(_, k)| k.clone());
+        if let Some(found) = found {
+            return Ok(found);
+        }
+        // Compiled outside the lock; a schema compiled twice at once is kept twice, harmlessly.
+        let made = Arc::new(KeyColumns::new(schema)?);
+        let mut recent = recent();
+        if recent.len() >= RECENT_SCHEMAS {
+            recent.remove(0);
+        }
+        recent.push((schema.clone(), made.clone()));
+        Ok(made)
+    }
+
     /// Analyses `schema`'s key columns.
     ///
     /// # Errors

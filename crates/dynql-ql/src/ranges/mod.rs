@@ -95,7 +95,7 @@ pub fn infer_key_ranges(
     predicate: Option<&TypedExpr>,
     options: &RangeOptions,
 ) -> Result<Vec<KeyRange>> {
-    let keys = KeyColumns::new(schema)?;
+    let keys = KeyColumns::of(schema)?;
     let trie = match predicate {
         Some(p) => extract::extract(p, schema)?,
         None => Trie::universal(),
