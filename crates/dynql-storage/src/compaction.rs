@@ -42,6 +42,30 @@ impl Default for Retention {
     }
 }
 
+impl Retention {
+    /// Checks the `$ttl` (milliseconds) a written row gives its version: YT refuses one below
+    /// the table's `min_data_ttl`. Every write path (insert, import) applies this one rule.
+    ///
+    /// ```
+    /// use dynql_storage::compaction::Retention;
+    /// let r = Retention { min_data_ttl: 1000, ..Retention::default() };
+    /// assert!(r.check_row_ttl(1000).is_ok());
+    /// assert_eq!(
+    ///     r.check_row_ttl(999).unwrap_err(),
+    ///     "$ttl 999 is below the table's min_data_ttl 1000"
+    /// );
+    /// ```
+    pub fn check_row_ttl(&self, ttl: u64) -> std::result::Result<(), String> {
+        if ttl < self.min_data_ttl {
+            return Err(format!(
+                "$ttl {ttl} is below the table's min_data_ttl {}",
+                self.min_data_ttl
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Milliseconds since the epoch of a timestamp.
 pub fn timestamp_ms(t: Timestamp) -> u64 {
     t.unix_seconds() * 1000 + (t.0 & ((1 << crate::timestamp::COUNTER_BITS) - 1)) / 1_000_000

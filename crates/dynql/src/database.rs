@@ -267,15 +267,10 @@ impl Database {
             }
             if let Some(i) = ttl_column {
                 if let Some(Value::Uint64(t)) = &row[i] {
-                    if *t < entry.retention.min_data_ttl {
-                        return Err(row_error(
-                            n,
-                            Error::Invalid(format!(
-                                "$ttl {t} is below the table's min_data_ttl {}",
-                                entry.retention.min_data_ttl
-                            )),
-                        ));
-                    }
+                    entry
+                        .retention
+                        .check_row_ttl(*t)
+                        .map_err(|m| row_error(n, Error::Invalid(m)))?;
                 }
             }
             full.push(row);

@@ -203,6 +203,53 @@ async fn max_rejected_imports_the_valid_rows_and_reports_every_rejected_one() {
 }
 
 #[tokio::test]
+async fn import_refuses_a_ttl_below_min_data_ttl_as_insert_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = table(
+        "{dynamic=%true; min_data_ttl=1000; max_data_ttl=5000; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=\"$ttl\";type=uint64}]}",
+    )
+    .await;
+    let message = "$ttl 999 is below the table's min_data_ttl 1000";
+    let insert = db
+        .insert_json_rows("//t", &[json!({"k": 1, "v": "a", "$ttl": 999})])
+        .await
+        .unwrap_err();
+    assert!(insert.to_string().contains(message), "{insert}");
+    let csv = write(
+        dir.path(),
+        "rows.csv",
+        "k,v,$ttl\n1,a,999\n2,b,1000\n3,c,\n",
+    );
+    let jsonl = write(
+        dir.path(),
+        "rows.jsonl",
+        "{\"k\":4,\"v\":\"d\",\"$ttl\":999}\n{\"k\":5,\"v\":\"e\",\"$ttl\":4000}\n",
+    );
+    let seen: Arc<Mutex<Vec<RejectedRow>>> = Arc::default();
+    let sink = seen.clone();
+    let options = ImportOptions {
+        max_rejected: 2,
+        on_rejected: Some(Arc::new(move |r: &RejectedRow| {
+            sink.lock().unwrap().push(r.clone())
+        })),
+        ..ImportOptions::default()
+    };
+    let report = db.import("//t", &[csv, jsonl], &options).await.unwrap();
+    assert_eq!((report.rows_imported, report.rejected), (3, 2));
+    let reasons: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.reason.clone())
+        .collect();
+    assert_eq!(reasons, [message, message]);
+    assert_eq!(
+        rows(&db, "k from [//t]").await,
+        [[Value::Int64(2)], [Value::Int64(3)], [Value::Int64(5)]]
+    );
+}
+
+#[tokio::test]
 async fn computed_columns_are_filled_and_input_values_checked() {
     let dir = tempfile::tempdir().unwrap();
     let db = table("{dynamic=%true; schema=[{name=h;type=int64;sort_order=ascending;expression=\"k % 3\"};{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}").await;

@@ -17,9 +17,11 @@ use dynql_core::arrow_convert::{
     values_to_array,
 };
 use dynql_core::row::{check_logical_type, row_from_yson, value_for_column};
-use dynql_core::schema::{ORDERED_SYSTEM_COLUMNS, VIRTUAL_TABLET_INDEX};
+use dynql_core::schema::{ORDERED_SYSTEM_COLUMNS, TTL_COLUMN, VIRTUAL_TABLET_INDEX};
 use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 use dynql_ql::ComputedColumns;
+use dynql_storage::compaction::Retention;
+use dynql_storage::TableEntry;
 
 use crate::error::{Error, Result};
 use crate::io::source::{InputBatch, InputData, JsonLine};
@@ -32,6 +34,8 @@ pub(crate) struct Converter {
     arrow_schema: SchemaRef,
     key_count: usize,
     tablet_count: usize,
+    /// The `$ttl` column, if the schema has one, and the rule its values must follow.
+    ttl: Option<(usize, Retention)>,
 }
 
 /// The outcome of converting one input batch.
@@ -50,14 +54,29 @@ impl Converter {
     ///
     /// # Errors
     /// A computed column that does not compile (the table could not have been created).
-    pub(crate) fn new(schema: &TableSchema, tablet_count: usize) -> Result<Converter> {
+    pub(crate) fn new(table: &TableEntry) -> Result<Converter> {
+        let schema = &table.schema;
         Ok(Converter {
             computed: ComputedColumns::compile(schema)?,
             arrow_schema: table_arrow_schema(schema),
             key_count: schema.key_column_count(),
             schema: schema.clone(),
-            tablet_count,
+            tablet_count: table.tablet_count,
+            ttl: schema
+                .column_index(TTL_COLUMN)
+                .map(|c| (c, table.retention)),
         })
+    }
+
+    /// Checks a row's `$ttl` value (see [`Retention::check_row_ttl`]).
+    fn check_ttl(&self, row: impl Fn(usize) -> Value) -> std::result::Result<(), String> {
+        match &self.ttl {
+            Some((c, retention)) => match row(*c) {
+                Value::Uint64(t) => retention.check_row_ttl(t),
+                _ => Ok(()),
+            },
+            None => Ok(()),
+        }
     }
 
     /// Converts one batch read from `file`.
@@ -149,6 +168,15 @@ impl Converter {
                 columns.push(new_null_array(&target, n));
             } else {
                 columns.push(converted);
+            }
+        }
+        // Before the keys are taken: a rejected row must not leave its key behind.
+        if let Some((c, _)) = &self.ttl {
+            let t = self.schema.columns()[*c].wire_type();
+            for (r, p) in problems.iter_mut().enumerate() {
+                if let Err(m) = self.check_ttl(|_| array_value(columns[*c].as_ref(), t, r)) {
+                    p.push(m);
+                }
             }
         }
         let mut keys = Vec::new();
@@ -338,6 +366,9 @@ impl Converter {
                 _ => {}
             }
             row.push(value.unwrap_or(Value::Null));
+        }
+        if let Err(m) = self.check_ttl(|c| row[c].clone()) {
+            problems.push(m);
         }
         let mut key: Vec<Value> = row[..self.key_count].to_vec();
         if problems.is_empty() {

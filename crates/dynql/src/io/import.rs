@@ -172,7 +172,7 @@ impl Database {
         } else {
             None
         };
-        let converter = Converter::new(&entry.schema, entry.tablet_count)?;
+        let converter = Converter::new(&entry)?;
         let total_bytes: u64 = files.iter().map(|f| f.size).sum();
         let report = |progress: Progress| {
             if let Some(f) = &options.progress {
@@ -191,6 +191,15 @@ impl Database {
                 let input = input?;
                 let bytes = bytes_before + input.bytes_read;
                 let converted = converter.convert(&file.name, input)?;
+                if sorted && converted.keys.len() != converted.batch.num_rows() {
+                    // The rows are later found by their keys' positions: never guess.
+                    return Err(Error::Invalid(format!(
+                        "internal: {} accepted rows of {} but {} keys",
+                        converted.batch.num_rows(),
+                        file.name,
+                        converted.keys.len()
+                    )));
+                }
                 rows_read += (converted.batch.num_rows() + converted.rejected.len()) as u64;
                 for r in converted.rejected {
                     rejected += 1;
