@@ -1,20 +1,27 @@
-//! Bulk writes: many batches of rows of a sorted table, each written as its own chunk, made
-//! visible by one commit.
+//! Bulk writes: many batches of rows of a sorted table, each written as key-sorted chunks
+//! split at the table's pivot keys (as a flush writes them), made visible by one commit.
 //!
 //! ```text
-//! start_bulk_write ──▶ stage_bulk_rows (batch 1 → chunk) ──▶ … ──▶ commit_bulk_write
+//! start_bulk_write ──▶ stage_bulk_rows (batch 1 → chunks) ──▶ … ──▶ commit_bulk_write
 //!                       nothing visible yet; a failure leaves only unreferenced chunks
 //! ```
 //!
-//! A plain [`Store::write_rows`] of N rows encodes them all at once; a bulk write keeps one
-//! batch in memory at a time and still commits atomically (a single log record names every
-//! chunk), so a failed import leaves the table exactly as it was. Unreferenced chunks of an
-//! abandoned bulk write are removed by garbage collection like any other.
+//! A bulk write keeps one batch in memory at a time and still commits atomically: a single
+//! log record ([`Action::BulkInsert`]) names every chunk, so a failed import leaves the table
+//! exactly as it was, and unreferenced chunks of an abandoned bulk write are removed by
+//! garbage collection like any other.
+//!
+//! The chunks are written before the commit timestamp exists, so their files hold placeholder
+//! timestamps and the commit gives every version its own ([`ChunkRef::commit_timestamp`]): on
+//! replay the chunks simply join the table's chunk list. Opening the store afterwards reads
+//! none of their rows, and a query reads them as it reads flushed chunks (their row groups
+//! are clean: one overwrite per key), not through the dynamic store in memory.
 
+use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::mvcc::WriteKind;
-use crate::store::{RowValues, Store};
+use crate::mvcc::{RowDelta, WriteKind};
+use crate::store::{RowValues, Store, LARGE_WRITE_ROWS};
 use crate::timestamp::Timestamp;
 
 /// A bulk write in progress (see the module docs): the chunks and inline rows staged so far.
@@ -24,7 +31,11 @@ pub struct BulkWrite {
     table_id: String,
     /// The schema the rows are checked against; the commit re-checks it.
     schema: dynql_core::TableSchema,
-    actions: Vec<Action>,
+    /// The pivot keys the chunks were split at; the commit re-checks them.
+    pivot_keys: Vec<String>,
+    /// Small batches, which travel inline in the commit record.
+    inline: Vec<Action>,
+    chunks: Vec<ChunkRef>,
     rows: u64,
 }
 
@@ -37,6 +48,11 @@ impl BulkWrite {
     /// Rows staged so far.
     pub fn staged_rows(&self) -> u64 {
         self.rows
+    }
+
+    /// The chunks staged so far.
+    pub fn staged_chunks(&self) -> &[ChunkRef] {
+        &self.chunks
     }
 }
 
@@ -58,40 +74,76 @@ impl Store {
             path: path.to_string(),
             table_id: entry.id,
             schema: entry.schema,
-            actions: Vec::new(),
+            pivot_keys: entry.pivot_keys,
+            inline: Vec::new(),
+            chunks: Vec::new(),
             rows: 0,
         })
     }
 
     /// Stages one batch of full rows (schema order, computed columns filled) in overwrite
-    /// mode: a large batch becomes a chunk now, a small one travels inline in the commit.
+    /// mode: a large batch becomes chunks now (sorted by key, one per tablet it touches), a
+    /// small one travels inline in the commit.
     ///
-    /// Batches of one bulk write must not share keys: all their versions get one commit
-    /// timestamp, so two versions of a key would be indistinguishable.
+    /// Batches of one bulk write must not share keys, nor may one batch hold a key twice: all
+    /// their versions get one commit timestamp, so two versions of a key would be
+    /// indistinguishable. A batch holding a key twice is refused.
     ///
     /// # Errors
-    /// Malformed rows (wrong width, missing key), the table replaced since the write started,
-    /// or a failed chunk upload.
+    /// Malformed rows (wrong width, missing key), a key given twice, the table replaced or
+    /// resharded since the write started, or a failed chunk upload.
     pub async fn stage_bulk_rows(&self, bulk: &mut BulkWrite, rows: Vec<RowValues>) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        let (action, schema) = self
-            .prepare_write(&bulk.path, WriteKind::Overwrite, false, &rows, true)
-            .await?;
-        match &action {
-            Action::WriteRows { .. } if schema != bulk.schema => {
-                return Err(crate::validate::schema_changed(&bulk.path))
-            }
-            Action::WriteRows { table_id, .. } if *table_id == bulk.table_id => {}
-            _ => {
-                return Err(Error::NoSuchTable {
-                    path: bulk.path.clone(),
-                })
-            }
+        let entry = self.table(&bulk.path).await?;
+        if entry.id != bulk.table_id {
+            return Err(Error::NoSuchTable {
+                path: bulk.path.clone(),
+            });
         }
-        bulk.rows += rows.len() as u64;
-        bulk.actions.push(action);
+        if entry.schema != bulk.schema {
+            return Err(crate::validate::schema_changed(&bulk.path));
+        }
+        if entry.pivot_keys != bulk.pivot_keys {
+            return Err(resharded(&bulk.path));
+        }
+        crate::tablets::check_writable(&entry, &bulk.path)?;
+        let count = rows.len() as u64;
+        if rows.len() < LARGE_WRITE_ROWS {
+            let (action, _) = self
+                .prepare_write(&bulk.path, WriteKind::Overwrite, false, &rows, false)
+                .await?;
+            bulk.inline.push(action);
+        } else {
+            crate::validate::row_shapes(&entry.schema, &bulk.path, &rows)?;
+            let key_count = entry.schema.key_column_count();
+            let mut versions: Vec<RowDelta> = rows
+                .into_iter()
+                .map(|values| RowDelta {
+                    // A placeholder: the commit gives every version its timestamp.
+                    timestamp: Timestamp::MIN,
+                    kind: WriteKind::Overwrite,
+                    values,
+                    aggregate: false,
+                })
+                .collect();
+            versions.sort_by(|a, b| crate::chunk::compare_version_keys(a, b, key_count));
+            if let Some(w) = versions
+                .windows(2)
+                .find(|w| crate::chunk::compare_version_keys(&w[0], &w[1], key_count).is_eq())
+            {
+                return Err(Error::Invalid(format!(
+                    "a bulk write to {} gives key {} twice",
+                    bulk.path,
+                    crate::chunk::key_text(&crate::chunk::version_key(&w[0], key_count))
+                )));
+            }
+            let refs: Vec<&RowDelta> = versions.iter().collect();
+            let chunks = crate::flush::write_tablet_chunks(self, &entry, "bulk", &refs).await?;
+            bulk.chunks.extend(chunks);
+        }
+        bulk.rows += count;
         Ok(())
     }
 
@@ -99,24 +151,46 @@ impl Store {
     /// commit's when nothing was staged).
     ///
     /// # Errors
-    /// The table was removed or replaced since the write started; the store failed.
+    /// The table was removed, replaced or resharded since the write started; the store
+    /// failed.
     pub async fn commit_bulk_write(&self, bulk: BulkWrite) -> Result<Timestamp> {
-        if bulk.actions.is_empty() {
+        if bulk.inline.is_empty() && bulk.chunks.is_empty() {
             return self.last_committed_timestamp().await;
         }
         let BulkWrite {
             path,
             table_id,
             schema,
-            actions,
+            pivot_keys,
+            inline,
+            chunks,
             ..
         } = bulk;
+        let mut actions = inline;
+        if !chunks.is_empty() {
+            actions.push(Action::BulkInsert {
+                path: path.clone(),
+                table_id: table_id.clone(),
+                chunks,
+            });
+        }
         self.commit(|state| {
-            crate::validate::writable_table(state, &path, &table_id, &schema)?;
+            let (entry, _) = crate::validate::writable_table(state, &path, &table_id, &schema)?;
+            if entry.pivot_keys != pivot_keys {
+                return Err(resharded(&path));
+            }
             Ok(actions.clone())
         })
         .await
     }
+}
+
+/// The error of a bulk write whose table was resharded while it wrote: its chunks were split
+/// at the old pivot keys.
+fn resharded(path: &str) -> Error {
+    Error::Invalid(format!(
+        "{path} was resharded during the bulk write; run it again"
+    ))
 }
 
 #[cfg(test)]
@@ -124,7 +198,7 @@ mod tests {
     use dynql_core::{TableSchema, Value};
 
     use super::*;
-    use crate::store::TableOptions;
+    use crate::store::{TableOptions, LARGE_WRITE_ROWS};
 
     fn row(k: i64, v: &str) -> RowValues {
         vec![Some(Value::Int64(k)), Some(Value::string(v))]
@@ -166,6 +240,202 @@ mod tests {
             .unwrap();
         assert_eq!(after.len(), crate::store::LARGE_WRITE_ROWS + 1);
         assert_eq!(after[0], vec![Value::Int64(-1), Value::string("small")]);
+    }
+
+    fn schema() -> TableSchema {
+        TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]")
+            .unwrap()
+    }
+
+    /// A table of two tablets (pivot 5000).
+    async fn two_tablets(store: &Store) {
+        let options = TableOptions {
+            pivot_keys: Some(vec![vec![], vec![Value::Int64(5000)]]),
+            ..TableOptions::default()
+        };
+        store.create_table("//t", schema(), options).await.unwrap();
+    }
+
+    /// Rows `keys` with value `v`, in the order given.
+    fn rows(keys: impl Iterator<Item = i64>, v: &str) -> Vec<RowValues> {
+        keys.map(|k| row(k, v)).collect()
+    }
+
+    /// Key `k`'s value in `rows` (as read).
+    fn value_of(rows: &[Vec<Value>], k: i64) -> Option<Value> {
+        rows.iter()
+            .find(|r| r[0] == Value::Int64(k))
+            .map(|r| r[1].clone())
+    }
+
+    #[tokio::test]
+    async fn a_bulk_insert_is_chunks_at_its_commit_timestamp_and_opening_reads_none_of_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = Store::open(&url).unwrap();
+        two_tablets(&store).await;
+        // Earlier rows, some of whose keys the bulk write overwrites.
+        let before = store
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                rows([3, 7000].into_iter(), "old"),
+            )
+            .await
+            .unwrap();
+        let n = LARGE_WRITE_ROWS as i64;
+        let mut bulk = store.start_bulk_write("//t").await.unwrap();
+        // Unsorted input, across both tablets, in two batches.
+        store
+            .stage_bulk_rows(&mut bulk, rows((0..n).rev().map(|k| k * 2), "bulk"))
+            .await
+            .unwrap();
+        store
+            .stage_bulk_rows(&mut bulk, rows((0..n).map(|k| k * 2 + 1), "bulk"))
+            .await
+            .unwrap();
+        // Nothing visible, and the chunks are split at the pivot key.
+        assert_eq!(
+            store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
+        assert!(
+            bulk.staged_chunks().len() >= 4,
+            "{:?}",
+            bulk.staged_chunks().len()
+        );
+        for c in bulk.staged_chunks() {
+            let lower = c.min_key[0] >= Value::Int64(5000);
+            let upper = c.max_key[0] >= Value::Int64(5000);
+            assert_eq!(lower, upper, "a chunk straddles the pivot: {c:?}");
+        }
+        let committed = store.commit_bulk_write(bulk).await.unwrap();
+        assert!(committed > before);
+
+        let check = |store: Store| async move {
+            let state = store.refresh().await.unwrap();
+            let (_, data) = state.table_data("//t").unwrap();
+            // Only the two earlier rows are in the dynamic store; the bulk rows are chunks
+            // stamped with the commit timestamp.
+            assert_eq!(data.sorted.len(), 2);
+            assert!(data
+                .chunks
+                .iter()
+                .all(|c| c.commit_timestamp == Some(committed.0)
+                    && c.min_timestamp == committed.0
+                    && c.max_timestamp == committed.0));
+            let now = store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap();
+            // Keys 0..2n, the earlier rows' among them.
+            assert_eq!(now.len(), 2 * LARGE_WRITE_ROWS);
+            assert_eq!(value_of(&now, 3), Some(Value::string("bulk")));
+            assert_eq!(value_of(&now, 7000), Some(Value::string("bulk")));
+            assert_eq!(value_of(&now, 2 * n - 1), Some(Value::string("bulk")));
+            // A read before the commit sees the table as it was.
+            let then = store.read_rows("//t", before).await.unwrap();
+            assert_eq!(then.len(), 2);
+            assert_eq!(value_of(&then, 7000), Some(Value::string("old")));
+            let found = store
+                .lookup_rows("//t", &[vec![Value::Int64(3)]], before)
+                .await
+                .unwrap();
+            assert_eq!(
+                found[0].as_ref().map(|r| r[1].clone()),
+                Some(Value::string("old"))
+            );
+        };
+        check(store.clone()).await;
+        // A fresh process opening the store reads the log, not the rows.
+        check(Store::open(&url).unwrap()).await;
+
+        // Later writes win over the bulk rows, through compaction too.
+        store
+            .write_rows("//t", WriteKind::Overwrite, false, vec![row(3, "new")])
+            .await
+            .unwrap();
+        store
+            .write_rows(
+                "//t",
+                WriteKind::Delete,
+                false,
+                vec![vec![Some(Value::Int64(4)), None]],
+            )
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let now = store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap();
+            assert_eq!(now.len(), 2 * LARGE_WRITE_ROWS - 1);
+            assert_eq!(value_of(&now, 3), Some(Value::string("new")));
+            assert_eq!(value_of(&now, 4), None);
+            assert_eq!(value_of(&now, 5), Some(Value::string("bulk")));
+            store.compact("//t").await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_given_twice_is_refused_and_nothing_is_written() {
+        let store = Store::open("memory://").unwrap();
+        two_tablets(&store).await;
+        let mut bulk = store.start_bulk_write("//t").await.unwrap();
+        let mut batch = rows(0..LARGE_WRITE_ROWS as i64, "a");
+        batch.push(row(17, "b"));
+        let err = store.stage_bulk_rows(&mut bulk, batch).await.unwrap_err();
+        assert!(err.to_string().contains("gives key [17;] twice"), "{err}");
+        assert_eq!(bulk.staged_rows(), 0);
+        store.commit_bulk_write(bulk).await.unwrap();
+        assert!(store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_reshard_during_the_bulk_write_fails_its_commit() {
+        use crate::tablets::{Reshard, TabletCommand};
+        let store = Store::open("memory://").unwrap();
+        two_tablets(&store).await;
+        let mut bulk = store.start_bulk_write("//t").await.unwrap();
+        store
+            .stage_bulk_rows(&mut bulk, rows(0..LARGE_WRITE_ROWS as i64, "a"))
+            .await
+            .unwrap();
+        store
+            .set_tablet_state("//t", TabletCommand::Unmount)
+            .await
+            .unwrap();
+        store
+            .reshard_table(
+                "//t",
+                Reshard::Pivots(vec![vec![], vec![Value::Int64(100)]]),
+            )
+            .await
+            .unwrap();
+        store
+            .set_tablet_state("//t", TabletCommand::Mount)
+            .await
+            .unwrap();
+        let err = store.commit_bulk_write(bulk).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("was resharded during the bulk write"),
+            "{err}"
+        );
+        assert!(store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]

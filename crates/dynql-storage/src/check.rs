@@ -145,8 +145,9 @@ fn verify_chunk_bytes(
     if let Some(c) = &chunk.checksum {
         crate::checksum::verify_chunk(&chunk.path, &bytes, c).map_err(|e| e.to_string())?;
     }
-    let versions = crate::chunk::decode_versioned_chunk(&chunk.path, schema, bytes)
+    let mut versions = crate::chunk::decode_versioned_chunk(&chunk.path, schema, bytes)
         .map_err(|e| e.to_string())?;
+    chunk.stamp(&mut versions);
     if versions.len() as u64 != chunk.rows {
         return Err(format!(
             "it holds {} versions, the catalog records {}",

@@ -459,7 +459,9 @@ impl Store {
                     Action::WriteRows { chunk: Some(c), .. } => {
                         referenced.insert(c);
                     }
-                    Action::Flush { chunks, .. } | Action::Compact { chunks, .. } => {
+                    Action::Flush { chunks, .. }
+                    | Action::Compact { chunks, .. }
+                    | Action::BulkInsert { chunks, .. } => {
                         referenced.extend(chunks.into_iter().map(|c| c.path));
                     }
                     _ => {}

@@ -54,6 +54,11 @@ pub struct ChunkRef {
     /// checksums, which are read unverified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<ChunkChecksum>,
+    /// The commit timestamp of every version of a bulk write's chunk ([`crate::bulk`]): its
+    /// file, written before the commit, holds placeholders, and readers stamp the versions
+    /// they decode with this ([`ChunkRef::stamp`]). Absent for every other chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_timestamp: Option<u64>,
 }
 
 /// Key bounds of one row group of a chunk, and whether it is clean.
@@ -136,6 +141,16 @@ pub const ROW_GROUP_ROWS: usize = 16 * 1024;
 pub const PAGE_ROWS: usize = 1024;
 
 impl ChunkRef {
+    /// Gives `versions`, decoded from this chunk's file, their commit timestamp if the chunk
+    /// has one ([`ChunkRef::commit_timestamp`]); every reader of chunk versions calls this.
+    pub(crate) fn stamp(&self, versions: &mut [RowDelta]) {
+        if let Some(t) = self.commit_timestamp {
+            for d in versions {
+                d.timestamp = Timestamp(t);
+            }
+        }
+    }
+
     /// Whether the chunk may hold versions of `key` visible at `timestamp`.
     pub fn may_contain(&self, key: &[Value], timestamp: u64) -> bool {
         self.min_timestamp <= timestamp
@@ -530,6 +545,7 @@ pub(crate) async fn write_versioned_chunk(
         bytes: size,
         row_groups,
         checksum: Some(checksum),
+        commit_timestamp: None,
     }))
 }
 

@@ -276,7 +276,9 @@ impl ChunkCache {
         if let Some(c) = &chunk.checksum {
             crate::checksum::verify_chunk(&chunk.path, &bytes, c)?;
         }
-        let versions = Arc::new(decode_versioned_chunk(&chunk.path, schema, bytes)?);
+        let mut versions = decode_versioned_chunk(&chunk.path, schema, bytes)?;
+        chunk.stamp(&mut versions);
+        let versions = Arc::new(versions);
         self.insert(&chunk.path, part, Cached::Versions(versions.clone()));
         Ok(versions)
     }
@@ -301,7 +303,9 @@ impl ChunkCache {
         let raw = self
             .raw_row_group(objects, schema, chunk, index, rows)
             .await?;
-        let versions = Arc::new(decode_versions(&chunk.path, schema, &raw.batch)?);
+        let mut versions = decode_versions(&chunk.path, schema, &raw.batch)?;
+        chunk.stamp(&mut versions);
+        let versions = Arc::new(versions);
         check_key_order(&chunk.path, schema, &versions)?;
         self.insert(&chunk.path, part, Cached::Versions(versions.clone()));
         Ok(versions)
@@ -330,8 +334,10 @@ impl ChunkCache {
         let raw = self
             .raw_row_group(objects, schema, chunk, index, rows)
             .await?;
-        self.insert(&chunk.path, part, Cached::Clean(raw.clean_since));
-        Ok(raw.clean_since)
+        // A bulk write's chunk is clean from its commit (its file holds placeholders).
+        let clean = raw.clean_since.map(|t| chunk.commit_timestamp.unwrap_or(t));
+        self.insert(&chunk.path, part, Cached::Clean(clean));
+        Ok(clean)
     }
 
     /// Table columns `columns` of row group `index` of `chunk` (or of its row window

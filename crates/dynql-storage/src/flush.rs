@@ -39,7 +39,7 @@ fn chunk_list(state: &State, path: &str, table_id: &str) -> Option<Vec<String>> 
 
 /// Writes key-sorted versions as one chunk per tablet that has any (chunks never straddle a
 /// pivot key, so a scan can skip whole tablets).
-async fn write_tablet_chunks(
+pub(crate) async fn write_tablet_chunks(
     store: &Store,
     entry: &TableEntry,
     kind: &str,

@@ -79,6 +79,14 @@ pub enum Action {
         chunks: Vec<ChunkRef>,
         up_to: u64,
     },
+    /// A bulk write's chunks (key-sorted, tablet-split, written before the commit) join the
+    /// table: every version in them has this record's timestamp ([`ChunkRef::commit_timestamp`],
+    /// set on replay), and nothing of them is read to open the store.
+    BulkInsert {
+        path: String,
+        table_id: String,
+        chunks: Vec<ChunkRef>,
+    },
     /// Compaction of a table at `now`: `chunks` (one per tablet with versions left) replace
     /// the chunks named in `replaces` and the dynamic store up to `up_to`. Records without
     /// `up_to` (older stores) apply retention to the dynamic store on replay.
@@ -250,6 +258,7 @@ pub fn action_table(action: &Action) -> (&str, &str) {
         Action::RemoveTable { path, table_id }
         | Action::WriteRows { path, table_id, .. }
         | Action::Flush { path, table_id, .. }
+        | Action::BulkInsert { path, table_id, .. }
         | Action::Compact { path, table_id, .. }
         | Action::TrimRows { path, table_id, .. }
         | Action::ReshardQueues { path, table_id, .. }

@@ -39,11 +39,20 @@ pub struct RowDelta {
 
 /// Resolves the deltas of one key (in commit order) at `read`; `None` when the row does not
 /// exist at that timestamp.
+///
+/// Deltas gathered from several sources may come out of commit order (a bulk write's chunk
+/// is newer than the dynamic store's older versions): they are put in timestamp order first
+/// (stably, so the versions of one commit keep theirs).
 pub fn resolve_versions(
     schema: &TableSchema,
     deltas: &[RowDelta],
     read: Timestamp,
 ) -> Option<Vec<Value>> {
+    if !deltas.is_sorted_by_key(|d| d.timestamp) {
+        let mut sorted = deltas.to_vec();
+        sorted.sort_by_key(|d| d.timestamp);
+        return resolve_versions(schema, &sorted, read);
+    }
     let mut row: Option<Vec<Value>> = None;
     for d in deltas.iter().filter(|d| d.timestamp <= read) {
         match d.kind {

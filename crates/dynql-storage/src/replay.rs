@@ -119,6 +119,22 @@ pub(crate) fn apply_damaged(state: &mut State, d: &log::DamagedRecord) {
     state.seq = d.seq;
 }
 
+/// A bulk write's chunk as the table holds it after the commit at `timestamp`: every version
+/// has that timestamp, and the row groups its writer found clean are clean from then on.
+fn bulk_chunk(chunk: &crate::chunk::ChunkRef, timestamp: u64) -> crate::chunk::ChunkRef {
+    use crate::chunk::Cleanliness;
+    let mut chunk = chunk.clone();
+    chunk.commit_timestamp = Some(timestamp);
+    chunk.min_timestamp = timestamp;
+    chunk.max_timestamp = timestamp;
+    for g in &mut chunk.row_groups {
+        if let Cleanliness::Since(_) = g.clean {
+            g.clean = Cleanliness::Since(timestamp);
+        }
+    }
+    chunk
+}
+
 /// What an action does, for error messages: its name and table.
 fn action_summary(action: &Action) -> String {
     let (name, path) = match action {
@@ -127,6 +143,7 @@ fn action_summary(action: &Action) -> String {
         Action::CopyTable { source, .. } => ("copy_table", source),
         Action::WriteRows { path, .. } => ("write_rows", path),
         Action::Flush { path, .. } => ("flush", path),
+        Action::BulkInsert { path, .. } => ("bulk_insert", path),
         Action::Compact { path, .. } => ("compact", path),
         Action::TrimRows { path, .. } => ("trim_rows", path),
         Action::ReshardQueues { path, .. } => ("reshard", path),
@@ -346,6 +363,15 @@ fn apply_action(
             let (_, data) = target(state, path, table_id)?;
             data.forget_flushed(Timestamp(*up_to));
             data.chunks.extend(chunks.iter().cloned());
+        }
+        Action::BulkInsert {
+            path,
+            table_id,
+            chunks,
+        } => {
+            let (_, data) = target(state, path, table_id)?;
+            data.chunks
+                .extend(chunks.iter().map(|c| bulk_chunk(c, record.timestamp)));
         }
         Action::Compact {
             path,

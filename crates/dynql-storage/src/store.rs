@@ -986,19 +986,7 @@ impl Store {
                 }
             )));
         }
-        for (n, r) in rows.iter().enumerate() {
-            if r.len() != schema.columns().len() {
-                return Err(Error::Invalid(format!(
-                    "row #{n} for {path} has {} values",
-                    r.len()
-                )));
-            }
-            if r[..key_count].iter().any(Option::is_none) {
-                return Err(Error::Invalid(format!(
-                    "row #{n} for {path} misses a key column"
-                )));
-            }
-        }
+        crate::validate::row_shapes(schema, path, rows)?;
         if large && rows.len() >= LARGE_WRITE_ROWS {
             // Large writes go straight to a versioned chunk; the record only names it.
             let deltas: Vec<RowDelta> = rows
@@ -1177,6 +1165,7 @@ pub(crate) fn check_conflicts(
             | Action::CopyTable { .. }
             | Action::Compact { .. }
             | Action::Flush { .. }
+            | Action::BulkInsert { .. }
             | Action::Reshard { .. }
             | Action::SetTabletState { .. }
             | Action::SetAttribute { .. }

@@ -16,6 +16,29 @@ use dynql_core::TableSchema;
 use crate::error::{Error, Result};
 use crate::store::{State, TableData, TableEntry};
 
+/// Checks that written rows are full rows of `schema` (schema order) with every key column.
+pub(crate) fn row_shapes(
+    schema: &TableSchema,
+    path: &str,
+    rows: &[crate::store::RowValues],
+) -> Result<()> {
+    let key_count = schema.key_column_count();
+    for (n, r) in rows.iter().enumerate() {
+        if r.len() != schema.columns().len() {
+            return Err(Error::Invalid(format!(
+                "row #{n} for {path} has {} values",
+                r.len()
+            )));
+        }
+        if r[..key_count].iter().any(Option::is_none) {
+            return Err(Error::Invalid(format!(
+                "row #{n} for {path} misses a key column"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The table a prepared action names, as it is in `state`: it must still be the same table
 /// (same id at the same path), not one removed or replaced since.
 pub(crate) fn same_table<'a>(
