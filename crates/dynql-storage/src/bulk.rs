@@ -317,18 +317,21 @@ mod tests {
         let committed = store.commit_bulk_write(bulk).await.unwrap();
         assert!(committed > before);
 
-        let check = |store: Store| async move {
+        // `in_memory`: keys in the dynamic store (the two earlier rows, until a flush).
+        let check = |store: Store, in_memory: usize| async move {
             let state = store.refresh().await.unwrap();
             let (_, data) = state.table_data("//t").unwrap();
-            // Only the two earlier rows are in the dynamic store; the bulk rows are chunks
-            // stamped with the commit timestamp.
-            assert_eq!(data.sorted.len(), 2);
-            assert!(data
+            // The bulk rows are chunks stamped with the commit timestamp, never in memory.
+            assert_eq!(data.sorted.len(), in_memory);
+            let bulk: Vec<_> = data
                 .chunks
                 .iter()
-                .all(|c| c.commit_timestamp == Some(committed.0)
-                    && c.min_timestamp == committed.0
-                    && c.max_timestamp == committed.0));
+                .filter(|c| c.path.contains("/bulk-"))
+                .collect();
+            assert!(bulk.len() >= 4);
+            assert!(bulk.iter().all(|c| c.commit_timestamp == Some(committed.0)
+                && c.min_timestamp == committed.0
+                && c.max_timestamp == committed.0));
             let now = store
                 .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
                 .await
@@ -351,9 +354,13 @@ mod tests {
                 Some(Value::string("old"))
             );
         };
-        check(store.clone()).await;
+        check(store.clone(), 2).await;
         // A fresh process opening the store reads the log, not the rows.
-        check(Store::open(&url).unwrap()).await;
+        check(Store::open(&url).unwrap(), 2).await;
+        // And so does one opening it from a checkpoint, which flushed the two earlier rows
+        // into a chunk listed after the (newer) bulk chunks.
+        store.checkpoint().await.unwrap();
+        check(Store::open(&url).unwrap(), 0).await;
 
         // Later writes win over the bulk rows, through compaction too.
         store
