@@ -5,7 +5,9 @@
 //! 3. a full-scan aggregate over a table with 8 uncompacted delta layers vs the same table
 //!    compacted;
 //! 4. cold point scans (one per row group, nothing cached) reading page windows chosen by
-//!    the page index vs reading whole row groups.
+//!    the page index vs reading whole row groups;
+//! 5. `import` of the rows from a Parquet file vs writing them to Parquet, then a point query
+//!    from a freshly opened store right after the import vs after compaction.
 //!
 //! Run: `cargo bench -p dynql-benches` (N = DYNQL_BENCH_ROWS, default 1,000,000;
 //! runs per measurement = DYNQL_BENCH_RUNS, default 3).
@@ -216,5 +218,53 @@ fn main() {
         uncompacted,
         "same table compacted",
         compacted,
+    );
+
+    // 5. Import of a Parquet file vs the Parquet write of the same rows (1.'s baseline), and
+    //    a point query from a fresh handle right after the import vs after compaction.
+    let source_dir = tempfile::tempdir().unwrap();
+    let source = source_dir.path().join("rows.parquet");
+    {
+        let file = std::fs::File::create(&source).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, arrow_batch.schema(), None).unwrap();
+        w.write(&arrow_batch).unwrap();
+        w.close().unwrap();
+    }
+    let sources = [source.display().to_string()];
+    let import_into = |db: &Database| {
+        rt.block_on(async {
+            db.create_table_from_text("//t", SCHEMA).await.unwrap();
+            let report = db
+                .import("//t", &sources, &dynql::io::ImportOptions::default())
+                .await
+                .unwrap();
+            assert_eq!(report.rows_imported, n as u64);
+        })
+    };
+    let import = median(runs, || {
+        let dir = tempfile::tempdir().unwrap();
+        import_into(&Database::open(&format!("file://{}", dir.path().display())).unwrap());
+    });
+    report("import (parquet file)", import, "parquet write", parquet);
+    let imported_dir = tempfile::tempdir().unwrap();
+    let imported_url = format!("file://{}", imported_dir.path().display());
+    let imported = Database::open(&imported_url).unwrap();
+    import_into(&imported);
+    let point_query = format!("* from [//t] where k = {}", n / 2);
+    let fresh_point = || {
+        let db = Database::open(&imported_url).unwrap();
+        let r = rt
+            .block_on(db.select_rows(&point_query, &SelectOptions::default()))
+            .unwrap();
+        assert_eq!(r.rows.len(), 1);
+    };
+    let after_import = median(runs, fresh_point);
+    rt.block_on(imported.compact("//t")).unwrap();
+    let after_compact = median(runs, fresh_point);
+    report(
+        "point query, fresh open after import",
+        after_import,
+        "after compact",
+        after_compact,
     );
 }
