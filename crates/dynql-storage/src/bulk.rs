@@ -17,10 +17,18 @@
 //! none of their rows, and a query reads them as it reads flushed chunks (their row groups
 //! are clean: one overwrite per key), not through the dynamic store in memory.
 
-use crate::chunk::ChunkRef;
+use arrow::record_batch::RecordBatch;
+
+use dynql_core::arrow_convert::batch_to_rows;
+use dynql_core::ValueType;
+
+use crate::bulk_chunk::{check_sorted_rows, write_bulk_chunk};
+use crate::chunk::{new_chunk_path, ChunkRef};
 use crate::error::{Error, Result};
+use crate::key_search::partition_keys_from;
 use crate::log::Action;
 use crate::mvcc::{RowDelta, WriteKind};
+use crate::scan::tablet_ranges;
 use crate::store::{RowValues, Store, LARGE_WRITE_ROWS};
 use crate::timestamp::Timestamp;
 
@@ -96,19 +104,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let entry = self.table(&bulk.path).await?;
-        if entry.id != bulk.table_id {
-            return Err(Error::NoSuchTable {
-                path: bulk.path.clone(),
-            });
-        }
-        if entry.schema != bulk.schema {
-            return Err(crate::validate::schema_changed(&bulk.path));
-        }
-        if entry.pivot_keys != bulk.pivot_keys {
-            return Err(resharded(&bulk.path));
-        }
-        crate::tablets::check_writable(&entry, &bulk.path)?;
+        let entry = self.bulk_table(bulk).await?;
         let count = rows.len() as u64;
         if rows.len() < LARGE_WRITE_ROWS {
             let (action, _) = self
@@ -145,6 +141,77 @@ impl Store {
         }
         bulk.rows += count;
         Ok(())
+    }
+
+    /// Stages key-sorted rows given as a record batch in the table's Arrow schema
+    /// ([`dynql_core::arrow_convert::table_arrow_schema`], computed columns filled): like
+    /// [`Store::stage_bulk_rows`], but a large batch is encoded straight from Arrow, one chunk
+    /// per tablet it touches.
+    ///
+    /// # Errors
+    /// Rows in another schema, a null key, keys not strictly increasing (sorted, each once),
+    /// the table replaced or resharded since the write started, or a failed chunk upload.
+    pub async fn stage_bulk_batch(&self, bulk: &mut BulkWrite, rows: &RecordBatch) -> Result<()> {
+        let n = rows.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let entry = self.bulk_table(bulk).await?;
+        let schema = &entry.schema;
+        check_sorted_rows(schema, &bulk.path, rows)?;
+        if n < LARGE_WRITE_ROWS {
+            let types: Vec<ValueType> = schema.columns().iter().map(|c| c.wire_type()).collect();
+            let values = batch_to_rows(rows, &types)
+                .into_iter()
+                .map(|r| r.into_iter().map(Some).collect())
+                .collect();
+            return self.stage_bulk_rows(bulk, values).await;
+        }
+        let key_count = schema.key_column_count();
+        let key_types: Vec<ValueType> =
+            schema.key_columns().iter().map(|c| c.wire_type()).collect();
+        let keys = &rows.columns()[..key_count];
+        let tablets = tablet_ranges(&entry)?;
+        let mut start = 0;
+        for (i, tablet) in tablets.iter().enumerate() {
+            // Rows before `start` lie in earlier tablets, so before this one's upper bound.
+            let end = if i + 1 == tablets.len() {
+                n
+            } else {
+                partition_keys_from(keys, &key_types, start, &tablet.upper).max(start)
+            };
+            if end > start {
+                let path = new_chunk_path(&entry.id, "bulk");
+                let part = rows.slice(start, end - start);
+                if let Some(c) =
+                    write_bulk_chunk(self.objects.as_ref(), path, schema, &part).await?
+                {
+                    bulk.chunks.push(c);
+                }
+            }
+            start = end;
+        }
+        bulk.rows += n as u64;
+        Ok(())
+    }
+
+    /// The table of a bulk write, checked to be the one it started on: same id, schema and
+    /// pivot keys, still writable.
+    async fn bulk_table(&self, bulk: &BulkWrite) -> Result<crate::store::TableEntry> {
+        let entry = self.table(&bulk.path).await?;
+        if entry.id != bulk.table_id {
+            return Err(Error::NoSuchTable {
+                path: bulk.path.clone(),
+            });
+        }
+        if entry.schema != bulk.schema {
+            return Err(crate::validate::schema_changed(&bulk.path));
+        }
+        if entry.pivot_keys != bulk.pivot_keys {
+            return Err(resharded(&bulk.path));
+        }
+        crate::tablets::check_writable(&entry, &bulk.path)?;
+        Ok(entry)
     }
 
     /// Commits every staged batch in one log record and returns its timestamp (the last

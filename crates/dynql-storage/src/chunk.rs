@@ -319,7 +319,7 @@ pub fn decode_chunk(path: &str, data: Bytes) -> Result<Vec<RecordBatch>> {
         .collect()
 }
 
-fn kind_code(k: WriteKind) -> u8 {
+pub(crate) fn kind_code(k: WriteKind) -> u8 {
     match k {
         WriteKind::Overwrite => 0,
         WriteKind::Update => 1,
@@ -327,7 +327,7 @@ fn kind_code(k: WriteKind) -> u8 {
     }
 }
 
-fn versioned_schema(schema: &TableSchema) -> SchemaRef {
+pub(crate) fn versioned_schema(schema: &TableSchema) -> SchemaRef {
     let mut fields: Vec<Field> = table_arrow_schema(schema)
         .fields()
         .iter()

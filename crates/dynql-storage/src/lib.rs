@@ -6,6 +6,7 @@
 //! reads merge the chunks with the in-memory dynamic store in key order.
 
 pub mod bulk;
+mod bulk_chunk;
 pub mod check;
 pub mod checkpoint;
 pub mod checksum;

@@ -4,7 +4,8 @@
 //! files ─▶ batches of ≤ 8192 rows ─▶ Converter ─▶ accepted rows (Arrow) + keys ─┐
 //!                                        └─▶ rejected rows ─▶ count, examples, callback
 //! all read ─▶ too many rejected? fail, nothing written
-//!          ─▶ sorted: stable sort by key, keep each key's last row ─▶ bulk write ─▶ one commit
+//!          ─▶ sorted: sort by key (Arrow row format), keep each key's last row
+//!             ─▶ bulk write: key-sorted chunks per tablet ─▶ one commit
 //!          ─▶ ordered: append in input order ─▶ one commit
 //! ```
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use arrow::compute::interleave_record_batch;
 use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, SortField};
 
 use dynql_core::arrow_convert::batch_to_rows;
 use dynql_core::{compare_rows, Value};
@@ -128,9 +130,10 @@ impl Database {
     /// before anything is written; the write is a single commit, so a failed import leaves
     /// the table as it was.
     ///
-    /// Memory: the accepted rows are held as Arrow batches (plus the keys) until they are
-    /// sorted; the write then encodes one batch of [`ImportOptions::write_batch_rows`] at a
-    /// time.
+    /// Memory: the accepted rows are held as Arrow batches (plus their keys in Arrow's row
+    /// format, or as values when a key column is a double) until they are sorted; the write
+    /// then encodes one batch of [`ImportOptions::write_batch_rows`] at a time, and the rows
+    /// land as the table's chunks (opening the store later does not read them).
     ///
     /// # Errors
     /// No such table or an unwritable one; an input that cannot be found, read or parsed as
@@ -181,6 +184,14 @@ impl Database {
         };
         let mut batches: Vec<RecordBatch> = Vec::new();
         let mut keys: Vec<Vec<Value>> = Vec::new();
+        // Keys with no double column sort by Arrow's row format (its byte order is YT's for
+        // integers, booleans and strings): the converter's keys as values need not be kept.
+        let by_bytes = sorted
+            && entry
+                .schema
+                .key_columns()
+                .iter()
+                .all(|c| c.wire_type() != dynql_core::ValueType::Double);
         let mut tablets: Vec<Option<usize>> = Vec::new();
         let mut rows_read = 0u64;
         let mut rejected = 0u64;
@@ -218,7 +229,9 @@ impl Database {
                     tablets = Vec::new();
                 } else if converted.batch.num_rows() > 0 {
                     batches.push(converted.batch);
-                    keys.extend(converted.keys);
+                    if !by_bytes {
+                        keys.extend(converted.keys);
+                    }
                     tablets.extend(converted.tablets);
                 }
                 report(Progress {
@@ -251,7 +264,11 @@ impl Database {
         };
         let (rows_imported, duplicates_folded, timestamp) = match bulk {
             Some(mut bulk) => {
-                let (order, duplicates) = last_row_per_key(&keys);
+                let (order, duplicates) = if by_bytes {
+                    last_row_per_key_by_bytes(&batches, entry.schema.key_column_count())?
+                } else {
+                    last_row_per_key(&keys)
+                };
                 drop(keys);
                 let locations: Vec<(usize, usize)> = batches
                     .iter()
@@ -264,9 +281,7 @@ impl Database {
                     let indices: Vec<(usize, usize)> = part.iter().map(|&i| locations[i]).collect();
                     let batch = interleave_record_batch(&refs, &indices)
                         .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
-                    self.store()
-                        .stage_bulk_rows(&mut bulk, full(&batch))
-                        .await?;
+                    self.store().stage_bulk_batch(&mut bulk, &batch).await?;
                     written += part.len() as u64;
                     report(Progress {
                         phase: Phase::Writing,
@@ -340,6 +355,45 @@ fn last_row_per_key(keys: &[Vec<Value>]) -> (Vec<usize>, u64) {
     (kept, folded)
 }
 
+/// [`last_row_per_key`] of the rows of `batches` (in input order), keys being their first
+/// `key_count` columns, none of them a double: compared in Arrow's row format, whose byte
+/// order is YT's order for integers, booleans and strings (a double's is not: -0.0, NaN).
+fn last_row_per_key_by_bytes(
+    batches: &[RecordBatch],
+    key_count: usize,
+) -> Result<(Vec<usize>, u64)> {
+    let internal = |e: arrow::error::ArrowError| Error::Invalid(format!("internal: {e}"));
+    let Some(first) = batches.first() else {
+        return Ok((Vec::new(), 0));
+    };
+    let fields = first.columns()[..key_count]
+        .iter()
+        .map(|c| SortField::new(c.data_type().clone()))
+        .collect();
+    let converter = RowConverter::new(fields).map_err(internal)?;
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut rows = converter.empty_rows(total, total * 16);
+    for b in batches {
+        converter
+            .append(&mut rows, &b.columns()[..key_count])
+            .map_err(internal)?;
+    }
+    let mut order: Vec<usize> = (0..total).collect();
+    // Equal keys in input order, as a stable sort would leave them.
+    order.sort_unstable_by(|&a, &b| rows.row(a).cmp(&rows.row(b)).then(a.cmp(&b)));
+    let mut kept = Vec::with_capacity(order.len());
+    for (i, &row) in order.iter().enumerate() {
+        let next_is_same = order
+            .get(i + 1)
+            .is_some_and(|&next| rows.row(row) == rows.row(next));
+        if !next_is_same {
+            kept.push(row);
+        }
+    }
+    let folded = (order.len() - kept.len()) as u64;
+    Ok((kept, folded))
+}
+
 /// A number in `0..n` that differs from run to run (which tablet an ordered import fills).
 fn random_below(n: usize) -> usize {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -358,5 +412,34 @@ mod tests {
         let (kept, folded) = last_row_per_key(&keys);
         assert_eq!(kept, vec![4, 3, 5]);
         assert_eq!(folded, 3);
+    }
+
+    proptest::proptest! {
+        /// Sorting by Arrow's row format keeps the rows sorting by values keeps, in the same
+        /// order (signed integers and byte strings, split over batches).
+        #[test]
+        fn byte_order_sorts_as_values_do(
+            keys in proptest::collection::vec((-3i64..3, "[ab]{0,2}"), 0..60),
+            cut in 0usize..60,
+        ) {
+            use arrow::array::{BinaryArray, Int64Array};
+            let values: Vec<Vec<Value>> = keys
+                .iter()
+                .map(|(i, s)| vec![Value::Int64(*i), Value::String(s.as_bytes().to_vec())])
+                .collect();
+            let batch = |part: &[(i64, String)]| {
+                RecordBatch::try_from_iter([
+                    ("i", std::sync::Arc::new(Int64Array::from_iter_values(part.iter().map(|k| k.0))) as _),
+                    ("s", std::sync::Arc::new(BinaryArray::from_iter_values(part.iter().map(|k| k.1.as_bytes()))) as _),
+                ])
+                .unwrap()
+            };
+            let cut = cut.min(keys.len());
+            let batches = [batch(&keys[..cut]), batch(&keys[cut..])];
+            proptest::prop_assert_eq!(
+                last_row_per_key_by_bytes(&batches, 2).unwrap(),
+                last_row_per_key(&values)
+            );
+        }
     }
 }
