@@ -457,6 +457,82 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_sorted_arrow_batch_becomes_clean_chunks_and_a_bad_one_is_refused() {
+        use arrow::array::{ArrayRef, BinaryArray, Int64Array};
+        use std::sync::Arc;
+        let store = Store::open("memory://").unwrap();
+        two_tablets(&store).await;
+        let batch = |keys: &[i64]| {
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(keys.to_vec())),
+                Arc::new(BinaryArray::from_iter_values(
+                    keys.iter().map(|k| format!("v{k}").into_bytes()),
+                )),
+            ];
+            RecordBatch::try_new(
+                dynql_core::arrow_convert::table_arrow_schema(&schema()),
+                columns,
+            )
+            .unwrap()
+        };
+        let mut bulk = store.start_bulk_write("//t").await.unwrap();
+        let unsorted = store
+            .stage_bulk_batch(&mut bulk, &batch(&[2, 1]))
+            .await
+            .unwrap_err();
+        assert!(
+            unsorted
+                .to_string()
+                .contains("sorted by key, each key once: [1;] follows [2;]"),
+            "{unsorted}"
+        );
+        let twice = store
+            .stage_bulk_batch(&mut bulk, &batch(&[1, 1]))
+            .await
+            .unwrap_err();
+        assert!(twice.to_string().contains("[1;] follows [1;]"), "{twice}");
+        let keys_only =
+            RecordBatch::try_from_iter([("k", Arc::new(Int64Array::from(vec![1i64])) as ArrayRef)])
+                .unwrap();
+        let schema_error = store
+            .stage_bulk_batch(&mut bulk, &keys_only)
+            .await
+            .unwrap_err();
+        assert!(
+            schema_error.to_string().contains("table's Arrow schema"),
+            "{schema_error}"
+        );
+        assert_eq!(bulk.staged_rows(), 0);
+
+        let keys: Vec<i64> = (0..2 * LARGE_WRITE_ROWS as i64).collect();
+        store
+            .stage_bulk_batch(&mut bulk, &batch(&keys))
+            .await
+            .unwrap();
+        // Split at the pivot 5000: one chunk per tablet.
+        assert_eq!(bulk.staged_chunks().len(), 2);
+        assert_eq!(bulk.staged_chunks()[1].min_key, vec![Value::Int64(5000)]);
+        let committed = store.commit_bulk_write(bulk).await.unwrap();
+        let state = store.refresh().await.unwrap();
+        let (_, data) = state.table_data("//t").unwrap();
+        assert!(data
+            .chunks
+            .iter()
+            .flat_map(|c| &c.row_groups)
+            .all(|g| g.clean == crate::chunk::Cleanliness::Since(committed.0)
+                && g.nan_columns.as_deref() == Some(&[])));
+        let read = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        let expected: Vec<Vec<Value>> = keys
+            .iter()
+            .map(|k| vec![Value::Int64(*k), Value::string(format!("v{k}"))])
+            .collect();
+        assert_eq!(read, expected);
+    }
+
+    #[tokio::test]
     async fn a_key_given_twice_is_refused_and_nothing_is_written() {
         let store = Store::open("memory://").unwrap();
         two_tablets(&store).await;
