@@ -328,6 +328,14 @@ mod tests {
         keys.map(|k| row(k, v)).collect()
     }
 
+    /// The table's rows as of the last commit.
+    async fn latest(store: &Store) -> Vec<Vec<Value>> {
+        store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap()
+    }
+
     /// Key `k`'s value in `rows` (as read).
     fn value_of(rows: &[Vec<Value>], k: i64) -> Option<Value> {
         rows.iter()
@@ -543,11 +551,7 @@ mod tests {
         assert!(err.to_string().contains("gives key [17;] twice"), "{err}");
         assert_eq!(bulk.staged_rows(), 0);
         store.commit_bulk_write(bulk).await.unwrap();
-        assert!(store
-            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
-            .await
-            .unwrap()
-            .is_empty());
+        assert!(latest(&store).await.is_empty());
     }
 
     #[tokio::test]
@@ -581,11 +585,7 @@ mod tests {
                 .contains("was resharded during the bulk write"),
             "{err}"
         );
-        assert!(store
-            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
-            .await
-            .unwrap()
-            .is_empty());
+        assert!(latest(&store).await.is_empty());
     }
 
     #[tokio::test]

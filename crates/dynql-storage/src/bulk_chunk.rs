@@ -8,14 +8,13 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
 use arrow::datatypes::Float64Type;
 use arrow::record_batch::RecordBatch;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::ObjectStore;
 
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{compare_rows, TableSchema, Value, ValueType};
 
 use crate::chunk::{
-    encode_chunk, kind_code, versioned_schema, ChunkRef, Cleanliness, RowGroupRef, ROW_GROUP_ROWS,
+    kind_code, put_chunk, versioned_schema, ChunkRef, Cleanliness, RowGroupRef, ROW_GROUP_ROWS,
 };
 use crate::error::{Error, Result};
 use crate::mvcc::WriteKind;
@@ -142,12 +141,7 @@ pub(crate) async fn write_bulk_chunk(
             }
         })
         .collect();
-    let batch = encode_overwrites(schema, rows)?;
-    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
-    let size = bytes.len() as u64;
-    objects
-        .put(&ObjectPath::from(path.as_str()), PutPayload::from(bytes))
-        .await?;
+    let (size, checksum) = put_chunk(objects, &path, encode_overwrites(schema, rows)?).await?;
     Ok(Some(ChunkRef {
         path,
         rows: n as u64,

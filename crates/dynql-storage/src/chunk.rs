@@ -530,11 +530,7 @@ pub(crate) async fn write_versioned_chunk(
             nan_columns: Some(nan_columns(schema, g)),
         })
         .collect();
-    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
-    let size = bytes.len() as u64;
-    objects
-        .put(&ObjectPath::from(path.as_str()), PutPayload::from(bytes))
-        .await?;
+    let (size, checksum) = put_chunk(objects, &path, batch).await?;
     Ok(Some(ChunkRef {
         path,
         rows: versions.len() as u64,
@@ -547,6 +543,20 @@ pub(crate) async fn write_versioned_chunk(
         checksum: Some(checksum),
         commit_timestamp: None,
     }))
+}
+
+/// Encodes a versioned batch as a chunk file at `path`; returns its size and checksum.
+pub(crate) async fn put_chunk(
+    objects: &dyn ObjectStore,
+    path: &str,
+    batch: RecordBatch,
+) -> Result<(u64, ChunkChecksum)> {
+    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
+    let size = bytes.len() as u64;
+    objects
+        .put(&ObjectPath::from(path), PutPayload::from(bytes))
+        .await?;
+    Ok((size, checksum))
 }
 
 /// The object path for a new chunk of table `table_id`; `kind` says what wrote it (`flush`,
