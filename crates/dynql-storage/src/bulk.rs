@@ -95,7 +95,8 @@ impl Store {
     ///
     /// Batches of one bulk write must not share keys, nor may one batch hold a key twice: all
     /// their versions get one commit timestamp, so two versions of a key would be
-    /// indistinguishable. A batch holding a key twice is refused.
+    /// indistinguishable. A large batch holding a key twice is refused (a small one is
+    /// written as `write_rows` writes it: the later row wins).
     ///
     /// # Errors
     /// Malformed rows (wrong width, missing key), a key given twice, the table replaced or

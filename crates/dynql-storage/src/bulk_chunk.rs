@@ -14,7 +14,8 @@ use dynql_core::arrow_convert::array_value;
 use dynql_core::{compare_rows, TableSchema, Value, ValueType};
 
 use crate::chunk::{
-    kind_code, put_chunk, versioned_schema, ChunkRef, Cleanliness, RowGroupRef, ROW_GROUP_ROWS,
+    keys_can_be_clean, kind_code, put_chunk, versioned_schema, ChunkRef, Cleanliness, RowGroupRef,
+    ROW_GROUP_ROWS,
 };
 use crate::error::{Error, Result};
 use crate::mvcc::WriteKind;
@@ -121,12 +122,11 @@ pub(crate) async fn write_bulk_chunk(
         return Ok(None);
     }
     let types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
-    // Overwrites of every column, one per key: clean, unless a key column is a double
-    // (see `crate::chunk::clean_since`).
-    let clean = if types.contains(&ValueType::Double) {
-        Cleanliness::Dirty
-    } else {
+    // Overwrites of every column, one per key: clean where the keys can be.
+    let clean = if keys_can_be_clean(schema) {
         Cleanliness::Since(0)
+    } else {
+        Cleanliness::Dirty
     };
     let row_groups = (0..n)
         .step_by(ROW_GROUP_ROWS)

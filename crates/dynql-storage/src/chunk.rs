@@ -100,6 +100,16 @@ impl Cleanliness {
     }
 }
 
+/// Whether rows of `schema` can be clean at all ([`clean_since`]): a sorted table without a
+/// double key column.
+pub(crate) fn keys_can_be_clean(schema: &TableSchema) -> bool {
+    schema.key_column_count() > 0
+        && schema
+            .key_columns()
+            .iter()
+            .all(|c| c.wire_type() != ValueType::Double)
+}
+
 /// The newest timestamp of `versions` (one row group, in key order then commit order) when
 /// they are clean: every version overwrites a whole row (no update, delete or aggregate
 /// delta, every column written) and no key repeats, so the versions are the table's rows for
@@ -107,11 +117,7 @@ impl Cleanliness {
 /// 0.0 as one key, Arrow's comparable rows as two, so only the merge compares them.
 pub(crate) fn clean_since(schema: &TableSchema, versions: &[&RowDelta]) -> Option<u64> {
     let key_count = schema.key_column_count();
-    let clean = key_count > 0
-        && schema
-            .key_columns()
-            .iter()
-            .all(|c| c.wire_type() != ValueType::Double)
+    let clean = keys_can_be_clean(schema)
         && versions.iter().all(|d| {
             d.kind == WriteKind::Overwrite && !d.aggregate && d.values.iter().all(Option::is_some)
         })

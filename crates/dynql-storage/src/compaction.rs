@@ -85,12 +85,7 @@ pub fn compact_versions(
     now: Timestamp,
     horizon: Timestamp,
 ) -> Vec<RowDelta> {
-    // Commit order is timestamp order (see `resolve_versions`).
-    if !deltas.is_sorted_by_key(|d| d.timestamp) {
-        let mut sorted = deltas.to_vec();
-        sorted.sort_by_key(|d| d.timestamp);
-        return compact_versions(schema, retention, &sorted, now, horizon);
-    }
+    let deltas = &*crate::mvcc::in_commit_order(deltas);
     let now_ms = timestamp_ms(now);
     // Row-level TTL (`$ttl`, the newest value written): it replaces both time limits for
     // this row, so the row's versions live exactly `$ttl` milliseconds (seed 003).

@@ -100,9 +100,7 @@ impl<'a> Iterator for VersionMerge<'a> {
             for &i in &taken {
                 all.extend_from_slice(self.heads[i].take().unwrap_or_default());
             }
-            if !all.is_sorted_by_key(|d| d.timestamp) {
-                all.sort_by_key(|d| d.timestamp);
-            }
+            crate::mvcc::put_in_commit_order(&mut all);
             Cow::Owned(all)
         };
         for i in taken {

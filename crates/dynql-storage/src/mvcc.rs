@@ -37,22 +37,36 @@ pub struct RowDelta {
     pub aggregate: bool,
 }
 
+/// The deltas of one key in commit order, which is timestamp order: as they are when they
+/// already are (the common case, no copy), else sorted by timestamp, stably, so the versions of
+/// one commit keep their order. Deltas gathered from several sources may come out of order: a
+/// bulk write's chunk is newer than older versions still in the dynamic store.
+pub(crate) fn in_commit_order(deltas: &[RowDelta]) -> std::borrow::Cow<'_, [RowDelta]> {
+    if deltas.is_sorted_by_key(|d| d.timestamp) {
+        return std::borrow::Cow::Borrowed(deltas);
+    }
+    let mut sorted = deltas.to_vec();
+    put_in_commit_order(&mut sorted);
+    std::borrow::Cow::Owned(sorted)
+}
+
+/// [`in_commit_order`] in place.
+pub(crate) fn put_in_commit_order(deltas: &mut [RowDelta]) {
+    if !deltas.is_sorted_by_key(|d| d.timestamp) {
+        deltas.sort_by_key(|d| d.timestamp);
+    }
+}
+
 /// Resolves the deltas of one key (in commit order) at `read`; `None` when the row does not
 /// exist at that timestamp.
 ///
-/// Deltas gathered from several sources may come out of commit order (a bulk write's chunk
-/// is newer than the dynamic store's older versions): they are put in timestamp order first
-/// (stably, so the versions of one commit keep theirs).
+/// Deltas out of commit order are put in it first ([`in_commit_order`]).
 pub fn resolve_versions(
     schema: &TableSchema,
     deltas: &[RowDelta],
     read: Timestamp,
 ) -> Option<Vec<Value>> {
-    if !deltas.is_sorted_by_key(|d| d.timestamp) {
-        let mut sorted = deltas.to_vec();
-        sorted.sort_by_key(|d| d.timestamp);
-        return resolve_versions(schema, &sorted, read);
-    }
+    let deltas = in_commit_order(deltas);
     let mut row: Option<Vec<Value>> = None;
     for d in deltas.iter().filter(|d| d.timestamp <= read) {
         match d.kind {
