@@ -1,7 +1,58 @@
 //! Helpers of the side-by-side benchmarks: a timer that runs dynql and its baseline in the
 //! same process, alternating, and reports medians and their ratio.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use arrow::array::{Float64Array, Int64Array, StringArray, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use dynql_core::farm_hash::{farm_hash, HashInput};
+
+/// The peer benchmark's table: keyed by `(hash = farm_hash(id) % 64, id)`, eight tablets over
+/// the 64 hash values, a few value columns.
+pub const BENCH_TABLE_ATTRIBUTES: &str = r#"{dynamic=%true;
+    pivot_keys=[[];[8u];[16u];[24u];[32u];[40u];[48u];[56u]];
+    schema=[
+        {name=hash; type=uint64; sort_order=ascending; expression="farm_hash(id) % 64"};
+        {name=id; type=int64; sort_order=ascending};
+        {name=category; type=string};
+        {name=amount; type=double};
+        {name=payload; type=string}]}"#;
+
+const CATEGORIES: [&str; 16] = [
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+    "lambda", "mu", "nu", "xi", "omicron", "pi",
+];
+
+/// Rows `start..start+n` of the bench table, with the hash column (as the Parquet files the
+/// peers read hold it) or without it (dynql computes it).
+pub fn batch(start: usize, n: usize, with_hash: bool) -> RecordBatch {
+    let ids = start as i64..(start + n) as i64;
+    let mut fields = Vec::new();
+    let mut columns: Vec<Arc<dyn arrow::array::Array>> = Vec::new();
+    if with_hash {
+        fields.push(Field::new("hash", DataType::UInt64, false));
+        columns.push(Arc::new(UInt64Array::from_iter_values(
+            ids.clone().map(|i| farm_hash(&[HashInput::Int64(i)]) % 64),
+        )));
+    }
+    fields.push(Field::new("id", DataType::Int64, false));
+    columns.push(Arc::new(Int64Array::from_iter_values(ids.clone())));
+    fields.push(Field::new("category", DataType::Utf8, true));
+    columns.push(Arc::new(StringArray::from_iter_values(
+        ids.clone().map(|i| CATEGORIES[(i as usize * 7) % 16]),
+    )));
+    fields.push(Field::new("amount", DataType::Float64, true));
+    columns.push(Arc::new(Float64Array::from_iter_values(
+        ids.clone().map(|i| (i % 1000) as f64 * 0.25),
+    )));
+    fields.push(Field::new("payload", DataType::Utf8, true));
+    columns.push(Arc::new(StringArray::from_iter_values(
+        ids.map(|i| format!("payload-{i:012}")),
+    )));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
 
 /// Median duration of `runs` calls of `f` (after one warm-up call).
 pub fn median<F: FnMut()>(runs: usize, mut f: F) -> Duration {

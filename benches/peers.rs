@@ -10,15 +10,10 @@
 //! only with DYNQL_BENCH_ONLY=NAME (for profiling).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{Float64Array, Int64Array, StringArray, UInt64Array};
-use arrow::datatypes::{DataType, Field, Schema};
-use arrow::record_batch::RecordBatch;
 use dynql::{Database, SelectOptions};
-use dynql_benches::median;
-use dynql_core::farm_hash::{farm_hash, HashInput};
+use dynql_benches::{batch, median, BENCH_TABLE_ATTRIBUTES};
 
 /// The allocator the `dynql` binary uses, so that the figures are the CLI's.
 #[global_allocator]
@@ -34,61 +29,10 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-const CATEGORIES: [&str; 16] = [
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-    "lambda", "mu", "nu", "xi", "omicron", "pi",
-];
-
-/// Rows `start..start+n` with the hash column (for the Parquet files) or without it (dynql
-/// computes it).
-fn batch(start: usize, n: usize, with_hash: bool) -> RecordBatch {
-    let ids = start as i64..(start + n) as i64;
-    let mut fields = Vec::new();
-    let mut columns: Vec<Arc<dyn arrow::array::Array>> = Vec::new();
-    if with_hash {
-        fields.push(Field::new("hash", DataType::UInt64, false));
-        columns.push(Arc::new(UInt64Array::from_iter_values(
-            ids.clone().map(|i| farm_hash(&[HashInput::Int64(i)]) % 64),
-        )));
-    }
-    fields.push(Field::new("id", DataType::Int64, false));
-    columns.push(Arc::new(Int64Array::from_iter_values(ids.clone())));
-    fields.push(Field::new("category", DataType::Utf8, true));
-    columns.push(Arc::new(StringArray::from_iter_values(
-        ids.clone().map(|i| CATEGORIES[(i as usize * 7) % 16]),
-    )));
-    fields.push(Field::new("amount", DataType::Float64, true));
-    columns.push(Arc::new(Float64Array::from_iter_values(
-        ids.clone().map(|i| (i % 1000) as f64 * 0.25),
-    )));
-    fields.push(Field::new("payload", DataType::Utf8, true));
-    columns.push(Arc::new(StringArray::from_iter_values(
-        ids.map(|i| format!("payload-{i:012}")),
-    )));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
-}
-
 async fn generate(db: &Database, parquet_dir: &Path, rows: usize) {
-    // Eight tablets over the 64 hash values.
-    let pivots: Vec<String> = (0..8)
-        .map(|i| {
-            if i == 0 {
-                "[]".into()
-            } else {
-                format!("[{}u]", i * 8)
-            }
-        })
-        .collect();
-    let attributes = format!(
-        r#"{{dynamic=%true; pivot_keys=[{}]; schema=[
-            {{name=hash; type=uint64; sort_order=ascending; expression="farm_hash(id) % 64"}};
-            {{name=id; type=int64; sort_order=ascending}};
-            {{name=category; type=string}};
-            {{name=amount; type=double}};
-            {{name=payload; type=string}}]}}"#,
-        pivots.join(";")
-    );
-    db.create_table_from_text(TABLE, &attributes).await.unwrap();
+    db.create_table_from_text(TABLE, BENCH_TABLE_ATTRIBUTES)
+        .await
+        .unwrap();
     std::fs::create_dir_all(parquet_dir).unwrap();
     let t = Instant::now();
     let mut start = 0;

@@ -602,8 +602,10 @@ pub async fn execute(
             if format != "json" {
                 bail!("explain-query prints JSON only: use --format json, not {format:?}");
             }
-            let mut options = SelectOptions::default();
-            options.files = files.file_tables()?;
+            let mut options = SelectOptions {
+                files: files.file_tables()?,
+                ..SelectOptions::default()
+            };
             if let Some(v) = range_expansion_limit {
                 options.range_expansion_limit = v;
             }
@@ -722,8 +724,8 @@ pub async fn execute(
             db.remove(&path).await?;
         }
         Command::Sql(args) => crate::files::sql(db, args, stdout).await?,
-        Command::Import(args) => crate::io::import(&db, args).await?,
-        Command::Export(args) => crate::io::export(&db, args).await?,
+        Command::Import(args) => crate::io::import(db, args).await?,
+        Command::Export(args) => crate::io::export(db, args).await?,
         Command::Exists { path } => {
             writeln!(stdout, "{}", db.exists(&path).await?)?;
         }

@@ -42,6 +42,10 @@ pub struct ImportArgs {
     /// Write every rejected row to this file as JSON lines (file, row, line, reason, input).
     #[arg(long, value_name = "PATH")]
     pub rejected_file: Option<PathBuf>,
+    /// Memory the key sort of a sorted table holds before it spills sorted runs to temporary
+    /// files (in TMPDIR), in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = (dynql::io::DEFAULT_SORT_MEMORY >> 20) as u64)]
+    pub sort_memory_mib: u64,
 }
 
 /// Arguments of `dynql export`.
@@ -90,6 +94,9 @@ pub async fn import(db: &Database, args: ImportArgs) -> Result<()> {
             ImportFormat::Json => FileFormat::Json,
         }),
         max_rejected: args.max_rejected,
+        sort_memory: usize::try_from(args.sort_memory_mib.max(1))
+            .unwrap_or(usize::MAX)
+            .saturating_mul(1 << 20),
         progress: bar.as_ref().map(import_progress),
         on_rejected: rejected_file.clone().map(|file| {
             Arc::new(move |row: &RejectedRow| {
@@ -98,7 +105,6 @@ pub async fn import(db: &Database, args: ImportArgs) -> Result<()> {
                 }
             }) as Arc<dyn Fn(&RejectedRow) + Send + Sync>
         }),
-        ..ImportOptions::default()
     };
     let result = db.import(&args.path, &args.from, &options).await;
     if let Some(bar) = &bar {

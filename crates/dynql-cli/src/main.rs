@@ -6,7 +6,7 @@
 //! dynql [--store URL] delete-rows PATH [--format json|yson]   < keys
 //! dynql [--store URL] select-rows QUERY [--format json|yson|schemaful_dsv] [options]
 //! dynql [--store URL] remove PATH | exists PATH | list PATH
-//! dynql [--store URL] import PATH --from FILES… [--format parquet|csv|json] [--max-rejected N]
+//! dynql [--store URL] import PATH --from FILES… [--format parquet|csv|json] [--max-rejected N] [--sort-memory-mib M]
 //! dynql [--store URL] export PATH --to DIR [--timestamp TS] [--rows-per-file N] [--force]
 //! dynql [--store URL] shell                     # also `dynql` alone on a terminal
 //! ```

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
 use arrow::datatypes::Float64Type;
 use arrow::record_batch::RecordBatch;
-use object_store::ObjectStore;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use dynql_core::arrow_convert::array_value;
-use dynql_core::{compare_rows, TableSchema, Value, ValueType};
+use dynql_core::{TableSchema, Value, ValueType};
 
 use crate::chunk::{
-    keys_can_be_clean, kind_code, put_chunk, versioned_schema, ChunkRef, Cleanliness, RowGroupRef,
-    ROW_GROUP_ROWS,
+    keys_can_be_clean, kind_code, versioned_schema, ChunkEncoder, ChunkRef, Cleanliness,
+    RowGroupRef, ROW_GROUP_ROWS,
 };
 use crate::error::{Error, Result};
 use crate::mvcc::WriteKind;
@@ -29,13 +30,8 @@ pub(crate) fn key_at(rows: &RecordBatch, types: &[ValueType], row: usize) -> Vec
         .collect()
 }
 
-/// Checks rows for a bulk write of `path`: in the table's Arrow schema, no null key, keys
-/// strictly increasing (each key once).
-pub(crate) fn check_sorted_rows(
-    schema: &TableSchema,
-    path: &str,
-    rows: &RecordBatch,
-) -> Result<()> {
+/// Checks rows for a bulk write of `path`: in the table's Arrow schema, no null key.
+pub(crate) fn check_bulk_rows(schema: &TableSchema, path: &str, rows: &RecordBatch) -> Result<()> {
     let expected = dynql_core::arrow_convert::table_arrow_schema(schema);
     let types_match = rows.num_columns() == expected.fields().len()
         && rows
@@ -51,31 +47,16 @@ pub(crate) fn check_sorted_rows(
         )));
     }
     let key_count = schema.key_column_count();
-    let types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
     if let Some(c) = (0..key_count).find(|&c| rows.column(c).null_count() > 0) {
         return Err(Error::Invalid(format!(
             "a bulk write to {path} misses key column {:?} in some row",
             schema.columns()[c].name
         )));
     }
-    let mut last: Option<Vec<Value>> = None;
-    for r in 0..rows.num_rows() {
-        let key = key_at(rows, &types, r);
-        if let Some(last) = &last {
-            if !compare_rows(last, &key).is_lt() {
-                return Err(Error::Invalid(format!(
-                    "a bulk write to {path} needs rows sorted by key, each key once: {} follows {}",
-                    crate::chunk::key_text(&key),
-                    crate::chunk::key_text(last)
-                )));
-            }
-        }
-        last = Some(key);
-    }
     Ok(())
 }
 
-/// `rows` (checked by [`check_sorted_rows`]) as a versioned batch of overwrites.
+/// `rows` (checked by [`check_bulk_rows`]) as a versioned batch of overwrites.
 fn encode_overwrites(schema: &TableSchema, rows: &RecordBatch) -> Result<RecordBatch> {
     let n = rows.num_rows();
     let width = schema.columns().len();
@@ -109,49 +90,112 @@ fn nan_columns(rows: &RecordBatch) -> Vec<usize> {
         .collect()
 }
 
-/// Writes `rows` (checked by [`check_sorted_rows`]) at `path` as a bulk write's chunk, with
-/// its row groups' key bounds, cleanliness and NaN columns recorded as a flush records them.
-pub(crate) async fn write_bulk_chunk(
-    objects: &dyn ObjectStore,
+/// One chunk of a bulk write, encoded as its key-sorted rows stream in (each key once, in the
+/// table's Arrow schema), with its row groups' key bounds, cleanliness and NaN columns recorded
+/// as a flush records them.
+pub(crate) struct BulkChunkWriter {
     path: String,
-    schema: &TableSchema,
-    rows: &RecordBatch,
-) -> Result<Option<ChunkRef>> {
-    let n = rows.num_rows();
-    if n == 0 {
-        return Ok(None);
-    }
-    let types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
-    // Overwrites of every column, one per key: clean where the keys can be.
-    let clean = if keys_can_be_clean(schema) {
-        Cleanliness::Since(0)
-    } else {
-        Cleanliness::Dirty
-    };
-    let row_groups = (0..n)
-        .step_by(ROW_GROUP_ROWS)
-        .map(|start| {
-            let end = (start + ROW_GROUP_ROWS).min(n);
-            RowGroupRef {
-                rows: (end - start) as u64,
-                min_key: key_at(rows, &types, start),
-                max_key: key_at(rows, &types, end - 1),
-                clean,
-                nan_columns: Some(nan_columns(&rows.slice(start, end - start))),
-            }
+    schema: TableSchema,
+    key_types: Vec<ValueType>,
+    encoder: ChunkEncoder,
+    rows: usize,
+    row_groups: Vec<RowGroupRef>,
+    min_key: Vec<Value>,
+    max_key: Vec<Value>,
+}
+
+impl BulkChunkWriter {
+    pub(crate) fn new(path: String, schema: &TableSchema) -> Result<BulkChunkWriter> {
+        Ok(BulkChunkWriter {
+            path,
+            schema: schema.clone(),
+            key_types: schema.key_columns().iter().map(|c| c.wire_type()).collect(),
+            encoder: ChunkEncoder::new(&versioned_schema(schema))?,
+            rows: 0,
+            row_groups: Vec::new(),
+            min_key: Vec::new(),
+            max_key: Vec::new(),
         })
-        .collect();
-    let (size, checksum) = put_chunk(objects, &path, encode_overwrites(schema, rows)?).await?;
-    Ok(Some(ChunkRef {
-        path,
-        rows: n as u64,
-        min_key: key_at(rows, &types, 0),
-        max_key: key_at(rows, &types, n - 1),
-        min_timestamp: 0,
-        max_timestamp: 0,
-        bytes: size,
-        row_groups,
-        checksum: Some(checksum),
-        commit_timestamp: None,
-    }))
+    }
+
+    /// Rows written so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Appends rows whose keys all follow the rows before.
+    pub(crate) fn write(&mut self, rows: &RecordBatch) -> Result<()> {
+        let n = rows.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        // Overwrites of every column, one per key: clean where the keys can be.
+        let clean = if keys_can_be_clean(&self.schema) {
+            Cleanliness::Since(0)
+        } else {
+            Cleanliness::Dirty
+        };
+        // The encoder cuts a row group every ROW_GROUP_ROWS rows of the chunk: follow its cuts.
+        let mut start = 0;
+        while start < n {
+            let in_group = self.rows % ROW_GROUP_ROWS;
+            let end = (start + ROW_GROUP_ROWS - in_group).min(n);
+            let part = rows.slice(start, end - start);
+            let last = key_at(rows, &self.key_types, end - 1);
+            if in_group == 0 {
+                self.row_groups.push(RowGroupRef {
+                    rows: 0,
+                    min_key: key_at(rows, &self.key_types, start),
+                    max_key: Vec::new(),
+                    clean,
+                    nan_columns: Some(Vec::new()),
+                });
+            }
+            let group = self.row_groups.last_mut().expect("a row group was opened");
+            group.rows += (end - start) as u64;
+            group.max_key = last.clone();
+            if let Some(nan) = &mut group.nan_columns {
+                for c in nan_columns(&part) {
+                    if !nan.contains(&c) {
+                        nan.push(c);
+                    }
+                }
+                nan.sort_unstable();
+            }
+            if self.rows == 0 {
+                self.min_key = key_at(rows, &self.key_types, 0);
+            }
+            self.max_key = last;
+            self.rows += end - start;
+            start = end;
+        }
+        self.encoder.write(&encode_overwrites(&self.schema, rows)?)
+    }
+
+    /// Uploads the chunk; `None` when no row was written.
+    pub(crate) async fn finish(self, objects: &dyn ObjectStore) -> Result<Option<ChunkRef>> {
+        if self.rows == 0 {
+            return Ok(None);
+        }
+        let (bytes, checksum) = self.encoder.finish()?;
+        let size = bytes.len() as u64;
+        objects
+            .put(
+                &ObjectPath::from(self.path.as_str()),
+                PutPayload::from(bytes),
+            )
+            .await?;
+        Ok(Some(ChunkRef {
+            path: self.path,
+            rows: self.rows as u64,
+            min_key: self.min_key,
+            max_key: self.max_key,
+            min_timestamp: 0,
+            max_timestamp: 0,
+            bytes: size,
+            row_groups: self.row_groups,
+            checksum: Some(checksum),
+            commit_timestamp: None,
+        }))
+    }
 }

@@ -273,35 +273,59 @@ pub(crate) fn version_key(d: &RowDelta, key_count: usize) -> Vec<Value> {
 }
 
 /// Encodes record batches as one Parquet file with page statistics, and the checksum its
-/// references record (see [`crate::checksum`]): the hashes of the data blocks go into the
-/// footer before it is written, the hash of the tail is computed after.
+/// references record (see [`crate::checksum`]).
 pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(Bytes, ChunkChecksum)> {
-    let props = WriterProperties::builder()
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_data_page_row_count_limit(PAGE_ROWS)
-        .set_write_batch_size(PAGE_ROWS)
-        .build();
-    let mut writer = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?;
+    let mut encoder = ChunkEncoder::new(schema)?;
     for b in batches {
-        writer.write(b)?;
+        encoder.write(b)?;
     }
-    // Close the last row group and push parquet's buffer into ours: everything written so
-    // far is the data region; the page index and the footer follow at close.
-    writer.flush()?;
-    writer.sync().map_err(parquet::errors::ParquetError::from)?;
-    let data_end = writer.inner().len();
-    let hashes = crate::checksum::block_hashes_text(writer.inner());
-    writer.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
-        crate::checksum::BLOCK_HASHES_KEY.to_string(),
-        hashes,
-    ));
-    let buf = writer.into_inner()?;
-    let checksum = ChunkChecksum {
-        data_end: data_end as u64,
-        tail: crate::checksum::hash(&buf[data_end..]),
-    };
-    Ok((Bytes::from(buf), checksum))
+    encoder.finish()
+}
+
+/// A chunk being encoded batch by batch (a bulk write streams a tablet's rows into one): the
+/// Parquet file of [`encode_chunk`], a row group every [`ROW_GROUP_ROWS`] rows.
+pub(crate) struct ChunkEncoder {
+    writer: ArrowWriter<Vec<u8>>,
+}
+
+impl ChunkEncoder {
+    pub(crate) fn new(schema: &SchemaRef) -> Result<ChunkEncoder> {
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_data_page_row_count_limit(PAGE_ROWS)
+            .set_write_batch_size(PAGE_ROWS)
+            .build();
+        Ok(ChunkEncoder {
+            writer: ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?,
+        })
+    }
+
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Ok(self.writer.write(batch)?)
+    }
+
+    /// The file and its checksum: the hashes of the data blocks go into the footer before it
+    /// is written, the hash of the tail is computed after.
+    pub(crate) fn finish(mut self) -> Result<(Bytes, ChunkChecksum)> {
+        let writer = &mut self.writer;
+        // Close the last row group and push parquet's buffer into ours: everything written
+        // so far is the data region; the page index and the footer follow at close.
+        writer.flush()?;
+        writer.sync().map_err(parquet::errors::ParquetError::from)?;
+        let data_end = writer.inner().len();
+        let hashes = crate::checksum::block_hashes_text(writer.inner());
+        writer.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+            crate::checksum::BLOCK_HASHES_KEY.to_string(),
+            hashes,
+        ));
+        let buf = self.writer.into_inner()?;
+        let checksum = ChunkChecksum {
+            data_end: data_end as u64,
+            tail: crate::checksum::hash(&buf[data_end..]),
+        };
+        Ok((Bytes::from(buf), checksum))
+    }
 }
 
 /// Decodes a chunk; `path` names it in errors.

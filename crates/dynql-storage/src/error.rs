@@ -49,6 +49,12 @@ pub enum Error {
     /// Arrow failed.
     #[error("Arrow error: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
+    /// A bulk write's sort could not write or read its spill file (in `TMPDIR`).
+    #[error("Bulk write sort spill file error (temporary directory {dir}): {source}", dir = std::env::temp_dir().display())]
+    Spill {
+        /// The failed file operation.
+        source: std::io::Error,
+    },
     /// A schema or value error.
     #[error(transparent)]
     Core(#[from] dynql_core::Error),

@@ -15,6 +15,7 @@ mod chunk_cache;
 pub mod compaction;
 pub mod conflict;
 pub mod error;
+mod external_sort;
 pub mod files;
 mod flush;
 mod key_range;

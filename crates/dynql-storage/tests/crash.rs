@@ -160,6 +160,8 @@ enum Step {
     Write(Vec<(i64, i64)>),
     Delete(Vec<i64>),
     Transaction(Vec<(i64, i64)>),
+    /// A bulk write: batches sorted with spill files, chunks in several tablets, one commit.
+    Bulk(Vec<(i64, i64)>),
     Checkpoint,
     /// Flush and compaction move versions between chunks; the rows stay the same.
     Flush,
@@ -172,7 +174,7 @@ enum Step {
 fn apply_model(model: &mut Model, step: &Step) {
     match step {
         Step::Create => *model = Some(BTreeMap::new()),
-        Step::Write(rows) | Step::Transaction(rows) => {
+        Step::Write(rows) | Step::Transaction(rows) | Step::Bulk(rows) => {
             let m = model.get_or_insert_with(BTreeMap::new);
             for (k, v) in rows {
                 m.insert(*k, *v);
@@ -192,9 +194,16 @@ fn apply_model(model: &mut Model, step: &Step) {
 async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
     match step {
         Step::Create => {
-            store
-                .create_table("//t", schema(), TableOptions::default())
-                .await
+            // Three tablets, so that a large write spans several.
+            let options = TableOptions {
+                pivot_keys: Some(vec![
+                    vec![],
+                    vec![Value::Int64(200)],
+                    vec![Value::Int64(5000)],
+                ]),
+                ..TableOptions::default()
+            };
+            store.create_table("//t", schema(), options).await
         }
         Step::Write(rows) => {
             store
@@ -234,6 +243,18 @@ async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
             store.commit_transaction(&tx.id).await?;
             Ok(())
         }
+        Step::Bulk(rows) => {
+            let mut bulk = store.start_bulk_write("//t").await?;
+            // A budget of a few batches: the sort spills runs to temporary files.
+            bulk.set_sort_memory(64 << 10);
+            for part in rows.chunks(1000) {
+                store
+                    .stage_bulk_rows(&mut bulk, part.iter().map(|(k, v)| row(*k, *v)).collect())
+                    .await?;
+            }
+            store.commit_bulk_write(bulk).await?;
+            Ok(())
+        }
         Step::Checkpoint => store.checkpoint().await.map(|_| ()),
         Step::Flush => store.flush_table("//t").await.map(|_| ()),
         Step::Compact => store.compact("//t").await.map(|_| ()),
@@ -262,6 +283,13 @@ fn workload() -> Vec<Step> {
                 .collect(),
         ),
         Step::Checkpoint,
+        // Keys over all three tablets, some given twice (the later wins), some overwriting
+        // the large write's.
+        Step::Bulk(
+            (0..2 * dynql_storage::store::LARGE_WRITE_ROWS as i64)
+                .map(|i| (150 + (i * 7919) % 15_000, -i))
+                .collect(),
+        ),
         Step::Delete(vec![1]),
         Step::Transaction(vec![(4, 40), (3, 31)]),
         Step::Checkpoint,

@@ -194,6 +194,16 @@ impl Database {
             let rows = tablets.into_iter().zip(full).collect();
             return Ok(self.store.append_rows(path, rows).await?);
         }
+        if kind == WriteKind::Overwrite
+            && !options.aggregate
+            && full.len() >= dynql_storage::store::LARGE_WRITE_ROWS
+        {
+            // Many whole rows: a bulk write, so that they land as the table's sorted chunks
+            // (as an import's do) rather than in the dynamic store every open replays.
+            let mut bulk = self.store.start_bulk_write(path).await?;
+            self.store.stage_bulk_rows(&mut bulk, full).await?;
+            return Ok(self.store.commit_bulk_write(bulk).await?);
+        }
         Ok(self
             .store
             .write_rows(path, kind, options.aggregate, full)
@@ -253,16 +263,18 @@ impl Database {
                     None => row.push(None),
                 }
             }
-            let mut filled: Vec<Value> = row
-                .iter()
-                .map(|v| v.clone().unwrap_or(Value::Null))
-                .collect();
-            computed
-                .fill(schema, &mut filled)
-                .map_err(|e| row_error(n, e.into()))?;
-            for (i, c) in schema.columns().iter().enumerate() {
-                if c.is_computed() {
-                    row[i] = Some(filled[i].clone());
+            if !computed.is_empty() {
+                let mut filled: Vec<Value> = row
+                    .iter()
+                    .map(|v| v.clone().unwrap_or(Value::Null))
+                    .collect();
+                computed
+                    .fill(schema, &mut filled)
+                    .map_err(|e| row_error(n, e.into()))?;
+                for (i, c) in schema.columns().iter().enumerate() {
+                    if c.is_computed() {
+                        row[i] = Some(filled[i].clone());
+                    }
                 }
             }
             if let Some(i) = ttl_column {

@@ -113,7 +113,7 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         | S::Invalid(_)
         | S::Core(_) => ErrorKind::InvalidInput,
         S::Corrupt { .. } | S::Damaged { .. } | S::Parquet(_) => ErrorKind::Corrupt,
-        S::ObjectStore(_) | S::LogTruncated { .. } => ErrorKind::Unavailable,
+        S::ObjectStore(_) | S::LogTruncated { .. } | S::Spill { .. } => ErrorKind::Unavailable,
         S::Arrow(_) => ErrorKind::Internal,
     }
 }

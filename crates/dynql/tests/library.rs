@@ -164,7 +164,10 @@ async fn limit_in_key_order_stops_the_scan_early() {
     .unwrap();
     let rows: Vec<_> = (0..100_000).map(|i| json!({"k": i, "v": i % 7})).collect();
     db.insert_json_rows("//t", &rows).await.unwrap();
-    assert!(db.flush("//t").await.unwrap());
+    assert!(
+        !db.flush("//t").await.unwrap(),
+        "a large insert lands as chunks, nothing in memory to flush"
+    );
     let opts = SelectOptions::default();
     let r = db
         .select_rows("k from [//t] where v = 3 order by k limit 3", &opts)
@@ -234,5 +237,71 @@ async fn row_limits_as_large_as_a_u64_mean_no_limit() {
     ] {
         let r = db.select_rows(query, &unlimited).await.unwrap();
         assert_eq!(r.rows.len(), expected, "{query}");
+    }
+}
+
+#[tokio::test]
+async fn a_large_insert_lands_as_sorted_chunks_and_the_last_row_of_a_key_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let db = Database::open(&url).unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; pivot_keys=[[];[10000]]; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}; {name=s; type=string}]}",
+    )
+    .await
+    .unwrap();
+    // Keys in descending order, then key 7 again: the later row wins, as in YT.
+    let mut rows: Vec<_> = (0..20_000)
+        .rev()
+        .map(|i| json!({"k": i, "v": i, "s": "first"}))
+        .collect();
+    rows.push(json!({"k": 7, "v": -7}));
+    db.insert_json_rows("//t", &rows).await.unwrap();
+    assert!(
+        !db.flush("//t").await.unwrap(),
+        "a large insert is a bulk write: nothing stays in memory to flush"
+    );
+    // Update mode and aggregation keep the dynamic store's path (they read older values).
+    let updates: Vec<Yson> = (0..20_000i64)
+        .filter(|k| k % 1000 == 0)
+        .map(|k| {
+            Yson::Map(vec![
+                (b"k".to_vec(), Yson::Int64(k)),
+                (b"s".to_vec(), Yson::String(b"updated".to_vec())),
+            ])
+        })
+        .collect();
+    db.insert_rows_with(
+        "//t",
+        &updates,
+        dynql::WriteOptions {
+            update: true,
+            aggregate: false,
+        },
+    )
+    .await
+    .unwrap();
+    let reopened = Database::open(&url).unwrap();
+    for db in [&db, &reopened] {
+        let opts = SelectOptions::default();
+        let r = db
+            .select_rows("k, v, s from [//t] where k in (0, 7, 8, 12000)", &opts)
+            .await
+            .unwrap();
+        assert_eq!(
+            r.rows,
+            vec![
+                vec![Value::Int64(0), Value::Int64(0), Value::string("updated")],
+                vec![Value::Int64(7), Value::Int64(-7), Value::Null],
+                vec![Value::Int64(8), Value::Int64(8), Value::string("first")],
+                vec![Value::Int64(12000), Value::Int64(12000), Value::string("updated")],
+            ]
+        );
+        let count = db
+            .select_rows("sum(1) as n from [//t] group by 1", &opts)
+            .await
+            .unwrap();
+        assert_eq!(count.rows, vec![vec![Value::Int64(20_000)]]);
     }
 }

@@ -42,8 +42,6 @@ pub(crate) struct Converter {
 pub(crate) struct Converted {
     /// The accepted rows in the table's Arrow schema, input order.
     pub batch: RecordBatch,
-    /// Sorted tables: the full key of each accepted row (computed columns included).
-    pub keys: Vec<Vec<Value>>,
     /// Ordered tables: the `$tablet_index` each accepted row names, if any.
     pub tablets: Vec<Option<usize>>,
     pub rejected: Vec<RejectedRow>,
@@ -179,7 +177,6 @@ impl Converter {
                 }
             }
         }
-        let mut keys = Vec::new();
         if self.key_count > 0 {
             let mut computed: Vec<Vec<Value>> = vec![Vec::with_capacity(n); self.key_count];
             for (r, p) in problems.iter_mut().enumerate() {
@@ -202,13 +199,10 @@ impl Converter {
                         p.push(m);
                     }
                 }
-                for (c, v) in key.iter().enumerate() {
+                for (c, v) in key.into_iter().enumerate() {
                     if self.schema.columns()[c].is_computed() {
-                        computed[c].push(if p.is_empty() { v.clone() } else { Value::Null });
+                        computed[c].push(if p.is_empty() { v } else { Value::Null });
                     }
-                }
-                if p.is_empty() {
-                    keys.push(key);
                 }
             }
             for (c, column) in self.schema.key_columns().iter().enumerate() {
@@ -271,7 +265,6 @@ impl Converter {
         }
         Ok(Converted {
             batch: accepted,
-            keys,
             tablets,
             rejected,
         })
@@ -279,7 +272,6 @@ impl Converter {
 
     fn convert_json(&self, file: &str, lines: Vec<JsonLine>, first_row: u64) -> Result<Converted> {
         let mut rows = Vec::with_capacity(lines.len());
-        let mut keys = Vec::new();
         let mut tablets = Vec::new();
         let mut rejected = Vec::new();
         for (i, line) in lines.into_iter().enumerate() {
@@ -298,11 +290,9 @@ impl Converter {
                 }
             };
             match self.json_row(&value) {
-                Ok((row, key, tablet)) => {
+                Ok((row, tablet)) => {
                     rows.push(row);
-                    if self.key_count > 0 {
-                        keys.push(key);
-                    } else {
+                    if self.key_count == 0 {
                         tablets.push(tablet);
                     }
                 }
@@ -313,18 +303,16 @@ impl Converter {
             .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
         Ok(Converted {
             batch,
-            keys,
             tablets,
             rejected,
         })
     }
 
-    /// One JSON row as a full row in schema order, its key and its tablet.
-    #[allow(clippy::type_complexity)]
+    /// One JSON row as a full row in schema order and its tablet.
     fn json_row(
         &self,
         value: &serde_json::Value,
-    ) -> std::result::Result<(Vec<Value>, Vec<Value>, Option<usize>), Vec<String>> {
+    ) -> std::result::Result<(Vec<Value>, Option<usize>), Vec<String>> {
         if !value.is_object() {
             return Err(vec!["a row must be a JSON object".into()]);
         }
@@ -387,7 +375,7 @@ impl Converter {
             return Err(problems);
         }
         row[..self.key_count].clone_from_slice(&key);
-        Ok((row, key, tablet))
+        Ok((row, tablet))
     }
 
     /// Fills the computed columns of a key and checks them against the values the input

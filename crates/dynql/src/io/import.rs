@@ -1,23 +1,21 @@
 //! [`Database::import`]: bulk-load files into an existing table (design note 0007).
 //!
 //! ```text
-//! files ─▶ batches of ≤ 8192 rows ─▶ Converter ─▶ accepted rows (Arrow) + keys ─┐
+//! files ─▶ batches of ≤ 8192 rows ─▶ Converter ─▶ accepted rows (Arrow) ─┐
 //!                                        └─▶ rejected rows ─▶ count, examples, callback
+//! sorted: accepted rows ─▶ the bulk write's external sort (bounded memory, spill files)
+//! ordered: accepted rows held in input order
 //! all read ─▶ too many rejected? fail, nothing written
-//!          ─▶ sorted: sort by key (Arrow row format), keep each key's last row
-//!             ─▶ bulk write: key-sorted chunks per tablet ─▶ one commit
+//!          ─▶ sorted: merge ─▶ key-sorted chunks per tablet (each key's last row) ─▶ one commit
 //!          ─▶ ordered: append in input order ─▶ one commit
 //! ```
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
-use arrow::compute::interleave_record_batch;
 use arrow::record_batch::RecordBatch;
-use arrow::row::{RowConverter, SortField};
 
 use dynql_core::arrow_convert::batch_to_rows;
-use dynql_core::{compare_rows, Value};
 use dynql_storage::{RowValues, Timestamp};
 
 use crate::database::Database;
@@ -28,8 +26,7 @@ use crate::io::{
     seconds, FileFormat, Phase, Progress, ProgressFn, RejectedFn, RejectedRow, REJECTED_EXAMPLES,
 };
 
-/// Rows per bulk-write batch unless [`ImportOptions::write_batch_rows`] says otherwise.
-pub const DEFAULT_WRITE_BATCH_ROWS: usize = 100_000;
+pub use dynql_storage::bulk::DEFAULT_SORT_MEMORY;
 
 /// How [`Database::import`] reads and what it tolerates.
 #[derive(Clone)]
@@ -40,8 +37,9 @@ pub struct ImportOptions {
     /// imported and the rejected ones reported; beyond it, the import fails and writes
     /// nothing.
     pub max_rejected: u64,
-    /// Rows per write batch of a sorted table (each a chunk; all committed together).
-    pub write_batch_rows: usize,
+    /// Sorted tables: the memory the key sort buffers before it spills a sorted run to a
+    /// temporary file (default [`DEFAULT_SORT_MEMORY`]).
+    pub sort_memory: usize,
     /// Called as the import advances.
     pub progress: Option<ProgressFn>,
     /// Called for every rejected row, whether or not the import then fails.
@@ -53,7 +51,7 @@ impl Default for ImportOptions {
         ImportOptions {
             format: None,
             max_rejected: 0,
-            write_batch_rows: DEFAULT_WRITE_BATCH_ROWS,
+            sort_memory: DEFAULT_SORT_MEMORY,
             progress: None,
             on_rejected: None,
         }
@@ -65,7 +63,7 @@ impl std::fmt::Debug for ImportOptions {
         f.debug_struct("ImportOptions")
             .field("format", &self.format)
             .field("max_rejected", &self.max_rejected)
-            .field("write_batch_rows", &self.write_batch_rows)
+            .field("sort_memory", &self.sort_memory)
             .field("progress", &self.progress.is_some())
             .field("on_rejected", &self.on_rejected.is_some())
             .finish()
@@ -130,10 +128,11 @@ impl Database {
     /// before anything is written; the write is a single commit, so a failed import leaves
     /// the table as it was.
     ///
-    /// Memory: the accepted rows are held as Arrow batches (plus their keys in Arrow's row
-    /// format, or as values when a key column is a double) until they are sorted; the write
-    /// then encodes one batch of [`ImportOptions::write_batch_rows`] at a time, and the rows
-    /// land as the table's chunks (opening the store later does not read them).
+    /// Memory (sorted tables): the accepted rows go through an external sort that holds about
+    /// [`ImportOptions::sort_memory`] bytes and spills sorted runs to temporary files (in
+    /// `TMPDIR`, removed even if the process is killed); the merged rows land as the table's
+    /// chunks, one per tablet or more (opening the store later does not read them). Ordered
+    /// tables hold their accepted rows until the append.
     ///
     /// # Errors
     /// No such table or an unwritable one; an input that cannot be found, read or parsed as
@@ -166,9 +165,6 @@ impl Database {
         let entry = self.store().table(path).await?;
         let sorted = entry.schema.is_sorted();
         let files = expand_sources(sources, options.format)?;
-        if options.write_batch_rows == 0 {
-            return Err(Error::Invalid("write_batch_rows must be positive".into()));
-        }
         // Fail before reading anything when the table cannot take the rows.
         let bulk = if sorted {
             Some(self.store().start_bulk_write(path).await?)
@@ -182,16 +178,13 @@ impl Database {
                 f(&progress)
             }
         };
+        // Sorted tables: accepted rows go to the bulk write's sort as they come (it holds
+        // about `sort_memory` bytes and spills sorted runs). Ordered: held until the append.
+        let mut bulk = bulk;
+        if let Some(bulk) = &mut bulk {
+            bulk.set_sort_memory(options.sort_memory);
+        }
         let mut batches: Vec<RecordBatch> = Vec::new();
-        let mut keys: Vec<Vec<Value>> = Vec::new();
-        // Keys with no double column sort by Arrow's row format (its byte order is YT's for
-        // integers, booleans and strings): the converter's keys as values need not be kept.
-        let by_bytes = sorted
-            && entry
-                .schema
-                .key_columns()
-                .iter()
-                .all(|c| c.wire_type() != dynql_core::ValueType::Double);
         let mut tablets: Vec<Option<usize>> = Vec::new();
         let mut rows_read = 0u64;
         let mut rejected = 0u64;
@@ -202,15 +195,6 @@ impl Database {
                 let input = input?;
                 let bytes = bytes_before + input.bytes_read;
                 let converted = converter.convert(&file.name, input)?;
-                if sorted && converted.keys.len() != converted.batch.num_rows() {
-                    // The rows are later found by their keys' positions: never guess.
-                    return Err(Error::Invalid(format!(
-                        "internal: {} accepted rows of {} but {} keys",
-                        converted.batch.num_rows(),
-                        file.name,
-                        converted.keys.len()
-                    )));
-                }
                 rows_read += (converted.batch.num_rows() + converted.rejected.len()) as u64;
                 for r in converted.rejected {
                     rejected += 1;
@@ -224,15 +208,21 @@ impl Database {
                 if rejected > options.max_rejected {
                     // The import will fail: keep checking (for the full count and the
                     // rejected-row callback) but stop holding rows.
+                    bulk = None;
                     batches = Vec::new();
-                    keys = Vec::new();
                     tablets = Vec::new();
                 } else if converted.batch.num_rows() > 0 {
-                    batches.push(converted.batch);
-                    if !by_bytes {
-                        keys.extend(converted.keys);
+                    match &mut bulk {
+                        Some(bulk) => {
+                            self.store()
+                                .stage_bulk_batch(bulk, &converted.batch)
+                                .await?
+                        }
+                        None => {
+                            batches.push(converted.batch);
+                            tablets.extend(converted.tablets);
+                        }
                     }
-                    tablets.extend(converted.tablets);
                 }
                 report(Progress {
                     phase: Phase::Reading,
@@ -250,62 +240,42 @@ impl Database {
                 examples,
             });
         }
-        let types: Vec<_> = entry
-            .schema
-            .columns()
-            .iter()
-            .map(|c| c.wire_type())
-            .collect();
-        let full = |batch: &RecordBatch| -> Vec<RowValues> {
-            batch_to_rows(batch, &types)
-                .into_iter()
-                .map(|r| r.into_iter().map(Some).collect())
-                .collect()
-        };
         let (rows_imported, duplicates_folded, timestamp) = match bulk {
             Some(mut bulk) => {
-                let (order, duplicates) = if by_bytes {
-                    last_row_per_key_by_bytes(&batches, entry.schema.key_column_count())?
-                } else {
-                    last_row_per_key(&keys)
-                };
-                drop(keys);
-                let locations: Vec<(usize, usize)> = batches
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r)))
-                    .collect();
-                let refs: Vec<&RecordBatch> = batches.iter().collect();
-                let mut written = 0u64;
-                for part in order.chunks(options.write_batch_rows) {
-                    let indices: Vec<(usize, usize)> = part.iter().map(|&i| locations[i]).collect();
-                    let batch = interleave_record_batch(&refs, &indices)
-                        .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
-                    self.store().stage_bulk_batch(&mut bulk, &batch).await?;
-                    written += part.len() as u64;
-                    report(Progress {
-                        phase: Phase::Writing,
-                        rows: written,
-                        bytes: total_bytes,
-                        total: Some(order.len() as u64),
-                    });
-                }
-                let timestamp = if order.is_empty() {
+                let staged = bulk.staged_rows();
+                self.store()
+                    .write_bulk_rows(&mut bulk, &mut |written| {
+                        report(Progress {
+                            phase: Phase::Writing,
+                            rows: written,
+                            bytes: total_bytes,
+                            total: Some(staged),
+                        })
+                    })
+                    .await?;
+                let (written, folded) = (bulk.rows_written(), bulk.duplicates_folded());
+                let timestamp = if written == 0 {
                     None
                 } else {
                     Some(self.store().commit_bulk_write(bulk).await?)
                 };
-                (order.len() as u64, duplicates, timestamp)
+                (written, folded, timestamp)
             }
             None => {
+                let types: Vec<_> = entry
+                    .schema
+                    .columns()
+                    .iter()
+                    .map(|c| c.wire_type())
+                    .collect();
                 // One tablet for every row that names none, so that input order is kept.
                 let default_tablet = random_below(entry.tablet_count.max(1));
                 let mut rows = Vec::with_capacity(tablets.len());
                 let mut tablet = tablets.into_iter();
                 for batch in &batches {
-                    for row in full(batch) {
+                    for row in batch_to_rows(batch, &types) {
                         let t = tablet.next().flatten().unwrap_or(default_tablet);
-                        rows.push((Some(t), row));
+                        rows.push((Some(t), row.into_iter().map(Some).collect::<RowValues>()));
                     }
                 }
                 let count = rows.len() as u64;
@@ -337,109 +307,9 @@ impl Database {
     }
 }
 
-/// Positions of the rows to keep, in key order: of each run of equal keys the last in input
-/// order (the sort is stable, so a run is in input order). Also returns how many were folded.
-fn last_row_per_key(keys: &[Vec<Value>]) -> (Vec<usize>, u64) {
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| compare_rows(&keys[a], &keys[b]));
-    let mut kept = Vec::with_capacity(order.len());
-    for (i, &row) in order.iter().enumerate() {
-        let next_is_same = order
-            .get(i + 1)
-            .is_some_and(|&next| compare_rows(&keys[row], &keys[next]).is_eq());
-        if !next_is_same {
-            kept.push(row);
-        }
-    }
-    let folded = (order.len() - kept.len()) as u64;
-    (kept, folded)
-}
-
-/// [`last_row_per_key`] of the rows of `batches` (in input order), keys being their first
-/// `key_count` columns, none of them a double: compared in Arrow's row format, whose byte
-/// order is YT's order for integers, booleans and strings (a double's is not: -0.0, NaN).
-fn last_row_per_key_by_bytes(
-    batches: &[RecordBatch],
-    key_count: usize,
-) -> Result<(Vec<usize>, u64)> {
-    let internal = |e: arrow::error::ArrowError| Error::Invalid(format!("internal: {e}"));
-    let Some(first) = batches.first() else {
-        return Ok((Vec::new(), 0));
-    };
-    let fields = first.columns()[..key_count]
-        .iter()
-        .map(|c| SortField::new(c.data_type().clone()))
-        .collect();
-    let converter = RowConverter::new(fields).map_err(internal)?;
-    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let mut rows = converter.empty_rows(total, total * 16);
-    for b in batches {
-        converter
-            .append(&mut rows, &b.columns()[..key_count])
-            .map_err(internal)?;
-    }
-    let mut order: Vec<usize> = (0..total).collect();
-    // Equal keys in input order, as a stable sort would leave them.
-    order.sort_unstable_by(|&a, &b| rows.row(a).cmp(&rows.row(b)).then(a.cmp(&b)));
-    let mut kept = Vec::with_capacity(order.len());
-    for (i, &row) in order.iter().enumerate() {
-        let next_is_same = order
-            .get(i + 1)
-            .is_some_and(|&next| rows.row(row) == rows.row(next));
-        if !next_is_same {
-            kept.push(row);
-        }
-    }
-    let folded = (order.len() - kept.len()) as u64;
-    Ok((kept, folded))
-}
-
 /// A number in `0..n` that differs from run to run (which tablet an ordered import fills).
 fn random_below(n: usize) -> usize {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(0);
     (h.finish() % n as u64) as usize
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_last_row_of_each_key_is_kept_in_key_order() {
-        let k = |v: i64| vec![Value::Int64(v)];
-        let keys = vec![k(3), k(1), k(3), k(2), k(1), k(3)];
-        let (kept, folded) = last_row_per_key(&keys);
-        assert_eq!(kept, vec![4, 3, 5]);
-        assert_eq!(folded, 3);
-    }
-
-    proptest::proptest! {
-        /// Sorting by Arrow's row format keeps the rows sorting by values keeps, in the same
-        /// order (signed integers and byte strings, split over batches).
-        #[test]
-        fn byte_order_sorts_as_values_do(
-            keys in proptest::collection::vec((-3i64..3, "[ab]{0,2}"), 0..60),
-            cut in 0usize..60,
-        ) {
-            use arrow::array::{BinaryArray, Int64Array};
-            let values: Vec<Vec<Value>> = keys
-                .iter()
-                .map(|(i, s)| vec![Value::Int64(*i), Value::String(s.as_bytes().to_vec())])
-                .collect();
-            let batch = |part: &[(i64, String)]| {
-                RecordBatch::try_from_iter([
-                    ("i", std::sync::Arc::new(Int64Array::from_iter_values(part.iter().map(|k| k.0))) as _),
-                    ("s", std::sync::Arc::new(BinaryArray::from_iter_values(part.iter().map(|k| k.1.as_bytes()))) as _),
-                ])
-                .unwrap()
-            };
-            let cut = cut.min(keys.len());
-            let batches = [batch(&keys[..cut]), batch(&keys[cut..])];
-            proptest::prop_assert_eq!(
-                last_row_per_key_by_bytes(&batches, 2).unwrap(),
-                last_row_per_key(&values)
-            );
-        }
-    }
 }

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use export::{ExportOptions, ExportReport, DEFAULT_ROWS_PER_FILE};
-pub use import::{ImportOptions, ImportReport, DEFAULT_WRITE_BATCH_ROWS};
+pub use import::{ImportOptions, ImportReport, DEFAULT_SORT_MEMORY};
 
 #[cfg(doc)]
 use crate::Database;

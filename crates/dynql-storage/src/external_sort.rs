@@ -1,0 +1,606 @@
+//! The external sort of a bulk write: rows arrive in any order, in batches, and leave sorted
+//! by key with each key once (its last row in input order), in memory bounded by a budget.
+//!
+//! ```text
+//! push(batch) ─▶ buffered batches ── budget reached ──▶ sort ─▶ spill run (temp file)
+//! finish()    ─▶ last run sorted in memory ─┬─▶ k-way merge of the runs ─▶ sorted batches
+//!                spilled runs (1..n) ───────┘   (equal keys: the later run's row wins)
+//! ```
+//!
+//! Keys are compared in Arrow's row format with doubles made canonical first (-0.0 as 0.0,
+//! one NaN): its byte order is then YT's order of keys (`dynql_core::compare_rows`).
+//!
+//! Spill files are anonymous temporary files (`tempfile::tempfile`, in `TMPDIR`): the
+//! operating system removes them when they are closed, so a killed process leaves none
+//! behind.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Seek, SeekFrom};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
+use arrow::compute::interleave_record_batch;
+use arrow::datatypes::{DataType, Float64Type, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, Rows, SortField};
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+
+use crate::error::{Error, Result};
+
+/// The memory a bulk write's sort buffers by default before it spills a run.
+pub const DEFAULT_SORT_MEMORY: usize = 256 << 20;
+
+/// Rows per sorted batch the sort gives (and per batch of a spill file).
+const SORTED_BATCH_ROWS: usize = 16 * 1024;
+
+/// Bytes per buffered row the sort itself needs beside the rows (sort keys, positions),
+/// counted against the budget.
+const SORT_BYTES_PER_ROW: usize = 64;
+
+/// Sort keys of a table's rows (key columns first): Arrow's row format of the key columns,
+/// doubles canonical, so that byte order is YT's key order.
+struct SortKeys {
+    converter: RowConverter,
+    key_count: usize,
+}
+
+impl SortKeys {
+    fn new(schema: &SchemaRef, key_count: usize) -> Result<SortKeys> {
+        let fields = schema.fields()[..key_count]
+            .iter()
+            .map(|f| SortField::new(f.data_type().clone()))
+            .collect();
+        Ok(SortKeys {
+            converter: RowConverter::new(fields)?,
+            key_count,
+        })
+    }
+
+    fn columns(&self, batch: &RecordBatch) -> Vec<ArrayRef> {
+        batch.columns()[..self.key_count]
+            .iter()
+            .map(canonical)
+            .collect()
+    }
+
+    fn rows(&self, batch: &RecordBatch) -> Result<Rows> {
+        Ok(self.converter.convert_columns(&self.columns(batch))?)
+    }
+}
+
+/// A key column as the sort compares it: a double column with -0.0 as 0.0 and every NaN the
+/// same (the row format orders doubles by their bits: -0.0 before 0.0, NaNs by sign and
+/// payload; YT orders them numerically with NaN last).
+fn canonical(column: &ArrayRef) -> ArrayRef {
+    if column.data_type() != &DataType::Float64 {
+        return column.clone();
+    }
+    let doubles = column.as_primitive::<Float64Type>();
+    let fixed: Float64Array = doubles.unary(|v| {
+        if v.is_nan() {
+            f64::NAN
+        } else if v == 0.0 {
+            0.0
+        } else {
+            v
+        }
+    });
+    Arc::new(fixed)
+}
+
+/// Sorts rows of a table by key (see the module docs) in bounded memory.
+pub(crate) struct ExternalSorter {
+    schema: SchemaRef,
+    keys: SortKeys,
+    memory: usize,
+    buffered: Vec<RecordBatch>,
+    buffered_bytes: usize,
+    /// Spilled runs, oldest first: each a stream of sorted batches, each key once.
+    runs: Vec<File>,
+    rows: u64,
+    folded: u64,
+}
+
+impl ExternalSorter {
+    /// A sorter of rows in `schema` (key columns first) buffering about `memory` bytes.
+    pub(crate) fn new(schema: SchemaRef, key_count: usize, memory: usize) -> Result<Self> {
+        Ok(ExternalSorter {
+            keys: SortKeys::new(&schema, key_count)?,
+            schema,
+            memory: memory.max(1),
+            buffered: Vec::new(),
+            buffered_bytes: 0,
+            runs: Vec::new(),
+            rows: 0,
+            folded: 0,
+        })
+    }
+
+    /// Rows pushed so far.
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Runs spilled so far.
+    pub(crate) fn spilled_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Adds rows; a row given after another of the same key replaces it.
+    pub(crate) fn push(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        self.rows += batch.num_rows() as u64;
+        self.buffered_bytes +=
+            batch.get_array_memory_size() + batch.num_rows() * SORT_BYTES_PER_ROW;
+        self.buffered.push(batch);
+        if self.buffered_bytes >= self.memory {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Sorts the buffered rows and writes them to a new spill file.
+    fn spill(&mut self) -> Result<()> {
+        let mut run = SortedRun::new(&self.keys, std::mem::take(&mut self.buffered))?;
+        self.buffered_bytes = 0;
+        self.folded += run.folded;
+        let file = tempfile::tempfile().map_err(spill_error)?;
+        let mut writer = StreamWriter::try_new(BufWriter::new(file), &self.schema)?;
+        while let Some(batch) = run.next_batch()? {
+            writer.write(&batch)?;
+        }
+        writer.finish()?;
+        let mut file = writer
+            .into_inner()?
+            .into_inner()
+            .map_err(|e| spill_error(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(spill_error)?;
+        self.runs.push(file);
+        Ok(())
+    }
+
+    /// The rows sorted by key, each key once.
+    pub(crate) fn finish(mut self) -> Result<SortedRows> {
+        let last = SortedRun::new(&self.keys, std::mem::take(&mut self.buffered))?;
+        self.folded += last.folded;
+        if self.runs.is_empty() {
+            return Ok(SortedRows {
+                inner: Sorted::Memory(last),
+                folded: self.folded,
+            });
+        }
+        let mut sources: Vec<Source> = Vec::with_capacity(self.runs.len() + 1);
+        for file in self.runs {
+            sources.push(Source::Spilled(StreamReader::try_new(
+                BufReader::new(file),
+                None,
+            )?));
+        }
+        sources.push(Source::Memory(last));
+        Ok(SortedRows {
+            inner: Sorted::Merge(Merge::new(self.keys, sources)?),
+            folded: self.folded,
+        })
+    }
+}
+
+fn spill_error(e: std::io::Error) -> Error {
+    Error::Spill { source: e }
+}
+
+/// The sorted rows of an [`ExternalSorter`], batch by batch.
+pub(crate) struct SortedRows {
+    inner: Sorted,
+    folded: u64,
+}
+
+enum Sorted {
+    Memory(SortedRun),
+    Merge(Merge),
+}
+
+impl SortedRows {
+    /// The next batch of rows (keys increasing across batches); `None` at the end.
+    pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match &mut self.inner {
+            Sorted::Memory(run) => run.next_batch(),
+            Sorted::Merge(merge) => merge.next_batch(),
+        }
+    }
+
+    /// Rows dropped because a later row had the same key (so far: the merge finds the
+    /// repeats across runs as it goes).
+    pub(crate) fn folded(&self) -> u64 {
+        match &self.inner {
+            Sorted::Memory(_) => self.folded,
+            Sorted::Merge(merge) => self.folded + merge.folded,
+        }
+    }
+}
+
+/// Buffered batches and the positions of their rows in key order (each key's last row).
+struct SortedRun {
+    batches: Vec<RecordBatch>,
+    order: Vec<(u32, u32)>,
+    next: usize,
+    folded: u64,
+}
+
+impl SortedRun {
+    fn new(keys: &SortKeys, batches: Vec<RecordBatch>) -> Result<SortedRun> {
+        let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let mut rows = keys.converter.empty_rows(total, total * 16);
+        for b in &batches {
+            keys.converter.append(&mut rows, &keys.columns(b))?;
+        }
+        let kept = last_of_each_key(&rows);
+        let folded = (total - kept.len()) as u64;
+        drop(rows);
+        // Input positions → (batch, row).
+        let mut starts = Vec::with_capacity(batches.len());
+        let mut start = 0u32;
+        for b in &batches {
+            starts.push(start);
+            start += b.num_rows() as u32;
+        }
+        let order = kept
+            .into_iter()
+            .map(|i| {
+                let b = starts.partition_point(|&s| s <= i) - 1;
+                (b as u32, i - starts[b])
+            })
+            .collect();
+        Ok(SortedRun {
+            batches,
+            order,
+            next: 0,
+            folded,
+        })
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.next >= self.order.len() {
+            return Ok(None);
+        }
+        let end = (self.next + SORTED_BATCH_ROWS).min(self.order.len());
+        let indices: Vec<(usize, usize)> = self.order[self.next..end]
+            .iter()
+            .map(|&(b, r)| (b as usize, r as usize))
+            .collect();
+        self.next = end;
+        let refs: Vec<&RecordBatch> = self.batches.iter().collect();
+        Ok(Some(interleave_record_batch(&refs, &indices)?))
+    }
+}
+
+/// Positions (in `rows`) of each key's last row, in key order.
+fn last_of_each_key(rows: &Rows) -> Vec<u32> {
+    let n = rows.num_rows();
+    let width = (0..n)
+        .map(|i| rows.row(i).as_ref().len())
+        .max()
+        .unwrap_or(0);
+    let fixed = (0..n).all(|i| rows.row(i).as_ref().len() == width);
+    if fixed && width <= 32 {
+        // Every key the same length: compare them as two big-endian integers, with no call
+        // per comparison (zero padding keeps the order, all being padded alike).
+        let mut packed: Vec<(u128, u128, u32)> = (0..n)
+            .map(|i| {
+                let mut bytes = [0u8; 32];
+                bytes[..width].copy_from_slice(rows.row(i).as_ref());
+                let (hi, lo) = bytes.split_at(16);
+                (
+                    u128::from_be_bytes(hi.try_into().expect("16 bytes")),
+                    u128::from_be_bytes(lo.try_into().expect("16 bytes")),
+                    i as u32,
+                )
+            })
+            .collect();
+        // Equal keys in input order: the last of each run is the last given.
+        packed.sort_unstable();
+        let mut kept = Vec::with_capacity(n);
+        for (i, p) in packed.iter().enumerate() {
+            if packed.get(i + 1).is_none_or(|q| (q.0, q.1) != (p.0, p.1)) {
+                kept.push(p.2);
+            }
+        }
+        return kept;
+    }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        rows.row(a as usize)
+            .cmp(&rows.row(b as usize))
+            .then(a.cmp(&b))
+    });
+    let mut kept = Vec::with_capacity(n);
+    for (i, &p) in order.iter().enumerate() {
+        if order
+            .get(i + 1)
+            .is_none_or(|&q| rows.row(q as usize) != rows.row(p as usize))
+        {
+            kept.push(p);
+        }
+    }
+    kept
+}
+
+/// A sorted run the merge reads.
+enum Source {
+    Spilled(StreamReader<BufReader<File>>),
+    Memory(SortedRun),
+}
+
+impl Source {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match self {
+            Source::Spilled(reader) => reader.next().transpose().map_err(Error::from),
+            Source::Memory(run) => run.next_batch(),
+        }
+    }
+}
+
+/// Where the merge is in one run: its current batch, that batch's sort keys, the next row.
+struct Cursor {
+    source: Source,
+    batch: RecordBatch,
+    keys: Rows,
+    row: usize,
+    /// The batch's index in [`Merge::pool`].
+    slot: usize,
+}
+
+/// A k-way merge of sorted runs (each key once per run); of equal keys the row of the
+/// latest run wins.
+struct Merge {
+    keys: SortKeys,
+    cursors: Vec<Cursor>,
+    /// Indices of live cursors, a binary min-heap by (current key, run index).
+    heap: Vec<usize>,
+    /// The batches the next output batch takes rows from.
+    pool: Vec<RecordBatch>,
+    out: Vec<(usize, usize)>,
+    folded: u64,
+}
+
+impl Merge {
+    fn new(keys: SortKeys, sources: Vec<Source>) -> Result<Merge> {
+        let mut merge = Merge {
+            keys,
+            cursors: Vec::with_capacity(sources.len()),
+            heap: Vec::with_capacity(sources.len()),
+            pool: Vec::new(),
+            out: Vec::with_capacity(SORTED_BATCH_ROWS),
+            folded: 0,
+        };
+        for mut source in sources {
+            let Some(batch) = source.next_batch()? else {
+                continue;
+            };
+            let keys = merge.keys.rows(&batch)?;
+            merge.pool.push(batch.clone());
+            merge.heap.push(merge.cursors.len());
+            merge.cursors.push(Cursor {
+                source,
+                batch,
+                keys,
+                row: 0,
+                slot: merge.pool.len() - 1,
+            });
+        }
+        for i in (0..merge.heap.len() / 2).rev() {
+            merge.sift_down(i);
+        }
+        Ok(merge)
+    }
+
+    /// Whether cursor `a`'s row goes before cursor `b`'s.
+    fn before(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.cursors[a], &self.cursors[b]);
+        x.keys
+            .row(x.row)
+            .cmp(&y.keys.row(y.row))
+            .then(a.cmp(&b))
+            .is_lt()
+    }
+
+    fn same_key(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.cursors[a], &self.cursors[b]);
+        x.keys.row(x.row) == y.keys.row(y.row)
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < self.heap.len() && self.before(self.heap[l], self.heap[least]) {
+                least = l;
+            }
+            if r < self.heap.len() && self.before(self.heap[r], self.heap[least]) {
+                least = r;
+            }
+            if least == i {
+                return;
+            }
+            self.heap.swap(i, least);
+            i = least;
+        }
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        while self.out.len() < SORTED_BATCH_ROWS && !self.heap.is_empty() {
+            let top = self.heap[0];
+            // A later run holding the same key is the next in the heap: one of the root's
+            // children. Its row replaces this one.
+            let superseded = self.heap[1..self.heap.len().min(3)]
+                .iter()
+                .any(|&c| self.same_key(top, c));
+            if superseded {
+                self.folded += 1;
+            } else {
+                let c = &self.cursors[top];
+                self.out.push((c.slot, c.row));
+            }
+            let c = &mut self.cursors[top];
+            c.row += 1;
+            if c.row == c.batch.num_rows() {
+                match c.source.next_batch()? {
+                    Some(batch) => {
+                        c.keys = self.keys.rows(&batch)?;
+                        self.pool.push(batch.clone());
+                        c.batch = batch;
+                        c.row = 0;
+                        c.slot = self.pool.len() - 1;
+                    }
+                    None => {
+                        let last = self.heap.len() - 1;
+                        self.heap.swap(0, last);
+                        self.heap.pop();
+                    }
+                }
+            }
+            self.sift_down(0);
+        }
+        if self.out.is_empty() {
+            return Ok(None);
+        }
+        let refs: Vec<&RecordBatch> = self.pool.iter().collect();
+        let batch = interleave_record_batch(&refs, &self.out)?;
+        self.out.clear();
+        // Keep only the batches the cursors still read.
+        self.pool.clear();
+        for &i in &self.heap {
+            let c = &mut self.cursors[i];
+            self.pool.push(c.batch.clone());
+            c.slot = self.pool.len() - 1;
+        }
+        Ok(Some(batch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use arrow::array::{BinaryArray, Int64Array};
+    use arrow::datatypes::{Field, Schema};
+    use dynql_core::{compare_rows, Value};
+
+    use super::*;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("s", DataType::Binary, true),
+            Field::new("v", DataType::Int64, true),
+        ]))
+    }
+
+    fn batch(rows: &[(i64, &str, i64)]) -> RecordBatch {
+        RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(BinaryArray::from_iter_values(
+                    rows.iter().map(|r| r.1.as_bytes()),
+                )),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn drain(sorted: &mut SortedRows) -> Vec<(i64, Vec<u8>, i64)> {
+        let mut out = Vec::new();
+        while let Some(b) = sorted.next_batch().unwrap() {
+            assert!(b.num_rows() <= SORTED_BATCH_ROWS);
+            let k = b.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+            let s = b.column(1).as_binary::<i32>();
+            let v = b.column(2).as_primitive::<arrow::datatypes::Int64Type>();
+            for i in 0..b.num_rows() {
+                out.push((k.value(i), s.value(i).to_vec(), v.value(i)));
+            }
+        }
+        out
+    }
+
+    /// Sorts `input` (split in batches of `per_batch`) with `memory` bytes of budget, against a
+    /// `BTreeMap` of the last row per key.
+    fn check(input: &[(i64, String, i64)], per_batch: usize, memory: usize, key_count: usize) {
+        let mut sorter = ExternalSorter::new(schema(), key_count, memory).unwrap();
+        for part in input.chunks(per_batch.max(1)) {
+            let rows: Vec<(i64, &str, i64)> =
+                part.iter().map(|r| (r.0, r.1.as_str(), r.2)).collect();
+            sorter.push(batch(&rows)).unwrap();
+        }
+        let mut model: BTreeMap<Vec<Value>, (i64, Vec<u8>, i64)> = BTreeMap::new();
+        for r in input {
+            let key: Vec<Value> =
+                [Value::Int64(r.0), Value::string(r.1.as_str())][..key_count].to_vec();
+            model.insert(key, (r.0, r.1.as_bytes().to_vec(), r.2));
+        }
+        let mut expected: Vec<_> = model.into_iter().collect();
+        expected.sort_by(|a, b| compare_rows(&a.0, &b.0));
+        let expected: Vec<_> = expected.into_iter().map(|(_, r)| r).collect();
+        let mut sorted = sorter.finish().unwrap();
+        let got = drain(&mut sorted);
+        assert_eq!(sorted.folded(), (input.len() - expected.len()) as u64);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn spilled_runs_merge_with_the_latest_row_of_each_key() {
+        let input: Vec<(i64, String, i64)> = (0..50_000i64)
+            .map(|i| ((i * 7919) % 20_011, format!("s{}", i % 3), i))
+            .collect();
+        // A budget small enough for many runs, and one run.
+        check(&input, 1000, 200_000, 1);
+        check(&input, 1000, 200_000, 2);
+        check(&input, 1000, usize::MAX, 2);
+        let mut sorter = ExternalSorter::new(schema(), 1, 200_000).unwrap();
+        let rows: Vec<(i64, &str, i64)> = input.iter().map(|r| (r.0, "x", r.2)).collect();
+        sorter.push(batch(&rows)).unwrap();
+        sorter.push(batch(&rows)).unwrap();
+        assert_eq!(sorter.spilled_runs(), 2);
+    }
+
+    #[test]
+    fn doubles_sort_numerically_with_negative_zero_equal_to_zero_and_nan_last() {
+        let schema = Arc::new(Schema::new(vec![Field::new("d", DataType::Float64, true)]));
+        let values = [f64::NAN, 1.0, -0.0, f64::NEG_INFINITY, 0.0, -f64::NAN, -2.5];
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Float64Array::from(values.to_vec()))],
+        )
+        .unwrap();
+        let mut sorter = ExternalSorter::new(schema, 1, usize::MAX).unwrap();
+        sorter.push(batch).unwrap();
+        let mut sorted = sorter.finish().unwrap();
+        let b = sorted.next_batch().unwrap().unwrap();
+        let got: Vec<f64> = b.column(0).as_primitive::<Float64Type>().values().to_vec();
+        assert_eq!(
+            sorted.folded(),
+            2,
+            "0.0 and -0.0 are one key, so are the NaNs"
+        );
+        assert_eq!(got.len(), 5);
+        assert_eq!(&got[..4], &[f64::NEG_INFINITY, -2.5, 0.0, 1.0]);
+        assert!(got[4].is_nan());
+    }
+
+    proptest::proptest! {
+        /// Against a `BTreeMap` of the last row per key: any input, any batch size, budgets
+        /// from one row per run to everything in memory, one or two key columns.
+        #[test]
+        fn sorts_like_a_map_of_the_last_row_per_key(
+            input in proptest::collection::vec((-30i64..30, "[ab]{0,3}", proptest::num::i64::ANY), 0..400),
+            per_batch in 1usize..50,
+            memory in proptest::sample::select(vec![1usize, 5_000, 40_000, usize::MAX]),
+            key_count in 1usize..3,
+        ) {
+            check(&input, per_batch, memory, key_count);
+        }
+    }
+}
