@@ -2,6 +2,7 @@
 //! over store tables ([`provider::StoreTable`]) and the YT QL pipeline that runs a bound
 //! query ([`select::select_rows`]).
 
+pub mod computed;
 pub mod error;
 pub mod provider;
 mod pushdown;

@@ -89,6 +89,11 @@ impl ComputedColumns {
             .map(|(_, e)| e)
     }
 
+    /// The computed columns: position and compiled expression (over the row in schema order).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &TypedExpr)> {
+        self.columns.iter().map(|(i, e)| (*i, e))
+    }
+
     /// True when the table has no computed columns.
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()

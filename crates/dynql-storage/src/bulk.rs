@@ -253,7 +253,10 @@ impl Store {
         // Keys only rise: the tablet being written and its open chunk.
         let mut tablet = 0;
         let mut writer: Option<BulkChunkWriter> = None;
-        while let Some(batch) = sorted.next_batch()? {
+        // The merge runs on a thread of its own; the chunks are encoded here.
+        let (mut merged, merging) = sorted.in_background()?;
+        while let Some(batch) = merged.recv().await {
+            let batch = batch?;
             let n = batch.num_rows();
             let keys = &batch.columns()[..key_count];
             let mut start = 0;
@@ -294,7 +297,9 @@ impl Store {
         if let Some(w) = writer.take() {
             bulk.chunks.extend(w.finish(self.objects.as_ref()).await?);
         }
-        bulk.folded = sorted.folded();
+        bulk.folded = merging
+            .join()
+            .map_err(|_| Error::Invalid("internal: the sort's merge thread panicked".into()))?;
         Ok(())
     }
 

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
 use arrow::datatypes::Float64Type;
 use arrow::record_batch::RecordBatch;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::ObjectStore;
 
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{TableSchema, Value, ValueType};
@@ -79,6 +78,27 @@ fn encode_overwrites(schema: &TableSchema, rows: &RecordBatch) -> Result<RecordB
     Ok(RecordBatch::try_new(versioned_schema(schema), columns)?)
 }
 
+/// The byte-string columns of `rows` whose first values are mostly distinct: a dictionary
+/// would not pay for the hashing it costs (the chunk's later row groups are alike in bulk
+/// data; a wrong guess only costs size or time, never correctness).
+fn mostly_distinct_columns(rows: &RecordBatch) -> Vec<&str> {
+    const SAMPLE: usize = 4096;
+    let schema = rows.schema_ref();
+    rows.columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            let Some(values) = c.as_binary_opt::<i32>() else {
+                return false;
+            };
+            let sample: Vec<&[u8]> = values.iter().take(SAMPLE).flatten().collect();
+            let distinct: std::collections::HashSet<&[u8]> = sample.iter().copied().collect();
+            distinct.len() * 2 > sample.len()
+        })
+        .map(|(i, _)| schema.field(i).name().as_str())
+        .collect()
+}
+
 /// The double columns of `rows` holding a NaN.
 fn nan_columns(rows: &RecordBatch) -> Vec<usize> {
     (0..rows.num_columns())
@@ -97,7 +117,8 @@ pub(crate) struct BulkChunkWriter {
     path: String,
     schema: TableSchema,
     key_types: Vec<ValueType>,
-    encoder: ChunkEncoder,
+    /// Created with the first rows, which tell the columns not worth a dictionary.
+    encoder: Option<ChunkEncoder>,
     rows: usize,
     row_groups: Vec<RowGroupRef>,
     min_key: Vec<Value>,
@@ -110,7 +131,7 @@ impl BulkChunkWriter {
             path,
             schema: schema.clone(),
             key_types: schema.key_columns().iter().map(|c| c.wire_type()).collect(),
-            encoder: ChunkEncoder::new(&versioned_schema(schema))?,
+            encoder: None,
             rows: 0,
             row_groups: Vec::new(),
             min_key: Vec::new(),
@@ -169,7 +190,17 @@ impl BulkChunkWriter {
             self.rows += end - start;
             start = end;
         }
-        self.encoder.write(&encode_overwrites(&self.schema, rows)?)
+        let encoder = match &mut self.encoder {
+            Some(encoder) => encoder,
+            None => {
+                let plain = mostly_distinct_columns(rows);
+                self.encoder.insert(ChunkEncoder::with_plain_columns(
+                    &versioned_schema(&self.schema),
+                    &plain,
+                )?)
+            }
+        };
+        encoder.write(&encode_overwrites(&self.schema, rows)?)
     }
 
     /// Uploads the chunk; `None` when no row was written.
@@ -177,14 +208,12 @@ impl BulkChunkWriter {
         if self.rows == 0 {
             return Ok(None);
         }
-        let (bytes, checksum) = self.encoder.finish()?;
+        let Some(encoder) = self.encoder else {
+            return Ok(None);
+        };
+        let (bytes, checksum) = encoder.finish()?;
         let size = bytes.len() as u64;
-        objects
-            .put(
-                &ObjectPath::from(self.path.as_str()),
-                PutPayload::from(bytes),
-            )
-            .await?;
+        crate::chunk::put_encoded(objects, &self.path, bytes).await?;
         Ok(Some(ChunkRef {
             path: self.path,
             rows: self.rows as u64,

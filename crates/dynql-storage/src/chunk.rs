@@ -18,6 +18,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 
 use dynql_core::arrow_convert::{array_value, table_arrow_schema, values_to_array};
@@ -290,14 +291,22 @@ pub(crate) struct ChunkEncoder {
 
 impl ChunkEncoder {
     pub(crate) fn new(schema: &SchemaRef) -> Result<ChunkEncoder> {
-        let props = WriterProperties::builder()
+        ChunkEncoder::with_plain_columns(schema, &[])
+    }
+
+    /// An encoder that writes the columns named in `plain` without a dictionary (for mostly
+    /// distinct values, where building one only costs time).
+    pub(crate) fn with_plain_columns(schema: &SchemaRef, plain: &[&str]) -> Result<ChunkEncoder> {
+        let mut props = WriterProperties::builder()
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_data_page_row_count_limit(PAGE_ROWS)
-            .set_write_batch_size(PAGE_ROWS)
-            .build();
+            .set_write_batch_size(PAGE_ROWS);
+        for name in plain {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
+        }
         Ok(ChunkEncoder {
-            writer: ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?,
+            writer: ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props.build()))?,
         })
     }
 
@@ -583,10 +592,16 @@ pub(crate) async fn put_chunk(
 ) -> Result<(u64, ChunkChecksum)> {
     let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
     let size = bytes.len() as u64;
+    put_encoded(objects, path, bytes).await?;
+    Ok((size, checksum))
+}
+
+/// Uploads an encoded chunk file to `path`.
+pub(crate) async fn put_encoded(objects: &dyn ObjectStore, path: &str, bytes: Bytes) -> Result<()> {
     objects
         .put(&ObjectPath::from(path), PutPayload::from(bytes))
         .await?;
-    Ok((size, checksum))
+    Ok(())
 }
 
 /// The object path for a new chunk of table `table_id`; `kind` says what wrote it (`flush`,

@@ -90,14 +90,19 @@ fn canonical(column: &ArrayRef) -> ArrayRef {
 }
 
 /// Sorts rows of a table by key (see the module docs) in bounded memory.
+///
+/// A full buffer is sorted and spilled on a thread of its own while the next one fills (the
+/// caller goes on converting input on the other core), so each buffer is half the budget.
 pub(crate) struct ExternalSorter {
     schema: SchemaRef,
-    keys: SortKeys,
+    keys: Arc<SortKeys>,
     memory: usize,
     buffered: Vec<RecordBatch>,
     buffered_bytes: usize,
     /// Spilled runs, oldest first: each a stream of sorted batches, each key once.
     runs: Vec<File>,
+    /// The run being spilled: its file and the rows it folded.
+    spilling: Option<std::thread::JoinHandle<Result<(File, u64)>>>,
     rows: u64,
     folded: u64,
 }
@@ -106,12 +111,13 @@ impl ExternalSorter {
     /// A sorter of rows in `schema` (key columns first) buffering about `memory` bytes.
     pub(crate) fn new(schema: SchemaRef, key_count: usize, memory: usize) -> Result<Self> {
         Ok(ExternalSorter {
-            keys: SortKeys::new(&schema, key_count)?,
+            keys: Arc::new(SortKeys::new(&schema, key_count)?),
             schema,
             memory: memory.max(1),
             buffered: Vec::new(),
             buffered_bytes: 0,
             runs: Vec::new(),
+            spilling: None,
             rows: 0,
             folded: 0,
         })
@@ -122,9 +128,9 @@ impl ExternalSorter {
         self.rows
     }
 
-    /// Runs spilled so far.
+    /// Runs spilled so far (or being spilled).
     pub(crate) fn spilled_runs(&self) -> usize {
-        self.runs.len()
+        self.runs.len() + usize::from(self.spilling.is_some())
     }
 
     /// Adds rows; a row given after another of the same key replaces it.
@@ -136,34 +142,41 @@ impl ExternalSorter {
         self.buffered_bytes +=
             batch.get_array_memory_size() + batch.num_rows() * SORT_BYTES_PER_ROW;
         self.buffered.push(batch);
-        if self.buffered_bytes >= self.memory {
+        if self.buffered_bytes >= self.memory / 2 {
             self.spill()?;
         }
         Ok(())
     }
 
-    /// Sorts the buffered rows and writes them to a new spill file.
+    /// Hands the buffered rows to a thread that sorts them into a new spill file (after the
+    /// previous spill is done: at most one buffer is being spilled).
     fn spill(&mut self) -> Result<()> {
-        let mut run = SortedRun::new(&self.keys, std::mem::take(&mut self.buffered))?;
+        self.wait_for_spill()?;
+        let batches = std::mem::take(&mut self.buffered);
         self.buffered_bytes = 0;
-        self.folded += run.folded;
-        let file = tempfile::tempfile().map_err(spill_error)?;
-        let mut writer = StreamWriter::try_new(BufWriter::new(file), &self.schema)?;
-        while let Some(batch) = run.next_batch()? {
-            writer.write(&batch)?;
+        let (keys, schema) = (self.keys.clone(), self.schema.clone());
+        let spilling = std::thread::Builder::new()
+            .name("dynql-sort-spill".into())
+            .spawn(move || write_run(&keys, &schema, batches))
+            .map_err(spill_error)?;
+        self.spilling = Some(spilling);
+        Ok(())
+    }
+
+    fn wait_for_spill(&mut self) -> Result<()> {
+        if let Some(spilling) = self.spilling.take() {
+            let (file, folded) = spilling
+                .join()
+                .map_err(|_| Error::Invalid("internal: a sort spill thread panicked".into()))??;
+            self.runs.push(file);
+            self.folded += folded;
         }
-        writer.finish()?;
-        let mut file = writer
-            .into_inner()?
-            .into_inner()
-            .map_err(|e| spill_error(e.into_error()))?;
-        file.seek(SeekFrom::Start(0)).map_err(spill_error)?;
-        self.runs.push(file);
         Ok(())
     }
 
     /// The rows sorted by key, each key once.
     pub(crate) fn finish(mut self) -> Result<SortedRows> {
+        self.wait_for_spill()?;
         let last = SortedRun::new(&self.keys, std::mem::take(&mut self.buffered))?;
         self.folded += last.folded;
         if self.runs.is_empty() {
@@ -185,6 +198,28 @@ impl ExternalSorter {
             folded: self.folded,
         })
     }
+}
+
+/// Sorts `batches` and writes them to an anonymous temporary file as an IPC stream, rewound
+/// for reading; also returns how many rows repeated a key.
+fn write_run(
+    keys: &SortKeys,
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> Result<(File, u64)> {
+    let mut run = SortedRun::new(keys, batches)?;
+    let file = tempfile::tempfile().map_err(spill_error)?;
+    let mut writer = StreamWriter::try_new(BufWriter::new(file), schema)?;
+    while let Some(batch) = run.next_batch()? {
+        writer.write(&batch)?;
+    }
+    writer.finish()?;
+    let mut file = writer
+        .into_inner()?
+        .into_inner()
+        .map_err(|e| spill_error(e.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(spill_error)?;
+    Ok((file, run.folded))
 }
 
 fn spill_error(e: std::io::Error) -> Error {
@@ -209,6 +244,31 @@ impl SortedRows {
             Sorted::Memory(run) => run.next_batch(),
             Sorted::Merge(merge) => merge.next_batch(),
         }
+    }
+
+    /// Gives the sorted batches from a thread of its own (the merge), so that the caller
+    /// encodes them on another core; the thread returns the count of folded rows.
+    pub(crate) fn in_background(
+        mut self,
+    ) -> Result<(
+        tokio::sync::mpsc::Receiver<Result<RecordBatch>>,
+        std::thread::JoinHandle<u64>,
+    )> {
+        let (sender, receiver) = tokio::sync::mpsc::channel(2);
+        let merging = std::thread::Builder::new()
+            .name("dynql-sort-merge".into())
+            .spawn(move || {
+                // Stop at the end, after an error, or when the receiver is gone.
+                while let Some(next) = self.next_batch().transpose() {
+                    let failed = next.is_err();
+                    if sender.blocking_send(next).is_err() || failed {
+                        break;
+                    }
+                }
+                self.folded()
+            })
+            .map_err(spill_error)?;
+        Ok((receiver, merging))
     }
 
     /// Rows dropped because a later row had the same key (so far: the merge finds the
@@ -355,7 +415,7 @@ struct Cursor {
 /// A k-way merge of sorted runs (each key once per run); of equal keys the row of the
 /// latest run wins.
 struct Merge {
-    keys: SortKeys,
+    keys: Arc<SortKeys>,
     cursors: Vec<Cursor>,
     /// Indices of live cursors, a binary min-heap by (current key, run index).
     heap: Vec<usize>,
@@ -366,7 +426,7 @@ struct Merge {
 }
 
 impl Merge {
-    fn new(keys: SortKeys, sources: Vec<Source>) -> Result<Merge> {
+    fn new(keys: Arc<SortKeys>, sources: Vec<Source>) -> Result<Merge> {
         let mut merge = Merge {
             keys,
             cursors: Vec::with_capacity(sources.len()),

@@ -19,10 +19,8 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::chunk::{new_chunk_path, version_key, write_versioned_chunk, ChunkRef};
-use crate::compaction::compact_versions;
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::RowDelta;
 use crate::scan::tablet_ranges;
 use crate::store::{State, Store, TableEntry};
@@ -68,7 +66,7 @@ pub(crate) async fn write_tablet_chunks(
 }
 
 /// Deletes chunks that no commit names; failures only leave garbage for the collector.
-async fn discard(objects: &dyn ObjectStore, chunks: &[String]) {
+pub(crate) async fn discard(objects: &dyn ObjectStore, chunks: &[String]) {
     for c in chunks {
         let _ = objects.delete(&ObjectPath::from(c.as_str())).await;
     }
@@ -177,24 +175,12 @@ impl Store {
                 .await?
                 .map_or(up_to, |start| start.min(up_to));
             let schema = &entry.schema;
-            let mut chunks = Vec::new();
-            if schema.is_sorted() {
-                let key_count = schema.key_column_count();
-                let all: Vec<&ChunkRef> = data.chunks.iter().collect();
-                let runs = self.chunk_runs(schema, &all).await?;
-                let mut sources: Vec<Box<dyn Iterator<Item = KeyGroup<'_>> + Send + '_>> = runs
-                    .iter()
-                    .map(|r| Box::new(KeyGroups::new(r, key_count)) as _)
-                    .collect();
-                sources.push(Box::new(data.sorted.values().map(Vec::as_slice)));
-                let kept: Vec<RowDelta> = VersionMerge::new(key_count, sources)
-                    .flat_map(|history| {
-                        compact_versions(schema, &entry.retention, &history, now, horizon)
-                    })
-                    .collect();
-                let refs: Vec<&RowDelta> = kept.iter().collect();
-                chunks = write_tablet_chunks(self, entry, "compact", &refs).await?;
-            }
+            let chunks = if schema.is_sorted() {
+                self.write_compacted_chunks(entry, data, now, horizon)
+                    .await?
+            } else {
+                Vec::new()
+            };
             let written: Vec<String> = chunks.iter().map(|c| c.path.clone()).collect();
             let replaces: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
             let table_id = entry.id.clone();

@@ -280,6 +280,43 @@ async fn computed_columns_are_filled_and_input_values_checked() {
     );
 }
 
+/// Columnar input (CSV, Parquet) evaluates computed columns column by column; a row whose
+/// evaluation fails is found row by row and rejected with the row path's reason.
+#[tokio::test]
+async fn computed_columns_of_columnar_input_are_checked_and_failing_rows_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = table("{dynamic=%true; schema=[{name=h;type=int64;sort_order=ascending;expression=\"100 / k\"};{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}").await;
+    let csv = write(dir.path(), "given.csv", "h,k,v\n50,2,a\n,4,b\n7,5,c\n");
+    let err = db
+        .import("//t", &[csv], &ImportOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("given.csv:4: computed column \"h\" is 7 in the input but 100 / k gives 20"),
+        "{err}"
+    );
+    let csv = write(dir.path(), "zero.csv", "k,v\n2,a\n0,b\n4,c\n");
+    let tolerant = ImportOptions {
+        max_rejected: 1,
+        ..ImportOptions::default()
+    };
+    let report = db.import("//t", &[csv], &tolerant).await.unwrap();
+    assert_eq!((report.rows_imported, report.rejected), (2, 1));
+    let reason = &report.rejected_examples[0].reason;
+    assert!(
+        reason.contains("Cannot evaluate computed column \"h\""),
+        "{reason}"
+    );
+    assert_eq!(
+        rows(&db, "h, k, v from [//t]").await,
+        vec![
+            vec![Value::Int64(25), Value::Int64(4), Value::string("c")],
+            vec![Value::Int64(50), Value::Int64(2), Value::string("a")],
+        ]
+    );
+}
+
 #[tokio::test]
 async fn input_problems_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -295,7 +295,11 @@ async fn a_large_insert_lands_as_sorted_chunks_and_the_last_row_of_a_key_wins() 
                 vec![Value::Int64(0), Value::Int64(0), Value::string("updated")],
                 vec![Value::Int64(7), Value::Int64(-7), Value::Null],
                 vec![Value::Int64(8), Value::Int64(8), Value::string("first")],
-                vec![Value::Int64(12000), Value::Int64(12000), Value::string("updated")],
+                vec![
+                    Value::Int64(12000),
+                    Value::Int64(12000),
+                    Value::string("updated")
+                ],
             ]
         );
         let count = db

@@ -88,6 +88,14 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
             let s = evaluate(&args[1], input, opts)?;
             Ok(starts_with(&s, prefix))
         }
+        TExpr::Call(ScalarFunction::FarmHash, args) if args.iter().all(|a| hashable(a.ty)) => {
+            let arrays = args
+                .iter()
+                .map(|a| evaluate(a, input, opts))
+                .collect::<Result<Vec<_>>>()?;
+            let types: Vec<ValueType> = args.iter().map(|a| a.ty).collect();
+            farm_hash_arrays(&arrays, &types, input.rows)
+        }
         TExpr::Call(f, args) if *f != ScalarFunction::If => {
             let arrays = args
                 .iter()
@@ -106,6 +114,54 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         _ => row_by_row(e, input, opts),
     }
+}
+
+/// Whether `farm_hash` reads values of type `t` from arrays directly (`any` is refused by the
+/// row path, with its error).
+fn hashable(t: ValueType) -> bool {
+    !matches!(t, ValueType::Any)
+}
+
+/// `farm_hash` of each row's values of `arrays` (of `types`), read in place: the row path's
+/// hash inputs without a value per cell.
+fn farm_hash_arrays(arrays: &[ArrayRef], types: &[ValueType], rows: usize) -> Result<ArrayRef> {
+    use dynql_core::farm_hash::{farm_hash, HashInput};
+    let mut inputs: Vec<HashInput> = Vec::with_capacity(arrays.len());
+    let mut out = Vec::with_capacity(rows);
+    for row in 0..rows {
+        inputs.clear();
+        for (a, t) in arrays.iter().zip(types) {
+            inputs.push(if a.is_null(row) {
+                HashInput::Null
+            } else {
+                match t {
+                    ValueType::Int64 => HashInput::Int64(a.as_primitive::<Int64Type>().value(row)),
+                    ValueType::Uint64 => {
+                        HashInput::Uint64(a.as_primitive::<UInt64Type>().value(row))
+                    }
+                    ValueType::Double => {
+                        HashInput::Double(a.as_primitive::<Float64Type>().value(row))
+                    }
+                    ValueType::Boolean => HashInput::Boolean(a.as_boolean().value(row)),
+                    ValueType::String => match a.as_binary_opt::<i32>() {
+                        Some(b) => HashInput::String(b.value(row)),
+                        None => HashInput::String(a.as_binary_view().value(row)),
+                    },
+                    ValueType::Null => HashInput::Null,
+                    ValueType::Any => return row_error_any(),
+                }
+            });
+        }
+        out.push(farm_hash(&inputs));
+    }
+    Ok(Arc::new(UInt64Array::from(out)))
+}
+
+/// The row path's error for hashing `any` (which `hashable` keeps from the array path).
+fn row_error_any<T>() -> Result<T> {
+    Err(runtime(
+        "Cannot hash values of type any; only scalar types are allowed for key columns",
+    ))
 }
 
 /// An array of `rows` copies of a literal.

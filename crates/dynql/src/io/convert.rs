@@ -177,40 +177,21 @@ impl Converter {
                 }
             }
         }
-        if self.key_count > 0 {
-            let mut computed: Vec<Vec<Value>> = vec![Vec::with_capacity(n); self.key_count];
-            for (r, p) in problems.iter_mut().enumerate() {
-                let mut key: Vec<Value> = self.schema.key_columns()[..]
-                    .iter()
-                    .zip(&columns)
-                    .map(|(col, a)| array_value(a.as_ref(), col.wire_type(), r))
-                    .collect();
-                if p.is_empty() {
-                    let inputs: Vec<(usize, Value)> = given
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(c, a)| {
-                            let a = a.as_ref()?;
-                            let t = self.schema.columns()[c].wire_type();
-                            Some((c, array_value(a.as_ref(), t, r)))
-                        })
-                        .collect();
-                    if let Err(m) = self.fill_computed(&mut key, &inputs) {
-                        p.push(m);
+        if !self.computed.is_empty() {
+            // Column by column; when some row fails to evaluate, row by row to tell which.
+            let keys = &columns[..self.key_count];
+            match dynql_exec::computed::evaluate_computed_columns(
+                &self.schema,
+                &self.computed,
+                keys,
+            ) {
+                Ok(filled) => {
+                    for (c, values) in filled {
+                        let values = self.check_given(c, values, &given[c], &mut problems)?;
+                        columns[c] = values;
                     }
                 }
-                for (c, v) in key.into_iter().enumerate() {
-                    if self.schema.columns()[c].is_computed() {
-                        computed[c].push(if p.is_empty() { v } else { Value::Null });
-                    }
-                }
-            }
-            for (c, column) in self.schema.key_columns().iter().enumerate() {
-                if column.is_computed() {
-                    let refs: Vec<&Value> = computed[c].iter().collect();
-                    columns[c] = values_to_array(column.wire_type(), &refs)
-                        .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
-                }
+                Err(_) => self.fill_computed_rows(&mut columns, &given, &mut problems)?,
             }
         }
         let mut tablets = Vec::new();
@@ -378,6 +359,96 @@ impl Converter {
         Ok((row, tablet))
     }
 
+    /// Computed column `c`'s values as the table stores them, each checked against the
+    /// value the input gave for it, if any (a mismatch is the row's problem).
+    fn check_given(
+        &self,
+        c: usize,
+        values: ArrayRef,
+        given: &Option<ArrayRef>,
+        problems: &mut [Vec<String>],
+    ) -> Result<ArrayRef> {
+        let column = &self.schema.columns()[c];
+        let t = column.wire_type();
+        let values = if values.data_type() == &arrow_type(t) {
+            values
+        } else {
+            arrow::compute::cast(&values, &arrow_type(t))
+                .map_err(|e| Error::Invalid(format!("internal: {e}")))?
+        };
+        if let Some(given) = given {
+            for (r, p) in problems.iter_mut().enumerate() {
+                if p.is_empty() && !given.is_null(r) {
+                    let (input, computed) = (
+                        array_value(given.as_ref(), t, r),
+                        array_value(values.as_ref(), t, r),
+                    );
+                    if input != computed {
+                        p.push(self.mismatch(c, &input, &computed));
+                    }
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Fills the computed key columns row by row (rows with a problem get null), adding
+    /// evaluation errors and mismatches with the input to each row's problems.
+    fn fill_computed_rows(
+        &self,
+        columns: &mut [ArrayRef],
+        given: &[Option<ArrayRef>],
+        problems: &mut [Vec<String>],
+    ) -> Result<()> {
+        let n = problems.len();
+        let mut computed: Vec<Vec<Value>> = vec![Vec::with_capacity(n); self.key_count];
+        for (r, p) in problems.iter_mut().enumerate() {
+            let mut key: Vec<Value> = self.schema.key_columns()[..]
+                .iter()
+                .zip(columns.iter())
+                .map(|(col, a)| array_value(a.as_ref(), col.wire_type(), r))
+                .collect();
+            if p.is_empty() {
+                let inputs: Vec<(usize, Value)> = given
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(c, a)| {
+                        let a = a.as_ref()?;
+                        let t = self.schema.columns()[c].wire_type();
+                        Some((c, array_value(a.as_ref(), t, r)))
+                    })
+                    .collect();
+                if let Err(m) = self.fill_computed(&mut key, &inputs) {
+                    p.push(m);
+                }
+            }
+            for (c, v) in key.into_iter().enumerate() {
+                if self.schema.columns()[c].is_computed() {
+                    computed[c].push(if p.is_empty() { v } else { Value::Null });
+                }
+            }
+        }
+        for (c, column) in self.schema.key_columns().iter().enumerate() {
+            if column.is_computed() {
+                let refs: Vec<&Value> = computed[c].iter().collect();
+                columns[c] = values_to_array(column.wire_type(), &refs)
+                    .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The problem of an input value for computed column `c` that is not what its
+    /// expression gives.
+    fn mismatch(&self, c: usize, given: &Value, computed: &Value) -> String {
+        let column = &self.schema.columns()[c];
+        format!(
+            "computed column {:?} is {given} in the input but {} gives {computed}",
+            column.name,
+            column.expression.as_deref().unwrap_or_default(),
+        )
+    }
+
     /// Fills the computed columns of a key and checks them against the values the input
     /// gave for them (`inputs`: column position, value; null means "not given").
     fn fill_computed(
@@ -393,13 +464,7 @@ impl Converter {
             .map_err(|e| e.to_string())?;
         for (c, given) in inputs {
             if !given.is_null() && *given != key[*c] {
-                let column = &self.schema.columns()[*c];
-                return Err(format!(
-                    "computed column {:?} is {given} in the input but {} gives {}",
-                    column.name,
-                    column.expression.as_deref().unwrap_or_default(),
-                    key[*c]
-                ));
+                return Err(self.mismatch(*c, given, &key[*c]));
             }
         }
         Ok(())

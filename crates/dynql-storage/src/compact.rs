@@ -1,0 +1,449 @@
+//! Streaming compaction of a sorted table, tablet by tablet: a k-way merge of the tablet's
+//! chunks (each read a row group at a time) and its dynamic-store versions, retention applied
+//! to each key's history as it comes ([`compact_versions`]), the kept versions written as
+//! chunks as they come.
+//!
+//! ```text
+//! tablet i: chunk 1 ─ row group ▶┐
+//!           chunk 2 ─ row group ▶├─ merge by key ─▶ compact_versions ─▶ VersionChunkWriter
+//!           dynamic store ──────▶┘   (commit order)                      (row group by row group,
+//!                                                                          a chunk per BULK_CHUNK_ROWS)
+//! ```
+//!
+//! Memory: one decoded row group per chunk of the tablet, one output row group and one
+//! chunk's encoding; not the table. Row groups are read with ranged requests and are not
+//! cached (a compaction reads everything once).
+
+use std::sync::Arc;
+
+use dynql_core::TableSchema;
+
+use crate::bulk::BULK_CHUNK_ROWS;
+use crate::chunk::{
+    check_key_order, clean_since, compare_version_keys, decode_versions, encode_versions,
+    nan_columns, new_chunk_path, version_key, ChunkEncoder, ChunkRef, Cleanliness, RowGroupRef,
+    ROW_GROUP_ROWS,
+};
+use crate::compaction::compact_versions;
+use crate::error::Result;
+use crate::mvcc::RowDelta;
+use crate::scan::{tablet_ranges, KeyRange};
+use crate::store::{Store, TableData, TableEntry};
+use crate::timestamp::Timestamp;
+
+/// Whether `key` lies in `range`.
+fn in_range(range: &KeyRange, key: &[dynql_core::Value]) -> bool {
+    !range.lower.is_after(key) && range.upper.is_after(key)
+}
+
+/// The versions of one chunk within one tablet's key range, key group by key group.
+struct ChunkSource<'a> {
+    chunk: &'a ChunkRef,
+    range: &'a KeyRange,
+    /// The row groups still to read, in order.
+    groups: std::vec::IntoIter<usize>,
+    rows: std::iter::Peekable<std::vec::IntoIter<RowDelta>>,
+    done: bool,
+}
+
+impl<'a> ChunkSource<'a> {
+    fn new(chunk: &'a ChunkRef, range: &'a KeyRange) -> ChunkSource<'a> {
+        // Row groups whose keys can lie in the range (all of them when none are recorded:
+        // then the whole chunk is read as one).
+        let groups: Vec<usize> = if chunk.row_groups.is_empty() {
+            vec![usize::MAX]
+        } else {
+            (0..chunk.row_groups.len())
+                .filter(|&i| {
+                    let g = &chunk.row_groups[i];
+                    range.upper.is_after(&g.min_key) && !range.lower.is_after(&g.max_key)
+                })
+                .collect()
+        };
+        ChunkSource {
+            chunk,
+            range,
+            groups: groups.into_iter(),
+            rows: Vec::new().into_iter().peekable(),
+            done: false,
+        }
+    }
+
+    /// Reads the next row group's versions in the range; false when there is none.
+    async fn load(&mut self, store: &Store, schema: &TableSchema) -> Result<bool> {
+        let key_count = schema.key_column_count();
+        while let Some(index) = self.groups.next() {
+            let mut versions = if index == usize::MAX {
+                Arc::unwrap_or_clone(
+                    store
+                        .cache
+                        .versions(store.objects.as_ref(), schema, self.chunk)
+                        .await?,
+                )
+            } else {
+                let raw = store
+                    .cache
+                    .raw_row_group(&store.objects, schema, self.chunk, index, None)
+                    .await?;
+                let mut versions = decode_versions(&self.chunk.path, schema, &raw.batch)?;
+                self.chunk.stamp(&mut versions);
+                check_key_order(&self.chunk.path, schema, &versions)?;
+                versions
+            };
+            versions.retain(|d| in_range(self.range, &version_key(d, key_count)));
+            if !versions.is_empty() {
+                self.rows = versions.into_iter().peekable();
+                return Ok(true);
+            }
+        }
+        self.done = true;
+        Ok(false)
+    }
+
+    /// The next key's versions (a key's versions may continue into the next row group).
+    async fn next_key(
+        &mut self,
+        store: &Store,
+        schema: &TableSchema,
+    ) -> Result<Option<Vec<RowDelta>>> {
+        let key_count = schema.key_column_count();
+        let mut group: Vec<RowDelta> = Vec::new();
+        loop {
+            if self.rows.peek().is_none() && (self.done || !self.load(store, schema).await?) {
+                break;
+            }
+            let same = |d: &RowDelta, group: &[RowDelta]| {
+                group
+                    .first()
+                    .is_none_or(|f| compare_version_keys(f, d, key_count).is_eq())
+            };
+            while let Some(d) = self.rows.next_if(|d| same(d, &group)) {
+                group.push(d);
+            }
+            if self.rows.peek().is_some() {
+                break;
+            }
+        }
+        Ok((!group.is_empty()).then_some(group))
+    }
+}
+
+/// Versions written as one chunk, a row group at a time (see the module docs).
+struct VersionChunkWriter {
+    path: String,
+    schema: TableSchema,
+    encoder: ChunkEncoder,
+    pending: Vec<RowDelta>,
+    rows: u64,
+    row_groups: Vec<RowGroupRef>,
+    min_key: Vec<dynql_core::Value>,
+    max_key: Vec<dynql_core::Value>,
+    min_timestamp: u64,
+    max_timestamp: u64,
+}
+
+impl VersionChunkWriter {
+    fn new(path: String, schema: &TableSchema) -> Result<VersionChunkWriter> {
+        Ok(VersionChunkWriter {
+            path,
+            schema: schema.clone(),
+            encoder: ChunkEncoder::new(&crate::chunk::versioned_schema(schema))?,
+            pending: Vec::with_capacity(ROW_GROUP_ROWS),
+            rows: 0,
+            row_groups: Vec::new(),
+            min_key: Vec::new(),
+            max_key: Vec::new(),
+            min_timestamp: u64::MAX,
+            max_timestamp: 0,
+        })
+    }
+
+    /// Versions written or pending.
+    fn rows(&self) -> u64 {
+        self.rows + self.pending.len() as u64
+    }
+
+    fn push(&mut self, version: RowDelta) -> Result<()> {
+        self.pending.push(version);
+        if self.pending.len() == ROW_GROUP_ROWS {
+            self.write_row_group()?;
+        }
+        Ok(())
+    }
+
+    /// Encodes the pending versions as the chunk's next row group (the encoder cuts one
+    /// every ROW_GROUP_ROWS rows: exactly these).
+    fn write_row_group(&mut self) -> Result<()> {
+        let (Some(first), Some(last)) = (self.pending.first(), self.pending.last()) else {
+            return Ok(());
+        };
+        let key_count = self.schema.key_column_count();
+        let refs: Vec<&RowDelta> = self.pending.iter().collect();
+        let group = RowGroupRef {
+            rows: refs.len() as u64,
+            min_key: version_key(first, key_count),
+            max_key: version_key(last, key_count),
+            clean: match clean_since(&self.schema, &refs) {
+                Some(t) => Cleanliness::Since(t),
+                None => Cleanliness::Dirty,
+            },
+            nan_columns: Some(nan_columns(&self.schema, &refs)),
+        };
+        if self.rows == 0 {
+            self.min_key = group.min_key.clone();
+        }
+        self.max_key = group.max_key.clone();
+        for d in &self.pending {
+            self.min_timestamp = self.min_timestamp.min(d.timestamp.0);
+            self.max_timestamp = self.max_timestamp.max(d.timestamp.0);
+        }
+        self.encoder.write(&encode_versions(&self.schema, &refs)?)?;
+        self.rows += refs.len() as u64;
+        self.row_groups.push(group);
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Uploads the chunk; `None` when it holds no version.
+    async fn finish(mut self, store: &Store) -> Result<Option<ChunkRef>> {
+        self.write_row_group()?;
+        if self.rows == 0 {
+            return Ok(None);
+        }
+        let (bytes, checksum) = self.encoder.finish()?;
+        let size = bytes.len() as u64;
+        crate::chunk::put_encoded(store.objects.as_ref(), &self.path, bytes).await?;
+        Ok(Some(ChunkRef {
+            path: self.path,
+            rows: self.rows,
+            min_key: self.min_key,
+            max_key: self.max_key,
+            min_timestamp: self.min_timestamp,
+            max_timestamp: self.max_timestamp,
+            bytes: size,
+            row_groups: self.row_groups,
+            checksum: Some(checksum),
+            commit_timestamp: None,
+        }))
+    }
+}
+
+impl Store {
+    /// Compacts the sorted table `entry` (its state `data`) at `now`, keeping versions after
+    /// `horizon` as written: writes the kept versions as new chunks, tablet by tablet, and
+    /// returns them (nothing is committed here).
+    pub(crate) async fn write_compacted_chunks(
+        &self,
+        entry: &TableEntry,
+        data: &TableData,
+        now: Timestamp,
+        horizon: Timestamp,
+    ) -> Result<Vec<ChunkRef>> {
+        let schema = &entry.schema;
+        let key_count = schema.key_column_count();
+        let mut out = Vec::new();
+        let written = |out: &Vec<ChunkRef>| out.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
+        let result = async {
+            for range in &tablet_ranges(entry)? {
+                let mut sources: Vec<ChunkSource<'_>> = data
+                    .chunks
+                    .iter()
+                    .filter(|c| {
+                        range.upper.is_after(&c.min_key) && !range.lower.is_after(&c.max_key)
+                    })
+                    .map(|c| ChunkSource::new(c, range))
+                    .collect();
+                // The dynamic store's keys of this tablet, newest source last.
+                // (Collected: no closure may live across the awaits below, or the future
+                // is not `Send`.)
+                let memory: Vec<&Vec<RowDelta>> = data
+                    .sorted
+                    .values()
+                    .filter(|v| in_range(range, &version_key(&v[0], key_count)))
+                    .collect();
+                let mut memory = memory.into_iter();
+                let mut heads: Vec<Option<Vec<RowDelta>>> = Vec::with_capacity(sources.len() + 1);
+                for s in &mut sources {
+                    heads.push(s.next_key(self, schema).await?);
+                }
+                heads.push(memory.next().cloned());
+                let memory_slot = heads.len() - 1;
+                let mut writer: Option<VersionChunkWriter> = None;
+                loop {
+                    let mut smallest: Option<usize> = None;
+                    for (i, h) in heads.iter().enumerate() {
+                        let Some(h) = h else { continue };
+                        if smallest.is_none_or(|s| {
+                            compare_version_keys(
+                                &h[0],
+                                &heads[s].as_ref().expect("a head")[0],
+                                key_count,
+                            )
+                            .is_lt()
+                        }) {
+                            smallest = Some(i);
+                        }
+                    }
+                    let Some(smallest) = smallest else { break };
+                    let key = heads[smallest].as_ref().expect("a head")[0].clone();
+                    let mut history = Vec::new();
+                    for i in 0..heads.len() {
+                        let same = heads[i]
+                            .as_ref()
+                            .is_some_and(|h| compare_version_keys(&h[0], &key, key_count).is_eq());
+                        if !same {
+                            continue;
+                        }
+                        history.extend(heads[i].take().expect("checked"));
+                        heads[i] = if i == memory_slot {
+                            memory.next().cloned()
+                        } else {
+                            sources[i].next_key(self, schema).await?
+                        };
+                    }
+                    crate::mvcc::put_in_commit_order(&mut history);
+                    let kept = compact_versions(schema, &entry.retention, &history, now, horizon);
+                    if kept.is_empty() {
+                        continue;
+                    }
+                    let w = match &mut writer {
+                        Some(w) => w,
+                        None => writer.insert(VersionChunkWriter::new(
+                            new_chunk_path(&entry.id, "compact"),
+                            schema,
+                        )?),
+                    };
+                    for d in kept {
+                        w.push(d)?;
+                    }
+                    // Chunks end between keys: a key's versions stay in one chunk.
+                    if w.rows() >= BULK_CHUNK_ROWS as u64 {
+                        let full = writer.take().expect("just used");
+                        out.extend(full.finish(self).await?);
+                    }
+                }
+                if let Some(w) = writer {
+                    out.extend(w.finish(self).await?);
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = result {
+            crate::flush::discard(self.objects.as_ref(), &written(&out)).await;
+            return Err(e);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dynql_core::Value;
+
+    use super::*;
+    use crate::compaction::Retention;
+    use crate::mvcc::WriteKind;
+    use crate::store::{RowValues, TableOptions, LARGE_WRITE_ROWS};
+    use crate::tablets::{Reshard, TabletCommand};
+
+    fn row(k: i64, v: i64) -> RowValues {
+        vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
+    }
+
+    /// Three versions of every key in one chunk (so keys straddle its row groups), resharded
+    /// so that the chunk straddles a pivot, newer versions in the dynamic store: compaction
+    /// keeps what reads at the last commit see, two versions per key at most, in chunks that
+    /// each lie in one tablet.
+    #[tokio::test]
+    async fn compaction_streams_tablet_by_tablet_and_keeps_what_reads_see() {
+        let store = Store::open("memory://").unwrap();
+        let schema =
+            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
+                .unwrap();
+        let options = TableOptions {
+            retention: Retention {
+                min_data_versions: 2,
+                max_data_versions: 2,
+                min_data_ttl: 0,
+                max_data_ttl: 0,
+            },
+            ..TableOptions::default()
+        };
+        store.create_table("//t", schema, options).await.unwrap();
+        let n = LARGE_WRITE_ROWS as i64;
+        let mut last_layer = Timestamp::MIN;
+        for layer in 0..3 {
+            let rows = (0..n).map(|k| row(k, layer)).collect();
+            last_layer = store
+                .write_rows("//t", WriteKind::Overwrite, false, rows)
+                .await
+                .unwrap();
+        }
+        store.flush_table("//t").await.unwrap();
+        let state = store.refresh().await.unwrap();
+        let (_, data) = state.table_data("//t").unwrap();
+        assert_eq!(data.chunks.len(), 1);
+        assert!(data.chunks[0].row_groups.len() > 1);
+        store
+            .set_tablet_state("//t", TabletCommand::Unmount)
+            .await
+            .unwrap();
+        store
+            .reshard_table(
+                "//t",
+                Reshard::Pivots(vec![vec![], vec![Value::Int64(n / 2 + 1)]]),
+            )
+            .await
+            .unwrap();
+        store
+            .set_tablet_state("//t", TabletCommand::Mount)
+            .await
+            .unwrap();
+        store
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                vec![row(1, 100), row(n - 1, 100)],
+            )
+            .await
+            .unwrap();
+        store
+            .write_rows(
+                "//t",
+                WriteKind::Delete,
+                false,
+                vec![vec![Some(Value::Int64(2)), None]],
+            )
+            .await
+            .unwrap();
+        let before = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        let then = store.read_rows("//t", last_layer).await.unwrap();
+        let (versions_before, versions_after) = store.compact("//t").await.unwrap();
+        // The second newest version of every key is kept: a read at the last layer too.
+        assert_eq!(store.read_rows("//t", last_layer).await.unwrap(), then);
+        assert_eq!(versions_before, 3 * n as usize + 3);
+        // The newest two versions of each key (of key 2: its last write and the tombstone).
+        assert_eq!(versions_after, 2 * n as usize);
+        let after = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        assert_eq!(after, before);
+        assert_eq!(after[1], vec![Value::Int64(1), Value::Int64(100)]);
+        let state = store.refresh().await.unwrap();
+        let (_, data) = state.table_data("//t").unwrap();
+        assert!(data.sorted.is_empty());
+        assert_eq!(data.chunks.len(), 2, "one chunk per tablet");
+        let pivot = Value::Int64(n / 2 + 1);
+        for c in &data.chunks {
+            assert_eq!(c.min_key[0] >= pivot, c.max_key[0] >= pivot, "{c:?}");
+            let rows: u64 = c.row_groups.iter().map(|g| g.rows).sum();
+            assert_eq!(rows, c.rows);
+        }
+    }
+}
