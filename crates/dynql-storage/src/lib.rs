@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod checksum;
 pub mod chunk;
 mod chunk_cache;
+mod clean_merge;
 mod compact;
 pub mod compaction;
 pub mod conflict;

@@ -564,6 +564,41 @@ impl Store {
                             }
                         }
                     }
+                    if columnar.is_some()
+                        && meeting.len() > 1
+                        && memory_range(data, &piece).next().is_none()
+                    {
+                        // Layers of overwrites: merged column by column when all are clean.
+                        let read = crate::clean_merge::PieceRead {
+                            timestamp,
+                            projection,
+                            views: columnar == Some(true),
+                        };
+                        if let Some(merged) = self
+                            .merge_clean_row_groups(schema, data, &meeting, &piece, read)
+                            .await?
+                        {
+                            decoded.extend(meeting.iter().copied());
+                            statistics.rows_decoded += merged.decoded;
+                            if merged.rows > 0 {
+                                let batch = projected_batch(
+                                    &names,
+                                    projection,
+                                    &merged.columns,
+                                    0..merged.rows,
+                                    &mut last_schema,
+                                )?;
+                                let weight = batch_weight(&batch);
+                                statistics.rows_read += batch.num_rows() as u64;
+                                statistics.data_weight += weight;
+                                let piece = Piece::Batch(batch, weight);
+                                if !sink.accept(*tablet_index, piece).await? {
+                                    break 'tablets;
+                                }
+                            }
+                            continue;
+                        }
+                    }
                     let mut runs = Vec::new();
                     for &(ci, g) in &meeting {
                         decoded.insert((ci, g));
