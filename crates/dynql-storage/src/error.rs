@@ -50,7 +50,7 @@ pub enum Error {
     #[error("Arrow error: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
     /// A bulk write's sort could not write or read its spill file (in `TMPDIR`).
-    #[error("Bulk write sort spill file error (temporary directory {dir}): {source}", dir = std::env::temp_dir().display())]
+    #[error("Bulk write sort spill file error (temporary directory {dir})", dir = std::env::temp_dir().display())]
     Spill {
         /// The failed file operation.
         source: std::io::Error,

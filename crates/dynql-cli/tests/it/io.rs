@@ -238,3 +238,52 @@ fn export_then_import_reproduces_select_rows_output() {
     s.ok(&["import", "//dst", "--from", &glob], None);
     assert_eq!(select_json(&s, "//src"), select_json(&s, "//dst"));
 }
+
+/// A sort budget far below the input: the import spills sorted runs to temporary files and
+/// merges them; with no usable temporary directory it fails clearly and writes nothing.
+#[test]
+fn a_small_sort_budget_spills_and_an_unusable_temp_dir_fails_cleanly() {
+    let s = store_with_table("//t");
+    let dir = tempfile::tempdir().unwrap();
+    // 60,000 rows in descending key order, every tenth key given twice (the later wins).
+    let mut csv = String::from("id,name,age\n");
+    for id in (0..60_000).rev() {
+        csv.push_str(&format!("{id},name-{id:0>40},1\n"));
+        if id % 10 == 0 {
+            csv.push_str(&format!("{id},again-{id},2\n"));
+        }
+    }
+    let input = write(dir.path(), "rows.csv", &csv);
+    let args = [
+        "import",
+        "//t",
+        "--from",
+        input.as_str(),
+        "--sort-memory-mib",
+        "1",
+    ];
+    let missing = dir.path().join("no-such-dir").display().to_string();
+    let out = s.run_with_env(&args, None, &[("TMPDIR", missing.as_str())]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("spill file error"), "{stderr}");
+    assert!(stderr.contains("no-such-dir"), "{stderr}");
+    assert_eq!(select_json(&s, "//t"), "");
+    let out = s.run(&args, None);
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{summary}");
+    assert!(
+        summary.starts_with("imported 60000 rows (6000 duplicates folded, 0 rejected)"),
+        "{summary}"
+    );
+    let count = s.ok(
+        &[
+            "select-rows",
+            "sum(1) as n, sum(age) as a, min(id) as lo, max(id) as hi from [//t] group by 1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(count.trim(), r#"{"n":60000,"a":66000,"lo":0,"hi":59999}"#);
+}

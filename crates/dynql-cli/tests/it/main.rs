@@ -32,9 +32,15 @@ impl TestStore {
 
     /// Runs `dynql --store URL ARGS` with `stdin`.
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        self.run_with_env(args, stdin, &[])
+    }
+
+    /// [`TestStore::run`] with extra environment variables.
+    pub fn run_with_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
         use std::io::Write;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynql"));
         cmd.arg("--store").arg(self.url()).args(args);
+        cmd.envs(env.iter().copied());
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
