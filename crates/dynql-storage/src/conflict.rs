@@ -9,12 +9,17 @@
 //!
 //! Writes of different lock groups of one row do not conflict, as in YT.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
-use dynql_core::TableSchema;
+use dynql_core::{TableSchema, Value, Yson};
 use serde::{Deserialize, Serialize};
 
+use crate::chunk::ChunkRef;
+use crate::error::{Error, Result};
+use crate::log::{self, Action};
 use crate::mvcc::{RowDelta, WriteKind};
+use crate::store::{KeyOrd, State, TableData};
 use crate::timestamp::Timestamp;
 
 /// Lock modes of `lock_rows`.
@@ -104,6 +109,160 @@ pub fn check_key(
                 && !later_exclusive.clone().any(|l| overlaps(&l.groups))
         }
     }
+}
+
+pub(crate) fn decode_key(schema: &TableSchema, text: &str) -> Result<Vec<Value>> {
+    let values = log::decode_row(schema, text)?;
+    Ok(values[..schema.key_column_count()]
+        .iter()
+        .map(|v| v.clone().unwrap_or(Value::Null))
+        .collect())
+}
+
+/// The chunks of `data` holding versions committed after `start`: a conflict check must see
+/// them ([`check_conflicts`] gets them decoded, by path).
+pub(crate) fn chunks_after(data: &TableData, start: Timestamp) -> impl Iterator<Item = &ChunkRef> {
+    data.chunks
+        .iter()
+        .filter(move |c| c.max_timestamp > start.0)
+}
+
+/// A key's versions in decoded chunks (each key-sorted), oldest chunk first.
+fn flushed_versions(
+    runs: &[&Arc<Vec<RowDelta>>],
+    key: &[Value],
+    key_count: usize,
+) -> Vec<RowDelta> {
+    let mut out = Vec::new();
+    for run in runs {
+        let lo =
+            run.partition_point(|d| crate::chunk::compare_version_key(d, key, key_count).is_lt());
+        let hi =
+            run.partition_point(|d| !crate::chunk::compare_version_key(d, key, key_count).is_gt());
+        out.extend_from_slice(&run[lo..hi]);
+    }
+    out
+}
+
+/// Outcome of [`check_conflicts`] when a chunk it needs was not supplied (a flush happened
+/// since the caller looked): fetch the chunks again and retry.
+pub(crate) struct MissingChunks;
+
+/// Checks a transaction's actions against commits made after `start` (see [`crate::conflict`]).
+/// `recent` holds the decoded chunks named by [`chunks_after`] for the touched tables.
+pub(crate) fn check_conflicts(
+    state: &State,
+    start: Timestamp,
+    actions: &[Action],
+    recent: &HashMap<String, Arc<Vec<RowDelta>>>,
+) -> Result<std::result::Result<(), MissingChunks>> {
+    let runs_of = |data: &TableData| -> Option<Vec<&Arc<Vec<RowDelta>>>> {
+        chunks_after(data, start)
+            .map(|c| recent.get(&c.path))
+            .collect()
+    };
+    let conflict = |path: &str, key: &[Value]| Error::Conflict {
+        path: path.to_string(),
+        key: dynql_core::yson::to_text(&Yson::List(key.iter().map(Value::to_yson).collect())),
+    };
+    for action in actions {
+        match action {
+            Action::WriteRows {
+                path,
+                table_id,
+                kind,
+                aggregate,
+                rows,
+                ..
+            } => {
+                let (entry, data) = crate::validate::same_table(state, path, table_id)?;
+                crate::tablets::check_writable(entry, path)?;
+                if !entry.schema.is_sorted() {
+                    // Appends to ordered tables never conflict, but their tablets must still
+                    // exist and have room.
+                    let added = crate::validate::logged_append_weights(entry, path, rows)?;
+                    crate::validate::check_append(entry, data, path, &added)?;
+                    continue;
+                }
+                check_not_compacted(data, path, start)?;
+                let Some(runs) = runs_of(data) else {
+                    return Ok(Err(MissingChunks));
+                };
+                let key_count = entry.schema.key_column_count();
+                for text in rows {
+                    // Staged rows were checked against the schema of their time; they must
+                    // still be valid rows of the table.
+                    let values = log::decode_row(&entry.schema, text)
+                        .map_err(|_| crate::validate::schema_changed(path))?;
+                    let key = decode_key(&entry.schema, text)?;
+                    let probe = RowDelta {
+                        timestamp: start,
+                        kind: *kind,
+                        values,
+                        aggregate: *aggregate,
+                    };
+                    let groups = write_groups(&entry.schema, &probe);
+                    let flushed = flushed_versions(&runs, &key, key_count);
+                    let k = KeyOrd(key);
+                    if !data.key_is_free(&entry.schema, start, Claim::Write, &groups, &k, &flushed)
+                    {
+                        return Err(conflict(path, &k.0));
+                    }
+                }
+            }
+            Action::LockRows {
+                path,
+                table_id,
+                mode,
+                groups,
+                keys,
+            } => {
+                let (entry, data) = crate::validate::same_table(state, path, table_id)?;
+                crate::tablets::check_writable(entry, path)?;
+                check_not_compacted(data, path, start)?;
+                let groups: BTreeSet<String> = if groups.is_empty() {
+                    all_groups(&entry.schema)
+                } else {
+                    groups.iter().cloned().collect()
+                };
+                let Some(runs) = runs_of(data) else {
+                    return Ok(Err(MissingChunks));
+                };
+                let key_count = entry.schema.key_column_count();
+                for text in keys {
+                    let k = KeyOrd(decode_key(&entry.schema, text)?);
+                    let flushed = flushed_versions(&runs, &k.0, key_count);
+                    let claim = Claim::Lock(*mode);
+                    if !data.key_is_free(&entry.schema, start, claim, &groups, &k, &flushed) {
+                        return Err(conflict(path, &k.0));
+                    }
+                }
+            }
+            Action::CreateTable { .. }
+            | Action::RemoveTable { .. }
+            | Action::CopyTable { .. }
+            | Action::Compact { .. }
+            | Action::Flush { .. }
+            | Action::BulkInsert { .. }
+            | Action::Reshard { .. }
+            | Action::SetTabletState { .. }
+            | Action::SetAttribute { .. }
+            | Action::AlterTable { .. }
+            | Action::ReshardQueues { .. }
+            | Action::TrimRows { .. } => {}
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Refuses a transaction that started before the newest compaction horizon of a table it
+/// writes or locks: versions committed between its start and the horizon may be gone, so a
+/// conflict could go unseen.
+fn check_not_compacted(data: &TableData, path: &str, start: Timestamp) -> Result<()> {
+    if data.compaction_horizon > start {
+        return Err(Error::CompactedSinceStart { path: path.into() });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,12 +7,14 @@
 
 pub mod bulk;
 mod bulk_chunk;
+pub mod catalog;
 pub mod check;
 pub mod checkpoint;
 pub mod checksum;
 pub mod chunk;
 mod chunk_cache;
 mod clean_merge;
+mod commit;
 mod compact;
 pub mod compaction;
 pub mod conflict;
@@ -33,6 +35,7 @@ mod replay;
 mod row_group_decode;
 pub mod row_group_filter;
 pub mod scan;
+mod state;
 pub mod store;
 pub mod stream;
 pub mod tablets;
@@ -40,6 +43,7 @@ pub mod timestamp;
 pub mod transaction;
 mod validate;
 mod weight;
+mod write;
 
 pub use bulk::BulkWrite;
 pub use check::{CheckReport, Damage};

@@ -7,12 +7,17 @@
 //! else (see `docs/design/0002-commit-log.md`, "Damage").
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use object_store::path::Path as ObjectPath;
+use object_store::ObjectStoreExt;
 
 use crate::compaction::compact_versions;
 use crate::conflict::{all_groups, LockDelta};
+use crate::error::{Error, Result};
 use crate::log::{self, Action, CommitRecord};
 use crate::mvcc::RowDelta;
-use crate::store::{decode_key, set_attribute, KeyOrd, State, TableData, TableEntry};
+use crate::store::{decode_key, set_attribute, KeyOrd, State, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
 
 /// Per table id, the newest timestamp up to which a flush or compaction among `records`
@@ -457,4 +462,156 @@ fn apply_action(
         }
     }
     Ok(())
+}
+
+/// Catching up with the log: the newest state, refreshed from the records after it.
+impl Store {
+    fn current(&self) -> Arc<State> {
+        match self.state.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Reads commits made since the last refresh (by this or any other process).
+    pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
+        let mut current = self.current();
+        if current.seq == 0 {
+            if let Some(state) = crate::checkpoint::load_latest(self.objects.as_ref()).await? {
+                let mut guard = match self.state.lock() {
+                    Ok(g) => g,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                if guard.seq < state.seq {
+                    *guard = Arc::new(state);
+                }
+                current = guard.clone();
+            }
+        }
+        if current.seq > 0 && self.is_current(current.seq).await? {
+            return Ok(current);
+        }
+        let records = match log::read_after(self.objects.as_ref(), current.seq).await {
+            Err(Error::LogTruncated { expected, first }) => {
+                // This reader fell behind a collected part of the log: start again from the
+                // newest checkpoint, which must cover the collected records.
+                let state = crate::checkpoint::load_latest(self.objects.as_ref()).await?;
+                match state {
+                    Some(state) if state.seq + 1 >= first => {
+                        let mut guard = match self.state.lock() {
+                            Ok(g) => g,
+                            Err(poisoned) => poisoned.into_inner(),
+                        };
+                        *guard = Arc::new(state);
+                        current = guard.clone();
+                    }
+                    _ => {
+                        return Err(Error::Corrupt {
+                            path: log::LOG_DIR.into(),
+                            message: format!("commit log starts at record {first} but record {expected} is needed and no checkpoint covers it"),
+                        })
+                    }
+                }
+                log::read_after(self.objects.as_ref(), current.seq).await?
+            }
+            other => other?,
+        };
+        if records.is_empty() {
+            return Ok(current);
+        }
+        let intact: Vec<&CommitRecord> = records
+            .iter()
+            .filter_map(|e| match e {
+                log::LogEntry::Record(r) => Some(r),
+                log::LogEntry::Damaged(_) => None,
+            })
+            .collect();
+        let flushed = crate::replay::flushed_later(&intact);
+        // Fetch the chunks of large writes before taking the lock (no I/O under it).
+        let mut chunks = HashMap::new();
+        for r in &intact {
+            for a in &r.actions {
+                if let Action::WriteRows {
+                    chunk: Some(c),
+                    chunk_checksum,
+                    table_id,
+                    ..
+                } = a
+                {
+                    if crate::replay::is_flushed(&flushed, table_id, r.timestamp) {
+                        continue;
+                    }
+                    let fetched = self.fetch_logged_chunk(c, chunk_checksum.as_ref()).await?;
+                    chunks.insert(c.clone(), fetched);
+                }
+            }
+        }
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let state = Arc::make_mut(&mut guard);
+        for entry in records {
+            match entry {
+                log::LogEntry::Record(r) if r.seq == state.seq + 1 => {
+                    crate::replay::apply(state, &r, &chunks, &flushed)
+                }
+                log::LogEntry::Damaged(d) if d.seq == state.seq + 1 => {
+                    crate::replay::apply_damaged(state, &d)
+                }
+                _ => {}
+            }
+        }
+        Ok(guard.clone())
+    }
+
+    /// The bytes of a chunk a logged write names, or why they cannot be used (missing,
+    /// damaged): that damages the table the write belongs to, not the whole store. Other
+    /// failures (the object store is unreachable) fail the caller.
+    async fn fetch_logged_chunk(
+        &self,
+        chunk: &str,
+        checksum: Option<&crate::checksum::ChunkChecksum>,
+    ) -> Result<std::result::Result<bytes::Bytes, String>> {
+        let got = match self.objects.get(&ObjectPath::from(chunk)).await {
+            Ok(g) => g.bytes().await,
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(bytes) => Ok(match checksum {
+                Some(c) => crate::checksum::verify_chunk(chunk, &bytes, c)
+                    .map(|()| bytes)
+                    .map_err(|e| e.to_string()),
+                None => Ok(bytes),
+            }),
+            Err(object_store::Error::NotFound { .. }) => {
+                Ok(Err(format!("its chunk {chunk} is missing")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether record `seq` is the newest, checked without listing the log: record `seq + 1`
+    /// does not exist and record `seq` still does (garbage collection deletes records oldest
+    /// first, so then nothing after `seq` was collected either).
+    async fn is_current(&self, seq: u64) -> Result<bool> {
+        if let Some(root) = &self.local_root {
+            // Some(true/false) when known; an I/O error other than "not found" means "list".
+            let exists =
+                |seq: u64| match std::fs::metadata(root.join(log::record_path(seq).as_ref())) {
+                    Ok(_) => Some(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+                    Err(_) => None,
+                };
+            return Ok(exists(seq + 1) == Some(false) && exists(seq) == Some(true));
+        }
+        let exists = |seq: u64| async move {
+            match self.objects.head(&log::record_path(seq)).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(Error::from(e)),
+            }
+        };
+        Ok(!exists(seq + 1).await? && exists(seq).await?)
+    }
 }

@@ -1,0 +1,348 @@
+//! The catalog: what a store records of its tables (schema, tablets, retention, attributes),
+//! the paths they live at, and the operations that change it (create, remove, copy, `set`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use dynql_core::{TableSchema, Value};
+
+use crate::error::{Error, Result};
+use crate::log::Action;
+use crate::store::*;
+use crate::tablets::validate_tablets;
+
+/// Attributes given when a table is created, beyond its schema.
+#[derive(Debug, Clone, Default)]
+pub struct TableOptions {
+    /// Number of tablets (`tablet_count`).
+    pub tablet_count: Option<usize>,
+    /// Pivot keys (`pivot_keys`), first one empty.
+    pub pivot_keys: Option<Vec<Vec<Value>>>,
+    /// Version retention (`min_data_versions`, `max_data_versions`, `min_data_ttl`,
+    /// `max_data_ttl`).
+    pub retention: crate::compaction::Retention,
+    /// First row index of each tablet of an ordered table (`trimmed_row_counts`; needs
+    /// `tablet_count` of the same length).
+    pub trimmed_row_counts: Option<Vec<u64>>,
+    /// `commit_ordering` (`weak` or `strong`).
+    pub commit_ordering: Option<String>,
+    /// `mount_config/max_ordered_tablet_data_weight`: most data weight a tablet of an ordered
+    /// table may hold.
+    pub max_ordered_tablet_data_weight: Option<u64>,
+}
+
+/// What the catalog records of a table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableEntry {
+    pub id: String,
+    pub schema: TableSchema,
+    pub tablet_count: usize,
+    /// Pivot keys as text YSON lists, one per tablet (sorted tables).
+    #[serde(default)]
+    pub pivot_keys: Vec<String>,
+    /// Version retention applied by compaction.
+    #[serde(default)]
+    pub retention: crate::compaction::Retention,
+    /// Initial trimmed row counts of an ordered table's tablets (from `trimmed_row_counts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trimmed_row_counts: Vec<u64>,
+    /// Mounted (default: tables are created mounted), frozen or unmounted.
+    #[serde(default)]
+    pub tablet_state: crate::tablets::TabletState,
+    /// `commit_ordering`: `weak` (default) or `strong`; with one totally ordered log both
+    /// append rows in commit order.
+    #[serde(default = "weak")]
+    pub commit_ordering: String,
+    /// `mount_config/max_ordered_tablet_data_weight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ordered_tablet_data_weight: Option<u64>,
+    /// False after `alter-table --dynamic false`: the table is static, and neither
+    /// `select_rows` nor writes accept it.
+    #[serde(default = "yes")]
+    pub dynamic: bool,
+}
+
+fn weak() -> String {
+    "weak".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The value of a writable attribute (`set PATH/@NAME`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AttributeValue {
+    Number(u64),
+    Text(String),
+}
+
+/// Attributes `set` can change: the retention settings, `commit_ordering` and
+/// `mount_config/max_ordered_tablet_data_weight`.
+pub const WRITABLE_ATTRIBUTES: &[&str] = &[
+    "min_data_versions",
+    "max_data_versions",
+    "min_data_ttl",
+    "max_data_ttl",
+    "commit_ordering",
+    "mount_config/max_ordered_tablet_data_weight",
+];
+
+/// Applies a writable attribute to a catalog entry, checking it (the same check runs when
+/// the change is made and when it is replayed).
+pub(crate) fn set_attribute(
+    entry: &mut TableEntry,
+    name: &str,
+    value: &AttributeValue,
+) -> Result<()> {
+    let number = || match value {
+        AttributeValue::Number(n) => Ok(*n),
+        AttributeValue::Text(t) => Err(Error::Invalid(format!(
+            "Attribute {name:?} must be a non-negative integer, not {t:?}"
+        ))),
+    };
+    let mut next = entry.clone();
+    match name {
+        "min_data_versions" => next.retention.min_data_versions = number()?,
+        "max_data_versions" => next.retention.max_data_versions = number()?,
+        "min_data_ttl" => next.retention.min_data_ttl = number()?,
+        "max_data_ttl" => next.retention.max_data_ttl = number()?,
+        "mount_config/max_ordered_tablet_data_weight" => {
+            next.max_ordered_tablet_data_weight = Some(number()?)
+        }
+        "commit_ordering" => match value {
+            AttributeValue::Text(t) if t == "weak" || t == "strong" => {
+                next.commit_ordering = t.clone()
+            }
+            _ => {
+                return Err(Error::Invalid(
+                    "Attribute \"commit_ordering\" must be weak or strong".into(),
+                ))
+            }
+        },
+        other => {
+            return Err(Error::Invalid(format!(
+                "Attribute {other:?} cannot be set (writable: {})",
+                WRITABLE_ATTRIBUTES.join(", ")
+            )))
+        }
+    }
+    let r = next.retention;
+    if r.min_data_versions > r.max_data_versions || r.min_data_ttl > r.max_data_ttl {
+        return Err(Error::Invalid(
+            "min_data_versions must not exceed max_data_versions, nor min_data_ttl max_data_ttl"
+                .into(),
+        ));
+    }
+    *entry = next;
+    Ok(())
+}
+
+/// Checks that a table can be created at `path`: nothing is there, and no table is a parent.
+pub(crate) fn check_new_path(state: &State, path: &str) -> Result<()> {
+    if state.tables.contains_key(path) {
+        return Err(Error::AlreadyExists { path: path.into() });
+    }
+    if let Some(prefix) = state
+        .tables
+        .keys()
+        .find(|p| path.starts_with(&format!("{p}/")))
+    {
+        return Err(Error::Invalid(format!(
+            "Cannot create {path}: {prefix} is a table, not a directory"
+        )));
+    }
+    Ok(())
+}
+
+/// Characters with a meaning in YPath (attributes, ranges, column selectors, escapes): a
+/// table name holding one could be created but never addressed.
+const YPATH_SPECIAL: &[char] = &['@', '&', '*', '[', ']', '{', '}', '<', '>', '\\'];
+
+/// Checks a Cypress-style table path (`//a/b`): absolute, components not empty, not `.` or
+/// `..`, without control characters or YPath's special characters.
+pub fn validate_path(path: &str) -> Result<()> {
+    let invalid = |why: String| {
+        Err(Error::Invalid(format!(
+            "Invalid path {path:?}: {why}; expected an absolute path such as //home/user/table"
+        )))
+    };
+    if !path.starts_with("//") || path.len() < 3 || path.ends_with('/') {
+        return invalid("it must start with // and not end with /".into());
+    }
+    for component in path[2..].split('/') {
+        if component.is_empty() {
+            return invalid("it has an empty component".into());
+        }
+        if component == "." || component == ".." {
+            return invalid(format!(
+                "{component:?} is not a name (paths are not relative)"
+            ));
+        }
+        if let Some(c) = component
+            .chars()
+            .find(|c| c.is_control() || YPATH_SPECIAL.contains(c))
+        {
+            return invalid(format!(
+                "{c:?} cannot be part of a name (YPath gives it a meaning)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Sets a writable attribute (see [`WRITABLE_ATTRIBUTES`]); takes effect for the
+    /// following reads, writes and compactions (no remount needed).
+    ///
+    /// # Errors
+    /// No such table, an attribute that cannot be set, or a value of the wrong kind.
+    pub async fn set_attribute(&self, path: &str, name: &str, value: AttributeValue) -> Result<()> {
+        self.commit(|state| {
+            // A damaged table takes no change but its removal (replay would not apply one).
+            let (entry, _) = state.table_data(path)?;
+            set_attribute(&mut entry.clone(), name, &value)?;
+            Ok(vec![Action::SetAttribute {
+                path: path.into(),
+                table_id: entry.id.clone(),
+                name: name.into(),
+                value: value.clone(),
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// The catalog entry of a table.
+    pub async fn table(&self, path: &str) -> Result<TableEntry> {
+        let state = self.refresh().await?;
+        state
+            .tables
+            .get(path)
+            .map(|(e, _)| e.clone())
+            .ok_or_else(|| Error::NoSuchTable { path: path.into() })
+    }
+
+    /// All table entries by path.
+    pub async fn tables(&self) -> Result<BTreeMap<String, TableEntry>> {
+        let state = self.refresh().await?;
+        Ok(state
+            .tables
+            .iter()
+            .map(|(p, (e, _))| (p.clone(), e.clone()))
+            .collect())
+    }
+
+    /// Creates a table.
+    ///
+    /// # Errors
+    /// A bad path, an existing node, or invalid `tablet_count`/`pivot_keys`.
+    pub async fn create_table(
+        &self,
+        path: &str,
+        schema: TableSchema,
+        options: TableOptions,
+    ) -> Result<()> {
+        validate_path(path)?;
+        let (tablet_count, pivot_keys) = validate_tablets(&schema, &options)?;
+        let trimmed_row_counts = match &options.trimmed_row_counts {
+            None => vec![],
+            Some(_) if schema.is_sorted() => {
+                return Err(Error::Invalid(
+                    "\"trimmed_row_counts\" can only be set for ordered tables".into(),
+                ))
+            }
+            Some(counts) if options.tablet_count != Some(counts.len()) => {
+                return Err(Error::Invalid(format!(
+                    "\"trimmed_row_counts\" has {} values: \"tablet_count\" must be given and equal to it",
+                    counts.len()
+                )))
+            }
+            Some(counts) => counts.clone(),
+        };
+        let retention = options.retention;
+        if retention.min_data_versions > retention.max_data_versions
+            || retention.min_data_ttl > retention.max_data_ttl
+        {
+            return Err(Error::Invalid(
+                "min_data_versions must not exceed max_data_versions, nor min_data_ttl max_data_ttl".into(),
+            ));
+        }
+        let entry = TableEntry {
+            id: fresh_id(),
+            schema,
+            tablet_count,
+            pivot_keys,
+            retention,
+            trimmed_row_counts,
+            tablet_state: crate::tablets::TabletState::Mounted,
+            commit_ordering: match options.commit_ordering.as_deref() {
+                None | Some("weak") => "weak".into(),
+                Some("strong") => "strong".into(),
+                Some(other) => {
+                    return Err(Error::Invalid(format!(
+                        "Invalid \"commit_ordering\" {other:?}: expected weak or strong"
+                    )))
+                }
+            },
+            max_ordered_tablet_data_weight: options.max_ordered_tablet_data_weight,
+            dynamic: true,
+        };
+        self.commit(|state| {
+            check_new_path(state, path)?;
+            Ok(vec![Action::CreateTable {
+                path: path.into(),
+                entry: entry.clone(),
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Removes a table.
+    pub async fn remove_table(&self, path: &str) -> Result<()> {
+        self.commit(|state| {
+            let (entry, _) = state
+                .tables
+                .get(path)
+                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+            Ok(vec![Action::RemoveTable {
+                path: path.into(),
+                table_id: entry.id.clone(),
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Copies (`keep_source`) or moves a table to `destination` (a new path). A copy is a
+    /// new table with the source's rows and history as of the commit; it shares the source's
+    /// chunks, which are immutable.
+    ///
+    /// # Errors
+    /// No source table, an existing destination, or a destination under a table.
+    pub async fn copy_table(
+        &self,
+        source: &str,
+        destination: &str,
+        keep_source: bool,
+    ) -> Result<()> {
+        validate_path(destination)?;
+        let new_id = fresh_id();
+        self.commit(|state| {
+            let (entry, _) = state.table_data(source)?;
+            check_new_path(state, destination)?;
+            Ok(vec![Action::CopyTable {
+                source: source.into(),
+                table_id: entry.id.clone(),
+                destination: destination.into(),
+                new_id: new_id.clone(),
+                keep_source,
+            }])
+        })
+        .await?;
+        Ok(())
+    }
+}
