@@ -552,11 +552,8 @@ impl Store {
                                         lo..hi,
                                         &mut last_schema,
                                     )?;
-                                    let weight = batch_weight(&batch);
-                                    statistics.rows_read += batch.num_rows() as u64;
-                                    statistics.data_weight += weight;
-                                    let piece = Piece::Batch(batch, weight);
-                                    if !sink.accept(*tablet_index, piece).await? {
+                                    let tablet = *tablet_index;
+                                    if !hand_on(sink, tablet, batch, &mut statistics).await? {
                                         break 'tablets;
                                     }
                                 }
@@ -588,11 +585,8 @@ impl Store {
                                     0..merged.rows,
                                     &mut last_schema,
                                 )?;
-                                let weight = batch_weight(&batch);
-                                statistics.rows_read += batch.num_rows() as u64;
-                                statistics.data_weight += weight;
-                                let piece = Piece::Batch(batch, weight);
-                                if !sink.accept(*tablet_index, piece).await? {
+                                let tablet = *tablet_index;
+                                if !hand_on(sink, tablet, batch, &mut statistics).await? {
                                     break 'tablets;
                                 }
                             }
@@ -643,6 +637,19 @@ impl Store {
             .len();
         Ok(statistics)
     }
+}
+
+/// Hands a batch of rows to `sink`, counting it as read; false when the sink stops the scan.
+async fn hand_on<S: PieceSink>(
+    sink: &mut S,
+    tablet: usize,
+    batch: RecordBatch,
+    statistics: &mut ScanStatistics,
+) -> Result<bool> {
+    let weight = batch_weight(&batch);
+    statistics.rows_read += batch.num_rows() as u64;
+    statistics.data_weight += weight;
+    sink.accept(tablet, Piece::Batch(batch, weight)).await
 }
 
 /// `row` with only `columns`, in that order.
