@@ -14,19 +14,12 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use dynql::io::ImportOptions;
 use dynql::{Database, SelectOptions};
-use dynql_benches::{batch, median, report, BENCH_TABLE_ATTRIBUTES};
+use dynql_benches::{batch, env, median, report, BENCH_TABLE_ATTRIBUTES};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// The allocator the `dynql` binary uses, so that the figures are the CLI's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     let dir = std::env::args()

@@ -54,6 +54,14 @@ pub fn batch(start: usize, n: usize, with_hash: bool) -> RecordBatch {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
 }
 
+/// The number in environment variable `name`, or `default` (benchmark sizes and run counts).
+pub fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Median duration of `runs` calls of `f` (after one warm-up call).
 pub fn median<F: FnMut()>(runs: usize, mut f: F) -> Duration {
     f();

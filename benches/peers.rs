@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dynql::{Database, SelectOptions};
-use dynql_benches::{batch, median, BENCH_TABLE_ATTRIBUTES};
+use dynql_benches::{batch, env, median, BENCH_TABLE_ATTRIBUTES};
 
 /// The allocator the `dynql` binary uses, so that the figures are the CLI's.
 #[global_allocator]
@@ -21,13 +21,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TABLE: &str = "//bench";
 const BATCH_ROWS: usize = 1_000_000;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 async fn generate(db: &Database, parquet_dir: &Path, rows: usize) {
     db.create_table_from_text(TABLE, BENCH_TABLE_ATTRIBUTES)

@@ -18,16 +18,9 @@ use arrow::array::{Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use dynql::{Database, LookupOptions, SelectOptions, Yson};
-use dynql_benches::{median, report, Lcg};
+use dynql_benches::{env, median, report, Lcg};
 
 const SCHEMA: &str = "{dynamic=%true; min_data_ttl=0; max_data_ttl=0; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=x;type=double}]}";
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn rows(n: usize, layer: i64) -> Vec<Yson> {
     (0..n as i64)
