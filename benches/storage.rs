@@ -177,22 +177,10 @@ fn main() {
         whole,
     );
 
-    // 3. Full-scan aggregate over 8 delta layers (8 chunks) vs compacted (1 chunk).
+    // 3. Full-scan aggregate over 8 flushed layers of the same keys vs the same table
+    //    compacted: with the compaction policy off (8 chunks to merge), and with it on (as a
+    //    table is by default: it merges layers as they come).
     let layer_rows = (n / 8).max(1);
-    let layered_dir = tempfile::tempdir().unwrap();
-    let layered = Database::open(&format!("file://{}", layered_dir.path().display())).unwrap();
-    rt.block_on(async {
-        layered.create_table_from_text("//t", SCHEMA).await.unwrap();
-        for layer in 0..8 {
-            layered
-                .insert_rows("//t", &rows(layer_rows, layer))
-                .await
-                .unwrap();
-            // Each layer becomes its own chunk, as successive checkpoints would leave it (a
-            // large insert is one already: a bulk write).
-            layered.flush("//t").await.unwrap();
-        }
-    });
     let query = "sum(x) as s, sum(1) as c from [//t] group by 1";
     let options = SelectOptions {
         input_row_limit: u64::MAX,
@@ -203,16 +191,43 @@ fn main() {
         let r = rt.block_on(db.select_rows(query, &options)).unwrap();
         assert_eq!(r.rows.len(), 1);
     };
-    let uncompacted = median(runs, || scan(&layered));
-    let (before, after) = rt.block_on(layered.compact("//t")).unwrap();
-    assert_eq!((before, after), (layer_rows * 8, layer_rows));
-    let compacted = median(runs, || scan(&layered));
-    report(
-        "select, 8 delta layers vs compacted",
-        uncompacted,
-        "same table compacted",
-        compacted,
-    );
+    for policy in [false, true] {
+        let layered_dir = tempfile::tempdir().unwrap();
+        let layered = Database::open(&format!("file://{}", layered_dir.path().display())).unwrap();
+        let schema = SCHEMA.replacen(
+            "dynamic=%true;",
+            &format!(
+                "dynamic=%true; mount_config={{enable_compaction_and_partitioning=%{policy}}};"
+            ),
+            1,
+        );
+        rt.block_on(async {
+            layered
+                .create_table_from_text("//t", &schema)
+                .await
+                .unwrap();
+            for layer in 0..8 {
+                layered
+                    .insert_rows("//t", &rows(layer_rows, layer))
+                    .await
+                    .unwrap();
+                // Each layer becomes its own chunk, as successive checkpoints would leave it
+                // (a large insert is one already: a bulk write).
+                layered.flush("//t").await.unwrap();
+            }
+        });
+        let chunks = rt.block_on(layered.store().chunks("//t")).unwrap().len();
+        let layers = median(runs, || scan(&layered));
+        let (_, after) = rt.block_on(layered.compact("//t")).unwrap();
+        assert_eq!(after, layer_rows);
+        let compacted = median(runs, || scan(&layered));
+        let label = if policy {
+            format!("select, 8 flushed layers, compaction policy on ({chunks} chunks)")
+        } else {
+            format!("select, 8 flushed layers, compaction policy off ({chunks} chunks)")
+        };
+        report(&label, layers, "same table compacted", compacted);
+    }
 
     // 5. Import of a Parquet file vs the Parquet write of the same rows (1.'s baseline), and
     //    a point query from a fresh handle right after the import vs after compaction.

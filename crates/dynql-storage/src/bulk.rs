@@ -343,21 +343,27 @@ impl Store {
             ..
         } = bulk;
         let mut actions = inline;
-        if !chunks.is_empty() {
+        let added_chunks = !chunks.is_empty();
+        if added_chunks {
             actions.push(Action::BulkInsert {
                 path: path.clone(),
                 table_id: table_id.clone(),
                 chunks,
             });
         }
-        self.commit(|state| {
-            let (entry, _) = crate::validate::writable_table(state, &path, &table_id, &schema)?;
-            if entry.pivot_keys != pivot_keys {
-                return Err(resharded(&path));
-            }
-            Ok(actions.clone())
-        })
-        .await
+        let timestamp = self
+            .commit(|state| {
+                let (entry, _) = crate::validate::writable_table(state, &path, &table_id, &schema)?;
+                if entry.pivot_keys != pivot_keys {
+                    return Err(resharded(&path));
+                }
+                Ok(actions.clone())
+            })
+            .await?;
+        if added_chunks {
+            self.compact_after_commit(&path).await;
+        }
+        Ok(timestamp)
     }
 }
 

@@ -30,6 +30,9 @@ pub struct TableOptions {
     /// `mount_config/max_ordered_tablet_data_weight`: most data weight a tablet of an ordered
     /// table may hold.
     pub max_ordered_tablet_data_weight: Option<u64>,
+    /// `mount_config/enable_compaction_and_partitioning` (default true): whether the table
+    /// compacts on its own ([`crate::compaction_policy`]).
+    pub enable_compaction_and_partitioning: Option<bool>,
 }
 
 /// What the catalog records of a table.
@@ -61,6 +64,14 @@ pub struct TableEntry {
     /// `select_rows` nor writes accept it.
     #[serde(default = "yes")]
     pub dynamic: bool,
+    /// `mount_config/enable_compaction_and_partitioning`: whether the table compacts on its
+    /// own ([`crate::compaction_policy`]); `compact` and checkpoints compact it regardless.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub enable_compaction_and_partitioning: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn weak() -> String {
@@ -77,10 +88,12 @@ fn yes() -> bool {
 pub enum AttributeValue {
     Number(u64),
     Text(String),
+    Boolean(bool),
 }
 
-/// Attributes `set` can change: the retention settings, `commit_ordering` and
-/// `mount_config/max_ordered_tablet_data_weight`.
+/// Attributes `set` can change: the retention settings, `commit_ordering`,
+/// `mount_config/max_ordered_tablet_data_weight` and
+/// `mount_config/enable_compaction_and_partitioning`.
 pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "min_data_versions",
     "max_data_versions",
@@ -88,6 +101,7 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "max_data_ttl",
     "commit_ordering",
     "mount_config/max_ordered_tablet_data_weight",
+    "mount_config/enable_compaction_and_partitioning",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -102,6 +116,9 @@ pub(crate) fn set_attribute(
         AttributeValue::Text(t) => Err(Error::Invalid(format!(
             "Attribute {name:?} must be a non-negative integer, not {t:?}"
         ))),
+        AttributeValue::Boolean(b) => Err(Error::Invalid(format!(
+            "Attribute {name:?} must be a non-negative integer, not %{b}"
+        ))),
     };
     let mut next = entry.clone();
     match name {
@@ -112,6 +129,14 @@ pub(crate) fn set_attribute(
         "mount_config/max_ordered_tablet_data_weight" => {
             next.max_ordered_tablet_data_weight = Some(number()?)
         }
+        "mount_config/enable_compaction_and_partitioning" => match value {
+            AttributeValue::Boolean(b) => next.enable_compaction_and_partitioning = *b,
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "Attribute {name:?} must be %true or %false"
+                )))
+            }
+        },
         "commit_ordering" => match value {
             AttributeValue::Text(t) if t == "weak" || t == "strong" => {
                 next.commit_ordering = t.clone()
@@ -289,6 +314,9 @@ impl Store {
             },
             max_ordered_tablet_data_weight: options.max_ordered_tablet_data_weight,
             dynamic: true,
+            enable_compaction_and_partitioning: options
+                .enable_compaction_and_partitioning
+                .unwrap_or(true),
         };
         self.commit(|state| {
             check_new_path(state, path)?;

@@ -461,6 +461,7 @@ impl Store {
                     }
                     Action::Flush { chunks, .. }
                     | Action::Compact { chunks, .. }
+                    | Action::CompactChunks { chunks, .. }
                     | Action::BulkInsert { chunks, .. } => {
                         referenced.extend(chunks.into_iter().map(|c| c.path));
                     }
@@ -603,9 +604,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let s = Store::open(&url).unwrap().with_gc_grace_ms(0);
-        s.create_table("//t", schema(), TableOptions::default())
-            .await
-            .unwrap();
+        // Chunks counted here are the checkpoints' alone.
+        let options = TableOptions {
+            enable_compaction_and_partitioning: Some(false),
+            ..TableOptions::default()
+        };
+        s.create_table("//t", schema(), options).await.unwrap();
         let write_and_checkpoint = |i: i64| {
             let s = s.clone();
             async move {
@@ -706,6 +710,8 @@ mod tests {
                 max_data_ttl: 0,
                 ..Default::default()
             },
+            // The checkpoints' rule alone.
+            enable_compaction_and_partitioning: Some(false),
             ..TableOptions::default()
         };
         s.create_table("//t", schema, options).await.unwrap();

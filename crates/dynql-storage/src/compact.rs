@@ -24,7 +24,7 @@ use crate::chunk::{
     nan_columns, new_chunk_path, version_key, ChunkEncoder, ChunkRef, Cleanliness, RowGroupRef,
     ROW_GROUP_ROWS,
 };
-use crate::compaction::compact_versions;
+use crate::compaction::{compact_recent_versions, compact_versions};
 use crate::error::Result;
 use crate::mvcc::RowDelta;
 use crate::scan::{tablet_ranges, KeyRange};
@@ -228,26 +228,39 @@ impl VersionChunkWriter {
     }
 }
 
+/// What a compaction merges.
+pub(crate) enum Compacted<'a> {
+    /// Every chunk and the dynamic store of a table: each key's whole history.
+    Whole(&'a TableData),
+    /// The newest chunks over their keys ([`crate::compaction_policy`]): each key's recent
+    /// history, older versions possibly elsewhere.
+    Recent(Vec<&'a ChunkRef>),
+}
+
 impl Store {
-    /// Compacts the sorted table `entry` (its state `data`) at `now`, keeping versions after
-    /// `horizon` as written: writes the kept versions as new chunks, tablet by tablet, and
-    /// returns them (nothing is committed here).
+    /// Compacts `what` of the sorted table `entry` at `now`, keeping versions after `horizon`
+    /// as written: writes the kept versions as new chunks, tablet by tablet, and returns them
+    /// (nothing is committed here).
     pub(crate) async fn write_compacted_chunks(
         &self,
         entry: &TableEntry,
-        data: &TableData,
+        what: &Compacted<'_>,
         now: Timestamp,
         horizon: Timestamp,
     ) -> Result<Vec<ChunkRef>> {
+        let (chunks, dynamic_store): (Vec<&ChunkRef>, _) = match what {
+            Compacted::Whole(data) => (data.chunks.iter().collect(), Some(&data.sorted)),
+            Compacted::Recent(chunks) => (chunks.clone(), None),
+        };
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
         let mut out = Vec::new();
         let written = |out: &Vec<ChunkRef>| out.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
         let result = async {
             for range in &tablet_ranges(entry)? {
-                let mut sources: Vec<ChunkSource<'_>> = data
-                    .chunks
+                let mut sources: Vec<ChunkSource<'_>> = chunks
                     .iter()
+                    .copied()
                     .filter(|c| {
                         range.upper.is_after(&c.min_key) && !range.lower.is_after(&c.max_key)
                     })
@@ -256,9 +269,9 @@ impl Store {
                 // The dynamic store's keys of this tablet, newest source last.
                 // (Collected: no closure may live across the awaits below, or the future
                 // is not `Send`.)
-                let memory: Vec<&Vec<RowDelta>> = data
-                    .sorted
-                    .values()
+                let memory: Vec<&Vec<RowDelta>> = dynamic_store
+                    .iter()
+                    .flat_map(|m| m.values())
                     .filter(|v| in_range(range, &version_key(&v[0], key_count)))
                     .collect();
                 let mut memory = memory.into_iter();
@@ -302,7 +315,18 @@ impl Store {
                         };
                     }
                     crate::mvcc::put_in_commit_order(&mut history);
-                    let kept = compact_versions(schema, &entry.retention, &history, now, horizon);
+                    let kept = match what {
+                        Compacted::Whole(_) => {
+                            compact_versions(schema, &entry.retention, &history, now, horizon)
+                        }
+                        Compacted::Recent(_) => compact_recent_versions(
+                            schema,
+                            &entry.retention,
+                            &history,
+                            now,
+                            horizon,
+                        ),
+                    };
                     if kept.is_empty() {
                         continue;
                     }

@@ -86,40 +86,8 @@ pub fn compact_versions(
     horizon: Timestamp,
 ) -> Vec<RowDelta> {
     let deltas = &*crate::mvcc::in_commit_order(deltas);
-    let now_ms = timestamp_ms(now);
-    // Row-level TTL (`$ttl`, the newest value written): it replaces both time limits for
-    // this row, so the row's versions live exactly `$ttl` milliseconds (seed 003).
-    let row_ttl = schema
-        .column_index(dynql_core::schema::TTL_COLUMN)
-        .and_then(|i| {
-            deltas.iter().rev().find_map(|d| match d.values.get(i) {
-                Some(Some(dynql_core::Value::Uint64(t))) => Some(*t),
-                _ => None,
-            })
-        });
-    let retention = &match row_ttl {
-        Some(t) => Retention {
-            min_data_ttl: t,
-            max_data_ttl: t,
-            ..*retention
-        },
-        None => *retention,
-    };
     let n = deltas.len();
-    // Newest first: position i from the end.
-    let mut keep: Vec<bool> = deltas
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let rank = (n - 1 - i) as u64; // 0 = newest
-            let age = now_ms.saturating_sub(timestamp_ms(d.timestamp));
-            let protected = rank < retention.min_data_versions
-                || age < retention.min_data_ttl
-                || d.timestamp > horizon;
-            let permitted = rank >= retention.max_data_versions || age > retention.max_data_ttl;
-            protected || !permitted
-        })
-        .collect();
+    let mut keep = kept_by_retention(schema, retention, deltas, now, horizon).0;
     let Some(mut oldest_kept) = keep.iter().position(|k| *k) else {
         return Vec::new();
     };
@@ -161,6 +129,98 @@ pub fn compact_versions(
         out.remove(0);
     }
     out
+}
+
+/// Which versions of a row (commit order) retention keeps at `now`, and whether the row's
+/// `$ttl` (which replaces the time limits) was found among them.
+fn kept_by_retention(
+    schema: &TableSchema,
+    retention: &Retention,
+    deltas: &[RowDelta],
+    now: Timestamp,
+    horizon: Timestamp,
+) -> (Vec<bool>, bool) {
+    let now_ms = timestamp_ms(now);
+    // Row-level TTL (`$ttl`, the newest value written): it replaces both time limits for
+    // this row, so the row's versions live exactly `$ttl` milliseconds (seed 003).
+    let row_ttl = schema
+        .column_index(dynql_core::schema::TTL_COLUMN)
+        .and_then(|i| {
+            deltas.iter().rev().find_map(|d| match d.values.get(i) {
+                Some(Some(dynql_core::Value::Uint64(t))) => Some(*t),
+                _ => None,
+            })
+        });
+    let retention = &match row_ttl {
+        Some(t) => Retention {
+            min_data_ttl: t,
+            max_data_ttl: t,
+            ..*retention
+        },
+        None => *retention,
+    };
+    let n = deltas.len();
+    // Newest first: position i from the end.
+    let keep = deltas
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let rank = (n - 1 - i) as u64; // 0 = newest
+            let age = now_ms.saturating_sub(timestamp_ms(d.timestamp));
+            let protected = rank < retention.min_data_versions
+                || age < retention.min_data_ttl
+                || d.timestamp > horizon;
+            let permitted = rank >= retention.max_data_versions || age > retention.max_data_ttl;
+            protected || !permitted
+        })
+        .collect();
+    (keep, row_ttl.is_some())
+}
+
+/// [`compact_versions`] for the *recent part* of a row's history: the versions held by the
+/// newest chunks of a table, while older versions of the row may remain in older chunks
+/// (a minor compaction, [`crate::compaction_policy`]).
+///
+/// Retention is applied the same way, but nothing may be folded (an update or an aggregate
+/// delta may build on a version out of sight), so versions go only below a version that
+/// determines the row on its own (an overwrite that is not an aggregate delta, or a
+/// tombstone); tombstones stay, since they hide older chunks; and a row whose versions all
+/// expire becomes one tombstone. Without a `$ttl` value in sight, a table with a `$ttl`
+/// column keeps every version (the row's `$ttl` may be in an older chunk).
+pub fn compact_recent_versions(
+    schema: &TableSchema,
+    retention: &Retention,
+    deltas: &[RowDelta],
+    now: Timestamp,
+    horizon: Timestamp,
+) -> Vec<RowDelta> {
+    let deltas = &*crate::mvcc::in_commit_order(deltas);
+    let (keep, ttl_known) = kept_by_retention(schema, retention, deltas, now, horizon);
+    let ttl_column = schema
+        .column_index(dynql_core::schema::TTL_COLUMN)
+        .is_some();
+    if deltas.is_empty() || (ttl_column && !ttl_known) {
+        return deltas.to_vec();
+    }
+    let Some(oldest_kept) = keep.iter().position(|k| *k) else {
+        // Every version expired (so none is after the horizon): the row goes, and a
+        // tombstone keeps older chunks from showing through.
+        let newest = &deltas[deltas.len() - 1];
+        return vec![RowDelta {
+            timestamp: newest.timestamp,
+            kind: WriteKind::Delete,
+            values: newest.values.clone(),
+            aggregate: false,
+        }];
+    };
+    let whole = |d: &RowDelta| {
+        d.kind == WriteKind::Delete || (d.kind == WriteKind::Overwrite && !d.aggregate)
+    };
+    // The newest version at or below the oldest kept one that needs nothing older.
+    match deltas[..=oldest_kept].iter().rposition(whole) {
+        Some(first) => deltas[first..].to_vec(),
+        None => deltas.to_vec(),
+    }
 }
 
 #[cfg(test)]
@@ -382,6 +442,51 @@ mod tests {
                 proptest::prop_assert_eq!(resolve_versions(&s, &out, kept.timestamp), resolve_versions(&s, &versions, kept.timestamp));
             }
             proptest::prop_assert!(out.len() <= versions.len());
+        }
+
+        /// Compacting only the recent part of a history (older versions elsewhere) never
+        /// changes a read at "now" or at a kept version's timestamp, whatever the older part
+        /// holds; a row it removes is one full compaction removes too.
+        #[test]
+        fn recent_compaction_keeps_reads_whatever_lies_below(
+            ops in proptest::collection::vec((0u8..3, proptest::option::of(0i64..4), proptest::option::of(0i64..4), proptest::bool::ANY), 1..10),
+            gaps in proptest::collection::vec(0u64..40, 10),
+            split in 0usize..10,
+            min_versions in 0u64..2,
+            max_versions in 1u64..4,
+            ttl_minutes in 0u64..60,
+            horizon_at in proptest::option::of(0usize..10),
+        ) {
+            let s = schema();
+            let mut minute = 0;
+            let versions: Vec<RowDelta> = ops.iter().enumerate().map(|(i, (kind, v, agg, aggregate))| {
+                minute += gaps[i];
+                let kind = match kind { 0 => WriteKind::Overwrite, 1 => WriteKind::Update, _ => WriteKind::Delete };
+                d(minute, kind, *v, *agg, *aggregate)
+            }).collect();
+            let now = at_minute(minute + 5);
+            let r = Retention { min_data_versions: min_versions, max_data_versions: max_versions, min_data_ttl: ttl_minutes * MIN / 2, max_data_ttl: ttl_minutes * MIN };
+            let horizon = match horizon_at {
+                Some(i) => versions[i % versions.len()].timestamp,
+                None => Timestamp::MAX,
+            };
+            let (older, recent) = versions.split_at(split.min(versions.len()));
+            let out = compact_recent_versions(&s, &r, recent, now, horizon);
+            let mut together = older.to_vec();
+            together.extend(out.iter().cloned());
+            if !recent.is_empty() && compact_versions(&s, &r, &versions, now, horizon).is_empty() {
+                // The row expired: only reads at "now" are defined by retention.
+                proptest::prop_assert_eq!(resolve_versions(&s, &together, now), None);
+            } else {
+                proptest::prop_assert_eq!(resolve_versions(&s, &together, now), resolve_versions(&s, &versions, now));
+                for kept in &out {
+                    proptest::prop_assert_eq!(resolve_versions(&s, &together, kept.timestamp), resolve_versions(&s, &versions, kept.timestamp));
+                }
+            }
+            let after: Vec<&RowDelta> = recent.iter().filter(|v| v.timestamp > horizon).collect();
+            let kept_after: Vec<&RowDelta> = out.iter().filter(|v| v.timestamp > horizon).collect();
+            proptest::prop_assert_eq!(after, kept_after);
+            proptest::prop_assert!(out.len() <= recent.len().max(1));
         }
     }
 }

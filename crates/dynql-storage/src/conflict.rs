@@ -242,6 +242,7 @@ pub(crate) fn check_conflicts(
             | Action::RemoveTable { .. }
             | Action::CopyTable { .. }
             | Action::Compact { .. }
+            | Action::CompactChunks { .. }
             | Action::Flush { .. }
             | Action::BulkInsert { .. }
             | Action::Reshard { .. }

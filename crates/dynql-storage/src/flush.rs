@@ -19,6 +19,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::chunk::{new_chunk_path, version_key, write_versioned_chunk, ChunkRef};
+use crate::compact::Compacted;
 use crate::error::{Error, Result};
 use crate::log::Action;
 use crate::mvcc::RowDelta;
@@ -151,12 +152,92 @@ impl Store {
             .flat_map(|(_, w)| w.chunks.iter().map(|c| c.path.clone()))
             .collect();
         discard(self.objects.as_ref(), &lost).await;
-        Ok(written
+        let committed: Vec<(String, Vec<ChunkRef>)> = written
             .into_iter()
             .enumerate()
             .filter(|(i, _)| chosen.contains(i))
             .map(|(_, w)| (w.path, w.chunks))
-            .collect())
+            .collect();
+        for (path, _) in &committed {
+            self.compact_after_commit(path).await;
+        }
+        Ok(committed)
+    }
+
+    /// Runs the automatic compaction policy ([`crate::compaction_policy`]) on the sorted
+    /// table at `path` once: merges the chunks it chooses, if any, and returns whether it did.
+    /// A table whose chunk list changed meanwhile under the choice is left for the next run.
+    pub async fn compact_by_policy(&self, path: &str) -> Result<bool> {
+        let state = self.refresh().await?;
+        let (entry, data) = state.table_data(path)?;
+        if !entry.schema.is_sorted() || !entry.enable_compaction_and_partitioning {
+            return Ok(false);
+        }
+        let Some(chosen) = crate::compaction_policy::choose(&tablet_ranges(entry)?, &data.chunks)
+        else {
+            return Ok(false);
+        };
+        let chosen: Vec<&ChunkRef> = chosen.iter().map(|&i| &data.chunks[i]).collect();
+        let replaces: Vec<String> = chosen.iter().map(|c| c.path.clone()).collect();
+        let now = Timestamp::now();
+        let up_to = state.last_timestamp;
+        let horizon = self
+            .oldest_live_transaction_start()
+            .await?
+            .map_or(up_to, |start| start.min(up_to));
+        let chunks = self
+            .write_compacted_chunks(entry, &Compacted::Recent(chosen), now, horizon)
+            .await?;
+        let written: Vec<String> = chunks.iter().map(|c| c.path.clone()).collect();
+        let table_id = entry.id.clone();
+        let fresh = Mutex::new(false);
+        let committed = self
+            .append_commit(None, |state| {
+                let current = chunk_list(state, path, &table_id)
+                    .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
+                let all_there = replaces.iter().all(|r| current.contains(r));
+                *fresh.lock().unwrap_or_else(|p| p.into_inner()) = all_there;
+                if !all_there {
+                    return Ok(vec![]);
+                }
+                Ok(vec![Action::CompactChunks {
+                    path: path.into(),
+                    table_id: table_id.clone(),
+                    now: now.0,
+                    horizon: horizon.0,
+                    chunks: chunks.clone(),
+                    replaces: replaces.clone(),
+                }])
+            })
+            .await;
+        let fresh = *fresh.lock().unwrap_or_else(|p| p.into_inner());
+        match committed {
+            Ok(_) if fresh => Ok(true),
+            Ok(_) => {
+                discard(self.objects.as_ref(), &written).await;
+                Ok(false)
+            }
+            Err(e) => {
+                // A failed append may still have landed (a lost acknowledgement): the chunks
+                // stay for the garbage collector unless the table is gone.
+                if matches!(e, Error::NoSuchTable { .. }) {
+                    discard(self.objects.as_ref(), &written).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The automatic compaction policy after a commit added chunks to `path`: runs until it
+    /// chooses nothing (each run lowers some tablet's depth). Its failures are not the
+    /// commit's: they are dropped, and the next commit that adds chunks tries again.
+    pub(crate) async fn compact_after_commit(&self, path: &str) {
+        for _ in 0..COMPACTION_ATTEMPTS {
+            match self.compact_by_policy(path).await {
+                Ok(true) => continue,
+                Ok(false) | Err(_) => return,
+            }
+        }
     }
 
     /// Compacts a table now: merges its chunks and dynamic store into one chunk, dropping the
@@ -176,7 +257,7 @@ impl Store {
                 .map_or(up_to, |start| start.min(up_to));
             let schema = &entry.schema;
             let chunks = if schema.is_sorted() {
-                self.write_compacted_chunks(entry, data, now, horizon)
+                self.write_compacted_chunks(entry, &Compacted::Whole(data), now, horizon)
                     .await?
             } else {
                 Vec::new()

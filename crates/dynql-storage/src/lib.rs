@@ -17,6 +17,7 @@ mod clean_merge;
 mod commit;
 mod compact;
 pub mod compaction;
+pub mod compaction_policy;
 pub mod conflict;
 pub mod error;
 mod external_sort;

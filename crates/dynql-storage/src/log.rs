@@ -106,6 +106,19 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         replaces: Vec<String>,
     },
+    /// A minor compaction at `now` ([`crate::compaction_policy`]): `chunks` replace the chunks
+    /// named in `replaces` (the newest chunks over their keys), taking the place of the
+    /// newest of them in the chunk list; the dynamic store is untouched. `horizon` as for
+    /// [`Action::Compact`].
+    CompactChunks {
+        path: String,
+        table_id: String,
+        now: u64,
+        horizon: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        chunks: Vec<ChunkRef>,
+        replaces: Vec<String>,
+    },
     /// `trim_rows`: the first `trimmed_row_count` rows of a tablet of an ordered table are gone.
     TrimRows {
         path: String,
@@ -260,6 +273,7 @@ pub fn action_table(action: &Action) -> (&str, &str) {
         | Action::Flush { path, table_id, .. }
         | Action::BulkInsert { path, table_id, .. }
         | Action::Compact { path, table_id, .. }
+        | Action::CompactChunks { path, table_id, .. }
         | Action::TrimRows { path, table_id, .. }
         | Action::ReshardQueues { path, table_id, .. }
         | Action::AlterTable { path, table_id, .. }

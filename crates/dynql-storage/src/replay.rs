@@ -12,6 +12,7 @@ use std::sync::Arc;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
+use crate::chunk::ChunkRef;
 use crate::compaction::compact_versions;
 use crate::conflict::{all_groups, LockDelta};
 use crate::error::{Error, Result};
@@ -150,6 +151,7 @@ fn action_summary(action: &Action) -> String {
         Action::Flush { path, .. } => ("flush", path),
         Action::BulkInsert { path, .. } => ("bulk_insert", path),
         Action::Compact { path, .. } => ("compact", path),
+        Action::CompactChunks { path, .. } => ("compact_chunks", path),
         Action::TrimRows { path, .. } => ("trim_rows", path),
         Action::ReshardQueues { path, .. } => ("reshard", path),
         Action::AlterTable { path, .. } => ("alter_table", path),
@@ -437,6 +439,32 @@ fn apply_action(
                     });
                 }
             }
+        }
+        Action::CompactChunks {
+            path,
+            table_id,
+            horizon,
+            chunks,
+            replaces,
+            ..
+        } => {
+            let (_, data) = target(state, path, table_id)?;
+            let named = |c: &ChunkRef| replaces.contains(&c.path);
+            let present = data.chunks.iter().filter(|c| named(c)).count();
+            if present != replaces.len() {
+                return Err(format!(
+                    "{} of the {} chunks the compaction replaces are not in the table",
+                    replaces.len() - present,
+                    replaces.len()
+                ));
+            }
+            // In place of the newest replaced chunk: every chunk before it that shares keys
+            // with the replaced ones is older than all of them (the policy chose so).
+            let newest = data.chunks.iter().rposition(named).unwrap_or(0);
+            let at = data.chunks[..newest].iter().filter(|c| !named(c)).count();
+            data.chunks.retain(|c| !named(c));
+            data.chunks.splice(at..at, chunks.iter().cloned());
+            data.compaction_horizon = data.compaction_horizon.max(Timestamp(*horizon));
         }
         Action::LockRows {
             path,

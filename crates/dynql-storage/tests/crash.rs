@@ -295,6 +295,14 @@ fn workload() -> Vec<Step> {
         Step::Checkpoint,
         Step::Write(vec![(5, 50)]),
         Step::Flush,
+        // Small flushes pile up in the first tablet until the compaction policy merges them
+        // (a minor compaction after the commit of one of them).
+        Step::Write(vec![(7, 70), (2, 23)]),
+        Step::Flush,
+        Step::Delete(vec![7]),
+        Step::Flush,
+        Step::Write(vec![(8, 80)]),
+        Step::Flush,
         Step::Write(vec![(2, 22), (6, 60)]),
         Step::Freeze,
         Step::Compact,

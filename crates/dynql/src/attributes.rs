@@ -148,11 +148,13 @@ impl Database {
 
     /// Sets a writable attribute (`yt set PATH/@NAME VALUE`): `min_data_versions`,
     /// `max_data_versions`, `min_data_ttl`, `max_data_ttl`, `commit_ordering`,
-    /// `mount_config/max_ordered_tablet_data_weight`. The value is a YSON or JSON scalar.
+    /// `mount_config/max_ordered_tablet_data_weight`,
+    /// `mount_config/enable_compaction_and_partitioning`. The value is a YSON or JSON scalar.
     pub async fn set_attribute(&self, path: &str, name: &str, value: &Yson) -> Result<()> {
         let value = match unwrap(value) {
             Yson::Int64(n) if *n >= 0 => dynql_storage::AttributeValue::Number(*n as u64),
             Yson::Uint64(n) => dynql_storage::AttributeValue::Number(*n),
+            Yson::Boolean(b) => dynql_storage::AttributeValue::Boolean(*b),
             Yson::String(s) => {
                 dynql_storage::AttributeValue::Text(String::from_utf8_lossy(s).into_owned())
             }

@@ -118,11 +118,25 @@ impl Database {
                     )
                 }
                 "mount_config" => {
-                    // Only max_ordered_tablet_data_weight has an effect; the other keys of YT's
-                    // mount config are accepted and ignored.
-                    if let Some(w) = unwrap_attributes(v).get("max_ordered_tablet_data_weight") {
+                    // Only max_ordered_tablet_data_weight and enable_compaction_and_partitioning
+                    // have an effect; the other keys of YT's mount config are accepted and
+                    // ignored.
+                    let config = unwrap_attributes(v);
+                    if let Some(w) = config.get("max_ordered_tablet_data_weight") {
                         options.max_ordered_tablet_data_weight =
                             Some(non_negative("max_ordered_tablet_data_weight", w)?);
+                    }
+                    if let Some(b) = config.get("enable_compaction_and_partitioning") {
+                        match unwrap_attributes(b) {
+                            Yson::Boolean(b) => {
+                                options.enable_compaction_and_partitioning = Some(*b)
+                            }
+                            _ => {
+                                return Err(Error::Invalid(
+                                    "mount_config/enable_compaction_and_partitioning must be %true or %false".into(),
+                                ))
+                            }
+                        }
                     }
                 }
                 "trimmed_row_counts" => {

@@ -319,7 +319,8 @@ async fn overlapping_layers_of_overwrites_read_as_after_compaction() {
     let db = Database::open("memory://").unwrap();
     db.create_table_from_text(
         "//t",
-        "{dynamic=%true; pivot_keys=[[];[15000]]; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}; {name=s; type=string}]}",
+        // The layers stay layers: no compaction policy.
+        "{dynamic=%true; pivot_keys=[[];[15000]]; mount_config={enable_compaction_and_partitioning=%false}; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}; {name=s; type=string}]}",
     )
     .await
     .unwrap();
@@ -389,4 +390,74 @@ async fn overlapping_layers_of_overwrites_read_as_after_compaction() {
     }
     let now = db.select_rows("k, v, s from [//t]", &opts).await.unwrap();
     assert_eq!(now.rows, model.into_values().collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_long_lived_database_compacts_flushed_layers_on_its_own() {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]}",
+    )
+    .await
+    .unwrap();
+    let chunk_count = || async {
+        match db.get_attribute("//t", Some("chunk_count")).await.unwrap() {
+            Yson::Int64(n) => n,
+            other => panic!("chunk_count {other:?}"),
+        }
+    };
+    let layer = |layer: i64| {
+        let rows: Vec<_> = (0..100)
+            .map(|k| json!({"k": k * 3 + layer % 3, "v": layer}))
+            .collect();
+        let db = &db;
+        async move {
+            db.insert_json_rows("//t", &rows).await.unwrap();
+            assert!(db.flush("//t").await.unwrap());
+        }
+    };
+    let opts = SelectOptions::default();
+    let query = "k, v from [//t]";
+    for l in 0..2 {
+        layer(l).await;
+    }
+    assert_eq!(chunk_count().await, 2);
+    // The third flush of a similar size fills a tier (YT's min_compaction_store_count): the
+    // three merge, with no `compact`.
+    layer(2).await;
+    assert_eq!(chunk_count().await, 1);
+    let before = db.select_rows(query, &opts).await.unwrap().rows;
+    layer(3).await;
+    assert_eq!(chunk_count().await, 2);
+    // Keys 3k read layer 3 (it rewrote layer 0's keys), 3k+1 layer 1, 3k+2 layer 2.
+    let expected: Vec<Vec<Value>> = (0..300)
+        .map(|k| {
+            let v = if k % 3 == 0 { 3 } else { k % 3 };
+            vec![Value::Int64(k), Value::Int64(v)]
+        })
+        .collect();
+    assert_eq!(db.select_rows(query, &opts).await.unwrap().rows, expected);
+    assert_ne!(before, expected);
+    // Off, as in YT: layers stay until `compact`.
+    db.set_attribute(
+        "//t",
+        "mount_config/enable_compaction_and_partitioning",
+        &Yson::Boolean(false),
+    )
+    .await
+    .unwrap();
+    for l in 4..9 {
+        layer(l).await;
+    }
+    assert_eq!(chunk_count().await, 7);
+    let err = db
+        .set_attribute(
+            "//t",
+            "mount_config/enable_compaction_and_partitioning",
+            &Yson::Int64(1),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("%true or %false"), "{err}");
 }
