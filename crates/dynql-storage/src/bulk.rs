@@ -51,7 +51,7 @@ pub struct BulkWrite {
     /// The schema the rows are checked against; the commit re-checks it.
     schema: dynql_core::TableSchema,
     /// The pivot keys the chunks are split at; the commit re-checks them.
-    pivot_keys: Vec<String>,
+    pivot_keys: Vec<crate::key_range::PivotKey>,
     sort_memory: usize,
     /// The staged rows; `None` before the first and after they are written.
     sorter: Option<ExternalSorter>,
@@ -249,7 +249,7 @@ impl Store {
         let key_count = schema.key_column_count();
         let key_types: Vec<ValueType> =
             schema.key_columns().iter().map(|c| c.wire_type()).collect();
-        let tablets = tablet_ranges(&entry)?;
+        let tablets = tablet_ranges(&entry);
         // Keys only rise: the tablet being written and its open chunk.
         let mut tablet = 0;
         let mut writer: Option<BulkChunkWriter> = None;

@@ -41,9 +41,9 @@ pub struct TableEntry {
     pub id: String,
     pub schema: TableSchema,
     pub tablet_count: usize,
-    /// Pivot keys as text YSON lists, one per tablet (sorted tables).
+    /// Pivot keys, one per tablet (sorted tables).
     #[serde(default)]
-    pub pivot_keys: Vec<String>,
+    pub pivot_keys: Vec<crate::key_range::PivotKey>,
     /// Version retention applied by compaction.
     #[serde(default)]
     pub retention: crate::compaction::Retention,

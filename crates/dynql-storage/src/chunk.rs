@@ -193,7 +193,7 @@ impl ChunkRef {
 }
 
 /// Keys are stored as text YSON lists, which keeps uint64 and byte strings exact.
-mod key_serde {
+pub(crate) mod key_serde {
     use dynql_core::Value;
     use serde::{Deserialize, Deserializer, Serializer};
 

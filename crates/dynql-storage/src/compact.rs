@@ -257,7 +257,7 @@ impl Store {
         let mut out = Vec::new();
         let written = |out: &Vec<ChunkRef>| out.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
         let result = async {
-            for range in &tablet_ranges(entry)? {
+            for range in &tablet_ranges(entry) {
                 let mut sources: Vec<ChunkSource<'_>> = chunks
                     .iter()
                     .copied()

@@ -45,7 +45,7 @@ pub(crate) async fn write_tablet_chunks(
     versions: &[&RowDelta],
 ) -> Result<Vec<ChunkRef>> {
     let key_count = entry.schema.key_column_count();
-    let tablets = tablet_ranges(entry)?;
+    let tablets = tablet_ranges(entry);
     let mut out = Vec::new();
     let mut rest = versions;
     for (i, tablet) in tablets.iter().enumerate() {
@@ -173,7 +173,7 @@ impl Store {
         if !entry.schema.is_sorted() || !entry.enable_compaction_and_partitioning {
             return Ok(false);
         }
-        let Some(chosen) = crate::compaction_policy::choose(&tablet_ranges(entry)?, &data.chunks)
+        let Some(chosen) = crate::compaction_policy::choose(&tablet_ranges(entry), &data.chunks)
         else {
             return Ok(false);
         };

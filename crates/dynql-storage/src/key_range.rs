@@ -4,6 +4,13 @@
 use std::cmp::Ordering;
 
 use dynql_core::{compare_rows, compare_values, Value};
+use serde::{Deserialize, Serialize};
+
+/// A tablet's pivot key: the smallest key the tablet may hold (the first tablet's is empty,
+/// below every key). Stored as a text YSON list, as YT prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PivotKey(#[serde(with = "crate::chunk::key_serde")] pub Vec<Value>);
 
 /// One end of a key range: a key prefix, and with `after` the position just after every key
 /// that starts with the prefix (YT's trailing `<Max>` sentinel).

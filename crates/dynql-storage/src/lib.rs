@@ -52,6 +52,7 @@ pub use chunk::{ChunkRef, Cleanliness, RowGroupRef};
 pub use compaction::Retention;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
+pub use key_range::PivotKey;
 pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
 pub use row_group_filter::{ColumnStatistics, RowGroupFilter};

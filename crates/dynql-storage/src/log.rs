@@ -159,12 +159,12 @@ pub enum Action {
         table_id: String,
         state: crate::tablets::TabletState,
     },
-    /// New tablets of a table: its tablet count and pivot keys (text YSON lists).
+    /// New tablets of a table: its tablet count and pivot keys.
     Reshard {
         path: String,
         table_id: String,
         tablet_count: usize,
-        pivot_keys: Vec<String>,
+        pivot_keys: Vec<crate::key_range::PivotKey>,
     },
     /// Row locks taken by `lock_rows`; they change no data but take part in conflict checks.
     LockRows {

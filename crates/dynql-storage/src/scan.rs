@@ -45,23 +45,20 @@ pub struct TabletRows {
 }
 
 /// The key ranges of the table's tablets, from its pivot keys.
-pub fn tablet_ranges(entry: &TableEntry) -> Result<Vec<KeyRange>> {
-    if entry.pivot_keys.is_empty() {
-        return Ok(vec![KeyRange::all()]);
+pub fn tablet_ranges(entry: &TableEntry) -> Vec<KeyRange> {
+    let pivots = &entry.pivot_keys;
+    if pivots.is_empty() {
+        return vec![KeyRange::all()];
     }
-    let mut pivots = Vec::with_capacity(entry.pivot_keys.len());
-    for text in &entry.pivot_keys {
-        pivots.push(crate::chunk::key_from_text("pivot key", text)?);
-    }
-    Ok((0..pivots.len())
+    (0..pivots.len())
         .map(|i| KeyRange {
-            lower: KeyBound::new(pivots[i].clone(), false),
+            lower: KeyBound::new(pivots[i].0.clone(), false),
             upper: pivots
                 .get(i + 1)
-                .map(|p| KeyBound::new(p.clone(), false))
+                .map(|p| KeyBound::new(p.0.clone(), false))
                 .unwrap_or_else(KeyBound::max),
         })
-        .collect())
+        .collect()
 }
 
 /// Which tablets, chunks and row groups a scan of `ranges` needs.
@@ -84,7 +81,7 @@ pub(crate) fn plan_scan(
     debug_assert!(ranges
         .windows(2)
         .all(|w| w[0].upper.compare(&w[1].lower).is_lt()));
-    let tablets = tablet_ranges(entry)?;
+    let tablets = tablet_ranges(entry);
     let mut selected_tablets = Vec::new();
     for (i, t) in tablets.iter().enumerate() {
         // Sorted, disjoint ranges: those that meet the tablet are one run.

@@ -6,9 +6,10 @@
 //! scans select chunks by their key bounds, not by tablet, so results never change. Flush and
 //! compaction write chunks per tablet of the pivots current at the time.
 
-use dynql_core::{compare_rows, TableSchema, Value, ValueType, Yson};
+use dynql_core::{compare_rows, TableSchema, Value, ValueType};
 
 use crate::error::{Error, Result};
+use crate::key_range::PivotKey;
 use crate::log::Action;
 use crate::store::{Store, TableEntry, TableOptions};
 use crate::timestamp::Timestamp;
@@ -144,12 +145,9 @@ pub enum Reshard {
     },
 }
 
-/// Pivot keys as text YSON lists (the catalog's form).
-pub(crate) fn pivots_text(pivots: &[Vec<Value>]) -> Vec<String> {
-    pivots
-        .iter()
-        .map(|p| dynql_core::yson::to_text(&Yson::List(p.iter().map(Value::to_yson).collect())))
-        .collect()
+/// Pivot keys in the catalog's form.
+pub(crate) fn pivot_keys(pivots: &[Vec<Value>]) -> Vec<PivotKey> {
+    pivots.iter().cloned().map(PivotKey).collect()
 }
 
 /// `count` tablets splitting the first key column's range evenly: `[]`, `[2^64/k]`,
@@ -243,12 +241,12 @@ pub(crate) fn check_tablet_count(what: &str, count: usize) -> Result<()> {
 }
 
 /// Validates `tablet_count`/`pivot_keys` of a new table and returns the tablet count and
-/// pivot keys as text. A sorted table created with `tablet_count` alone gets uniform pivots
+/// pivot keys. A sorted table created with `tablet_count` alone gets uniform pivots
 /// over its first key column, which must then be an integer.
 pub(crate) fn validate_tablets(
     schema: &TableSchema,
     options: &TableOptions,
-) -> Result<(usize, Vec<String>)> {
+) -> Result<(usize, Vec<PivotKey>)> {
     let key_count = schema.key_column_count();
     if let Some(n) = options.tablet_count {
         check_tablet_count("\"tablet_count\"", n)?;
@@ -263,7 +261,7 @@ pub(crate) fn validate_tablets(
         ))),
         (Some(pivots), _) => {
             check_pivots(schema, pivots)?;
-            Ok((pivots.len(), pivots_text(pivots)))
+            Ok((pivots.len(), pivot_keys(pivots)))
         }
         (None, Some(n)) => {
             if n == 0 {
@@ -273,12 +271,12 @@ pub(crate) fn validate_tablets(
                 return Ok((n, vec![]));
             }
             let pivots = uniform_pivots(schema, n)?;
-            Ok((pivots.len(), pivots_text(&pivots)))
+            Ok((pivots.len(), pivot_keys(&pivots)))
         }
         (None, None) => Ok((
             1,
             if key_count > 0 {
-                vec!["[]".into()]
+                vec![PivotKey(vec![])]
             } else {
                 vec![]
             },
@@ -517,7 +515,7 @@ impl Store {
                 }
             }
         };
-        let text = pivots_text(&pivots);
+        let typed = pivot_keys(&pivots);
         let tablet_count = pivots.len();
         self.commit(|state| {
             let (current, _) = crate::validate::same_table(state, path, &entry.id)?;
@@ -533,7 +531,7 @@ impl Store {
                 path: path.into(),
                 table_id: current.id.clone(),
                 tablet_count,
-                pivot_keys: text.clone(),
+                pivot_keys: typed.clone(),
             }])
         })
         .await?;

@@ -85,25 +85,16 @@ impl Database {
                         "Attribute \"pivot_keys\" is not found: {path} is an ordered table"
                     )));
                 }
-                let mut pivots = Vec::new();
-                for p in &entry.pivot_keys {
-                    pivots.push(dynql_core::yson::parse(p.as_bytes()).map_err(|e| {
-                        Error::Invalid(format!("stored pivot key {p:?} is invalid: {e}"))
-                    })?);
-                }
-                Yson::List(pivots)
+                Yson::List(entry.pivot_keys.iter().map(pivot_yson).collect())
             }
             "tablets" => {
                 let mut tablets = Vec::new();
                 if entry.schema.is_sorted() {
                     for (i, p) in entry.pivot_keys.iter().enumerate() {
-                        let pivot = dynql_core::yson::parse(p.as_bytes()).map_err(|e| {
-                            Error::Invalid(format!("stored pivot key {p:?} is invalid: {e}"))
-                        })?;
                         tablets.push(Yson::Map(vec![
                             (b"index".to_vec(), Yson::Int64(i as i64)),
                             (b"state".to_vec(), text(entry.tablet_state.name())),
-                            (b"pivot_key".to_vec(), pivot),
+                            (b"pivot_key".to_vec(), pivot_yson(p)),
                         ]));
                     }
                 } else {
@@ -195,6 +186,11 @@ impl Database {
         };
         Ok(self.store().reshard_table(path, reshard).await?)
     }
+}
+
+/// A pivot key as YT prints it: a list of the key's values.
+fn pivot_yson(pivot: &dynql_storage::PivotKey) -> Yson {
+    Yson::List(pivot.0.iter().map(Value::to_yson).collect())
 }
 
 /// JSON has no uint64 literal: non-negative integers given for uint64 key columns adapt.
