@@ -18,7 +18,7 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use crate::chunk::{
     chunk_created_ms, decode_chunk, decode_versions, key_from_text, key_text, new_chunk_path,
@@ -174,7 +174,7 @@ async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Res
     let mut state = State {
         seq: manifest.seq,
         last_timestamp: Timestamp(manifest.last_timestamp),
-        tables: BTreeMap::new(),
+        tables: Default::default(),
         committed_transactions: manifest
             .committed_transactions
             .into_iter()

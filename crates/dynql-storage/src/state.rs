@@ -77,12 +77,98 @@ impl TableData {
     }
 }
 
+/// The tables of a [`State`], each behind its own `Arc`: a state pinned by a reader
+/// ([`Store::snapshot`](crate::Store), a scan) is shared with the replay that applies the
+/// next records, and applying them copies the map and the tables they change, not every
+/// table's data (`Arc::make_mut` on the state, then on each table written).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tables(BTreeMap<String, Arc<(TableEntry, TableData)>>);
+
+impl Tables {
+    pub(crate) fn get(&self, path: &str) -> Option<&(TableEntry, TableData)> {
+        self.0.get(path).map(|t| &**t)
+    }
+
+    /// The table at `path` to change: copied first if a pinned state shares it.
+    pub(crate) fn get_mut(&mut self, path: &str) -> Option<&mut (TableEntry, TableData)> {
+        self.0.get_mut(path).map(Arc::make_mut)
+    }
+
+    pub(crate) fn contains_key(&self, path: &str) -> bool {
+        self.0.contains_key(path)
+    }
+
+    pub(crate) fn insert(&mut self, path: String, table: (TableEntry, TableData)) {
+        self.0.insert(path, Arc::new(table));
+    }
+
+    pub(crate) fn remove(&mut self, path: &str) -> Option<(TableEntry, TableData)> {
+        self.0.remove(path).map(Arc::unwrap_or_clone)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.keys()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &(TableEntry, TableData))> {
+        self.into_iter()
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &(TableEntry, TableData)> {
+        self.0.values().map(|t| &**t)
+    }
+
+    /// Whether `other` holds the very same data for `path` (not a copy).
+    #[cfg(test)]
+    pub(crate) fn shares(&self, path: &str, other: &Tables) -> bool {
+        match (self.0.get(path), other.0.get(path)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// Every table to change (each copied first if shared).
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut (TableEntry, TableData)> {
+        self.0.values_mut().map(Arc::make_mut)
+    }
+}
+
+type Table = (TableEntry, TableData);
+
+fn unshared<'a>((path, table): (&'a String, &'a Arc<Table>)) -> (&'a String, &'a Table) {
+    (path, &**table)
+}
+
+impl<'a> IntoIterator for &'a Tables {
+    type Item = (&'a String, &'a Table);
+    type IntoIter = std::iter::Map<
+        std::collections::btree_map::Iter<'a, String, Arc<Table>>,
+        fn((&'a String, &'a Arc<Table>)) -> (&'a String, &'a Table),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(unshared)
+    }
+}
+
+impl std::ops::Index<&str> for Tables {
+    type Output = (TableEntry, TableData);
+
+    fn index(&self, path: &str) -> &Self::Output {
+        self.get(path).expect("no such table")
+    }
+}
+
 /// The replayed log.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct State {
     pub(crate) seq: u64,
     pub(crate) last_timestamp: Timestamp,
-    pub(crate) tables: BTreeMap<String, (TableEntry, TableData)>,
+    pub(crate) tables: Tables,
     pub(crate) committed_transactions: HashSet<String>,
     /// Damage found while replaying that no current table carries (an action for a table
     /// that is not there): reported by [`Store::check`], harmless to the tables there are.

@@ -211,6 +211,37 @@ mod tests {
         r.into_iter().map(Some).collect()
     }
 
+    /// A reader's pinned state and the state after the next commit share every table the
+    /// commit did not write: replay copies what it changes, not the store.
+    #[tokio::test]
+    async fn a_commit_copies_only_the_tables_it_writes_while_a_state_is_pinned() {
+        let store = Store::open("memory://").unwrap();
+        for t in ["//a", "//b"] {
+            store
+                .create_table(t, schema(), TableOptions::default())
+                .await
+                .unwrap();
+            store
+                .write_rows(t, WriteKind::Overwrite, false, vec![write(row(1, "x"))])
+                .await
+                .unwrap();
+        }
+        let pinned = store.snapshot().await.unwrap();
+        let before = store.refresh().await.unwrap();
+        store
+            .write_rows("//b", WriteKind::Overwrite, false, vec![write(row(2, "y"))])
+            .await
+            .unwrap();
+        let after = store.refresh().await.unwrap();
+        assert!(!Arc::ptr_eq(&before, &after));
+        assert!(before.tables.shares("//a", &after.tables));
+        assert!(!before.tables.shares("//b", &after.tables));
+        // The pinned state still holds what it pinned.
+        assert_eq!(before.tables["//b"].1.sorted.len(), 1);
+        assert_eq!(after.tables["//b"].1.sorted.len(), 2);
+        drop(pinned);
+    }
+
     #[tokio::test]
     async fn upserts_replace_by_key_deletes_hide_and_old_timestamps_stay_readable() {
         let store = Store::open("memory://").unwrap();
