@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
-use arrow::datatypes::Float64Type;
+use arrow::datatypes::{Float64Type, Int64Type, UInt64Type};
 use arrow::record_batch::RecordBatch;
 use object_store::ObjectStore;
 
@@ -78,22 +78,32 @@ fn encode_overwrites(schema: &TableSchema, rows: &RecordBatch) -> Result<RecordB
     Ok(RecordBatch::try_new(versioned_schema(schema), columns)?)
 }
 
-/// The byte-string columns of `rows` whose first values are mostly distinct: a dictionary
-/// would not pay for the hashing it costs (the chunk's later row groups are alike in bulk
-/// data; a wrong guess only costs size or time, never correctness).
+/// The columns of `rows` (byte strings and 64-bit numbers) whose first values are mostly
+/// distinct: a dictionary would not pay for the hashing it costs (the chunk's later row
+/// groups are alike in bulk data; a wrong guess only costs size or time, never correctness).
 fn mostly_distinct_columns(rows: &RecordBatch) -> Vec<&str> {
     const SAMPLE: usize = 4096;
+    fn mostly_distinct<T: std::hash::Hash + Eq>(sample: impl Iterator<Item = T>) -> bool {
+        let sample: Vec<T> = sample.take(SAMPLE).collect();
+        let distinct: std::collections::HashSet<&T> = sample.iter().collect();
+        distinct.len() * 2 > sample.len()
+    }
     let schema = rows.schema_ref();
     rows.columns()
         .iter()
         .enumerate()
         .filter(|(_, c)| {
-            let Some(values) = c.as_binary_opt::<i32>() else {
-                return false;
-            };
-            let sample: Vec<&[u8]> = values.iter().take(SAMPLE).flatten().collect();
-            let distinct: std::collections::HashSet<&[u8]> = sample.iter().copied().collect();
-            distinct.len() * 2 > sample.len()
+            if let Some(values) = c.as_binary_opt::<i32>() {
+                mostly_distinct(values.iter().flatten())
+            } else if let Some(values) = c.as_primitive_opt::<Int64Type>() {
+                mostly_distinct(values.iter().flatten())
+            } else if let Some(values) = c.as_primitive_opt::<UInt64Type>() {
+                mostly_distinct(values.iter().flatten())
+            } else if let Some(values) = c.as_primitive_opt::<Float64Type>() {
+                mostly_distinct(values.iter().flatten().map(f64::to_bits))
+            } else {
+                false
+            }
         })
         .map(|(i, _)| schema.field(i).name().as_str())
         .collect()
