@@ -605,7 +605,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            null_key.to_string().contains("misses key column \"k\""),
+            null_key.to_string().contains("null in key column \"k\""),
             "{null_key}"
         );
         let keys_only =

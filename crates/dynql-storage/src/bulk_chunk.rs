@@ -48,7 +48,7 @@ pub(crate) fn check_bulk_rows(schema: &TableSchema, path: &str, rows: &RecordBat
     let key_count = schema.key_column_count();
     if let Some(c) = (0..key_count).find(|&c| rows.column(c).null_count() > 0) {
         return Err(Error::Invalid(format!(
-            "a bulk write to {path} misses key column {:?} in some row",
+            "a bulk write to {path} has a null in key column {:?}: bulk writes take non-null keys (write such rows with write_rows)",
             schema.columns()[c].name
         )));
     }

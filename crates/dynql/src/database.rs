@@ -204,16 +204,26 @@ impl Database {
         options: WriteOptions,
     ) -> Result<Timestamp> {
         let (kind, full, tablets) = self.prepare_insert(path, rows, options).await?;
-        if !self.store.table(path).await?.schema.is_sorted() {
+        let schema = self.store.table(path).await?.schema;
+        if !schema.is_sorted() {
             let rows = tablets.into_iter().zip(full).collect();
             return Ok(self.store.append_rows(path, rows).await?);
         }
+        let key_count = schema.key_column_count();
+        let null_key = |r: &RowValues| {
+            r[..key_count]
+                .iter()
+                .any(|v| matches!(v, Some(Value::Null)))
+        };
         if kind == WriteKind::Overwrite
             && !options.aggregate
             && full.len() >= dynql_storage::store::LARGE_WRITE_ROWS
+            && !full.iter().any(null_key)
         {
             // Many whole rows: a bulk write, so that they land as the table's sorted chunks
-            // (as an import's do) rather than in the dynamic store every open replays.
+            // (as an import's do) rather than in the dynamic store every open replays. (Bulk
+            // writes take non-null keys; rows with a null key, which YT allows, go the
+            // dynamic store's way with the rest of their write.)
             let mut bulk = self.store.start_bulk_write(path).await?;
             self.store.stage_bulk_rows(&mut bulk, full).await?;
             return Ok(self.store.commit_bulk_write(bulk).await?);

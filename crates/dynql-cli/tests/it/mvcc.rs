@@ -200,3 +200,34 @@ fn compaction_applies_retention_and_keeps_current_reads() {
         "{err}"
     );
 }
+
+/// A null key is a key (YT's order puts it first), whether the write is small or large
+/// enough to be a bulk write.
+#[test]
+fn null_keys_are_written_by_small_and_large_inserts_alike() {
+    let s = store();
+    s.ok(&["insert-rows", "//t"], Some("{k=#;v=\"small\";r=\"x\"}"));
+    let mut large = String::from("{k=#;v=\"large\";r=\"x\"};");
+    for k in 0..12_000 {
+        large.push_str(&format!("{{k={k};v=\"v{k}\";r=\"x\"}};"));
+    }
+    s.ok(&["insert-rows", "//t"], Some(&large));
+    let out = s.ok(
+        &[
+            "select-rows",
+            "k, v from [//t] where k = null or k < 2 order by k limit 10",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            r#"{"k":null,"v":"large"}"#,
+            r#"{"k":0,"v":"v0"}"#,
+            r#"{"k":1,"v":"v1"}"#
+        ],
+        "{out}"
+    );
+}
