@@ -408,6 +408,29 @@ mod tests {
         );
     }
 
+    /// A row's history from generated writes (kind, value, aggregate value, aggregate delta)
+    /// `gaps` minutes apart, and a "now" five minutes after the last.
+    fn history(
+        ops: &[(u8, Option<i64>, Option<i64>, bool)],
+        gaps: &[u64],
+    ) -> (Vec<RowDelta>, Timestamp) {
+        let mut minute = 0;
+        let versions = ops
+            .iter()
+            .enumerate()
+            .map(|(i, (kind, v, agg, aggregate))| {
+                minute += gaps[i];
+                let kind = match kind {
+                    0 => WriteKind::Overwrite,
+                    1 => WriteKind::Update,
+                    _ => WriteKind::Delete,
+                };
+                d(minute, kind, *v, *agg, *aggregate)
+            })
+            .collect();
+        (versions, at_minute(minute + 5))
+    }
+
     proptest::proptest! {
         /// With at least one version kept, compaction never changes a read at "now" or at any
         /// kept version's timestamp.
@@ -420,18 +443,9 @@ mod tests {
             horizon_at in proptest::option::of(0usize..10),
         ) {
             let s = schema();
-            let mut minute = 0;
-            let versions: Vec<RowDelta> = ops.iter().enumerate().map(|(i, (kind, v, agg, aggregate))| {
-                minute += gaps[i];
-                let kind = match kind { 0 => WriteKind::Overwrite, 1 => WriteKind::Update, _ => WriteKind::Delete };
-                d(minute, kind, *v, *agg, *aggregate)
-            }).collect();
-            let now = at_minute(minute + 5);
+            let (versions, now) = history(&ops, &gaps);
             let r = Retention { min_data_versions: 1, max_data_versions: max_versions, min_data_ttl: ttl_minutes * MIN / 2, max_data_ttl: ttl_minutes * MIN };
-            let horizon = match horizon_at {
-                Some(i) => versions[i % versions.len()].timestamp,
-                None => Timestamp::MAX,
-            };
+            let horizon = horizon_at.map_or(Timestamp::MAX, |i| versions[i % versions.len()].timestamp);
             let out = compact_versions(&s, &r, &versions, now, horizon);
             proptest::prop_assert_eq!(resolve_versions(&s, &out, now), resolve_versions(&s, &versions, now));
             // Every version after the horizon survives as written, in order.
@@ -458,18 +472,9 @@ mod tests {
             horizon_at in proptest::option::of(0usize..10),
         ) {
             let s = schema();
-            let mut minute = 0;
-            let versions: Vec<RowDelta> = ops.iter().enumerate().map(|(i, (kind, v, agg, aggregate))| {
-                minute += gaps[i];
-                let kind = match kind { 0 => WriteKind::Overwrite, 1 => WriteKind::Update, _ => WriteKind::Delete };
-                d(minute, kind, *v, *agg, *aggregate)
-            }).collect();
-            let now = at_minute(minute + 5);
+            let (versions, now) = history(&ops, &gaps);
             let r = Retention { min_data_versions: min_versions, max_data_versions: max_versions, min_data_ttl: ttl_minutes * MIN / 2, max_data_ttl: ttl_minutes * MIN };
-            let horizon = match horizon_at {
-                Some(i) => versions[i % versions.len()].timestamp,
-                None => Timestamp::MAX,
-            };
+            let horizon = horizon_at.map_or(Timestamp::MAX, |i| versions[i % versions.len()].timestamp);
             let (older, recent) = versions.split_at(split.min(versions.len()));
             let out = compact_recent_versions(&s, &r, recent, now, horizon);
             let mut together = older.to_vec();

@@ -164,6 +164,15 @@ impl Store {
         Ok(committed)
     }
 
+    /// The horizon of a compaction of the commits up to `up_to`: the oldest start of a live
+    /// transaction, if earlier (versions after it are that transaction's conflict evidence).
+    async fn compaction_horizon(&self, up_to: Timestamp) -> Result<Timestamp> {
+        Ok(self
+            .oldest_live_transaction_start()
+            .await?
+            .map_or(up_to, |start| start.min(up_to)))
+    }
+
     /// Runs the automatic compaction policy ([`crate::compaction_policy`]) on the sorted
     /// table at `path` once: merges the chunks it chooses, if any, and returns whether it did.
     /// A table whose chunk list changed meanwhile under the choice is left for the next run.
@@ -180,11 +189,7 @@ impl Store {
         let chosen: Vec<&ChunkRef> = chosen.iter().map(|&i| &data.chunks[i]).collect();
         let replaces: Vec<String> = chosen.iter().map(|c| c.path.clone()).collect();
         let now = Timestamp::now();
-        let up_to = state.last_timestamp;
-        let horizon = self
-            .oldest_live_transaction_start()
-            .await?
-            .map_or(up_to, |start| start.min(up_to));
+        let horizon = self.compaction_horizon(state.last_timestamp).await?;
         let chunks = self
             .write_compacted_chunks(entry, &Compacted::Recent(chosen), now, horizon)
             .await?;
@@ -250,11 +255,7 @@ impl Store {
             let before = data.version_count();
             let now = Timestamp::now();
             let up_to = state.last_timestamp;
-            // Versions after the oldest live transaction's start are its conflict evidence.
-            let horizon = self
-                .oldest_live_transaction_start()
-                .await?
-                .map_or(up_to, |start| start.min(up_to));
+            let horizon = self.compaction_horizon(up_to).await?;
             let schema = &entry.schema;
             let chunks = if schema.is_sorted() {
                 self.write_compacted_chunks(entry, &Compacted::Whole(data), now, horizon)
