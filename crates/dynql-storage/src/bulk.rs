@@ -50,6 +50,8 @@ pub struct BulkWrite {
     table_id: String,
     /// The schema the rows are checked against; the commit re-checks it.
     schema: dynql_core::TableSchema,
+    /// The table as the write started: what staged rows are validated against.
+    entry: crate::store::TableEntry,
     /// The pivot keys the chunks are split at; the commit re-checks them.
     pivot_keys: Vec<crate::key_range::PivotKey>,
     sort_memory: usize,
@@ -150,9 +152,10 @@ impl Store {
         }
         Ok(BulkWrite {
             path: path.to_string(),
-            table_id: entry.id,
-            schema: entry.schema,
-            pivot_keys: entry.pivot_keys,
+            table_id: entry.id.clone(),
+            schema: entry.schema.clone(),
+            pivot_keys: entry.pivot_keys.clone(),
+            entry,
             sort_memory: DEFAULT_SORT_MEMORY,
             sorter: None,
             written: false,
@@ -174,7 +177,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        crate::validate::row_shapes(&bulk.schema, &bulk.path, &rows)?;
+        crate::validate::rows(&bulk.entry, &bulk.path, WriteKind::Overwrite, &rows)?;
         let rows: Vec<Vec<Value>> = rows
             .into_iter()
             .map(|r| r.into_iter().map(|v| v.unwrap_or(Value::Null)).collect())

@@ -435,6 +435,8 @@ impl Store {
                     values.len()
                 )));
             }
+            crate::validate::row(entry, crate::mvcc::WriteKind::Overwrite, values)
+                .map_err(|m| Error::Invalid(format!("row #{n} for {path}: {m}")))?;
             let tablet = tablet.unwrap_or(random);
             if tablet >= entry.tablet_count {
                 return Err(Error::Invalid(format!(

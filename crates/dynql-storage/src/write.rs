@@ -143,7 +143,7 @@ impl Store {
                 }
             )));
         }
-        crate::validate::row_shapes(schema, path, rows)?;
+        crate::validate::rows(&entry, path, kind, rows)?;
         if large && rows.len() >= LARGE_WRITE_ROWS {
             // Large writes go straight to a versioned chunk; the record only names it.
             let deltas: Vec<RowDelta> = rows
