@@ -8,26 +8,11 @@ use dynql_core::row::row_from_yson;
 use dynql_core::{TableSchema, Value, Yson};
 use dynql_exec::SelectOptions;
 use dynql_ql::ComputedColumns;
-use dynql_storage::{RowValues, Store, TableOptions, Timestamp, WriteKind};
+use dynql_storage::{RowValues, Store, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
 use crate::results::{LookupResult, SelectResult, SelectStream};
 use crate::transaction::Transaction;
-
-/// Attributes accepted by `create table` that do not change dynql's behaviour (storage
-/// layout hints of a YT cluster).
-const IGNORED_ATTRIBUTES: &[&str] = &[
-    "optimize_for",
-    "compression_codec",
-    "erasure_codec",
-    "replication_factor",
-    "primary_medium",
-    "account",
-    "enable_dynamic_store_read",
-    "in_memory_mode",
-    "tablet_cell_bundle",
-    "atomicity",
-];
 
 /// An open dynql store.
 ///
@@ -70,7 +55,8 @@ impl Database {
     /// Creates a table from `yt create table --attributes` text (YSON or JSON map with
     /// `dynamic`, `schema`, optional `tablet_count` or `pivot_keys`).
     pub async fn create_table_from_text(&self, path: &str, attributes: &str) -> Result<()> {
-        self.create_table(path, &parse_document(attributes)?).await
+        self.create_table(path, &crate::parse_document(attributes)?)
+            .await
     }
 
     /// Creates a table from an attribute map.
@@ -79,102 +65,7 @@ impl Database {
     /// A missing or invalid schema, `dynamic` not true, bad tablet attributes, an invalid
     /// computed column, an existing table.
     pub async fn create_table(&self, path: &str, attributes: &Yson) -> Result<()> {
-        let Yson::Map(entries) = unwrap_attributes(attributes) else {
-            return Err(Error::Invalid("Attributes must be a map".into()));
-        };
-        let mut schema = None;
-        let mut dynamic = false;
-        let mut options = TableOptions::default();
-        for (k, v) in entries {
-            let key = String::from_utf8_lossy(k);
-            match key.as_ref() {
-                "schema" => schema = Some(TableSchema::from_yson(v)?),
-                "dynamic" => {
-                    dynamic = match unwrap_attributes(v) {
-                        Yson::Boolean(b) => *b,
-                        Yson::String(s) if s == b"true" || s == b"false" => s == b"true",
-                        _ => return Err(Error::Invalid("Attribute \"dynamic\" must be a boolean".into())),
-                    }
-                }
-                "tablet_count" => {
-                    options.tablet_count = Some(match unwrap_attributes(v) {
-                        Yson::Int64(n) if *n > 0 => *n as usize,
-                        Yson::Uint64(n) if *n > 0 => *n as usize,
-                        _ => return Err(Error::Invalid("Attribute \"tablet_count\" must be a positive integer".into())),
-                    })
-                }
-                "pivot_keys" => options.pivot_keys = Some(parse_pivot_keys(v)?),
-                "commit_ordering" => {
-                    // Checked by the store: weak or strong.
-                    options.commit_ordering = Some(
-                        unwrap_attributes(v)
-                            .as_str()
-                            .ok_or_else(|| {
-                                Error::Invalid(
-                                    "Attribute \"commit_ordering\" must be weak or strong".into(),
-                                )
-                            })?
-                            .to_string(),
-                    )
-                }
-                "mount_config" => {
-                    // Only max_ordered_tablet_data_weight and enable_compaction_and_partitioning
-                    // have an effect; the other keys of YT's mount config are accepted and
-                    // ignored.
-                    let config = unwrap_attributes(v);
-                    if let Some(w) = config.get("max_ordered_tablet_data_weight") {
-                        options.max_ordered_tablet_data_weight =
-                            Some(non_negative("max_ordered_tablet_data_weight", w)?);
-                    }
-                    if let Some(b) = config.get("enable_compaction_and_partitioning") {
-                        match unwrap_attributes(b) {
-                            Yson::Boolean(b) => {
-                                options.enable_compaction_and_partitioning = Some(*b)
-                            }
-                            _ => {
-                                return Err(Error::Invalid(
-                                    "mount_config/enable_compaction_and_partitioning must be %true or %false".into(),
-                                ))
-                            }
-                        }
-                    }
-                }
-                "trimmed_row_counts" => {
-                    let Yson::List(items) = unwrap_attributes(v) else {
-                        return Err(Error::Invalid(
-                            "Attribute \"trimmed_row_counts\" must be a list of non-negative integers".into(),
-                        ));
-                    };
-                    options.trimmed_row_counts = Some(
-                        items
-                            .iter()
-                            .map(|i| non_negative("trimmed_row_counts", i))
-                            .collect::<Result<_>>()?,
-                    );
-                }
-                "min_data_versions" => options.retention.min_data_versions = non_negative(&key, v)?,
-                "max_data_versions" => options.retention.max_data_versions = non_negative(&key, v)?,
-                "min_data_ttl" => options.retention.min_data_ttl = non_negative(&key, v)?,
-                "max_data_ttl" => options.retention.max_data_ttl = non_negative(&key, v)?,
-                other if IGNORED_ATTRIBUTES.contains(&other) => {}
-                other => {
-                    return Err(Error::Invalid(format!(
-                        "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
-                    )))
-                }
-            }
-        }
-        if !dynamic {
-            return Err(Error::Invalid(
-                "Only dynamic tables are supported: pass dynamic=%true in the attributes".into(),
-            ));
-        }
-        let schema =
-            schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
-        if let Some(pivots) = &mut options.pivot_keys {
-            crate::attributes::adapt_pivots(&schema, pivots);
-        }
-        ComputedColumns::compile(&schema)?;
+        let (schema, options) = crate::table_attributes::table_definition(attributes)?;
         self.store.create_table(path, schema, options).await?;
         Ok(())
     }
@@ -758,56 +649,4 @@ impl Default for LookupOptions {
 
 fn row_error(n: usize, e: Error) -> Error {
     Error::Invalid(format!("Row #{n}: {e}"))
-}
-
-fn unwrap_attributes(v: &Yson) -> &Yson {
-    match v {
-        Yson::Attributed { value, .. } => value,
-        other => other,
-    }
-}
-
-/// Parses a YSON or JSON document (JSON first when it is valid JSON).
-pub fn parse_document(text: &str) -> Result<Yson> {
-    if let Ok(json) = serde_json::from_str::<serde_json::Value>(text) {
-        return Ok(Yson::from_json(&json));
-    }
-    Ok(dynql_core::yson::parse(text.as_bytes()).map_err(dynql_core::Error::from)?)
-}
-
-fn non_negative(name: &str, v: &Yson) -> Result<u64> {
-    match unwrap_attributes(v) {
-        Yson::Int64(n) if *n >= 0 => Ok(*n as u64),
-        Yson::Uint64(n) => Ok(*n),
-        _ => Err(Error::Invalid(format!(
-            "Attribute {name:?} must be a non-negative integer"
-        ))),
-    }
-}
-
-/// Parses pivot keys given as a YSON list of lists (`[[]; [10; "foo"]; [20]]`).
-pub fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {
-    let Yson::List(items) = unwrap_attributes(v) else {
-        return Err(Error::Invalid(
-            "Attribute \"pivot_keys\" must be a list of lists".into(),
-        ));
-    };
-    items
-        .iter()
-        .map(|p| match unwrap_attributes(p) {
-            Yson::List(values) => values
-                .iter()
-                .map(|x| match x {
-                    Yson::Entity => Ok(Value::Null),
-                    Yson::Int64(i) => Ok(Value::Int64(*i)),
-                    Yson::Uint64(u) => Ok(Value::Uint64(*u)),
-                    Yson::Double(d) => Ok(Value::Double(*d)),
-                    Yson::Boolean(b) => Ok(Value::Boolean(*b)),
-                    Yson::String(s) => Ok(Value::String(s.clone())),
-                    _ => Err(Error::Invalid("Pivot key values must be scalars".into())),
-                })
-                .collect(),
-            _ => Err(Error::Invalid("Each pivot key must be a list".into())),
-        })
-        .collect()
 }

@@ -10,11 +10,11 @@ mod database;
 mod error;
 pub mod io;
 mod results;
+mod table_attributes;
 mod transaction;
 
 pub use attributes::ATTRIBUTES;
-pub use database::{parse_document, Database, LookupOptions, WriteOptions};
-pub use database::{parse_pivot_keys, DEFAULT_TRANSACTION_TIMEOUT_MS};
+pub use database::{Database, LookupOptions, WriteOptions, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::json_rows;
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
@@ -24,6 +24,7 @@ pub use dynql_storage::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use results::{LookupResult, SelectResult, SelectStream};
+pub use table_attributes::{parse_document, parse_pivot_keys};
 pub use transaction::Transaction;
 
 /// The Arrow crate dynql's record batches come from, for callers that read them.
