@@ -30,6 +30,13 @@ use crate::timestamp::Timestamp;
 /// How many times compaction retries when a flush or another compaction wins the race.
 const COMPACTION_ATTEMPTS: usize = 8;
 
+/// The pause before retry `attempt` (from 0) of a compaction that lost the race: doubling
+/// from 2 ms (about half a second over every attempt), so a burst of flushes from other
+/// writers can pass instead of winning every round.
+fn compaction_backoff(attempt: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(2 << attempt.min(10))
+}
+
 /// The chunk paths of a table in `state`, if it still exists with id `table_id`.
 fn chunk_list(state: &State, path: &str, table_id: &str) -> Option<Vec<String>> {
     let (entry, data) = state.tables.get(path)?;
@@ -249,7 +256,10 @@ impl Store {
     /// versions its retention allows (see [`crate::compaction`]). Returns the number of
     /// versions before and after.
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
-        for _ in 0..COMPACTION_ATTEMPTS {
+        for attempt in 0..COMPACTION_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(compaction_backoff(attempt - 1)).await;
+            }
             let state = self.refresh().await?;
             let (entry, data) = state.table_data(path)?;
             let before = data.version_count();
