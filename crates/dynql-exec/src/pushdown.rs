@@ -21,8 +21,6 @@ use dynql_ql::ranges::{infer_key_ranges, RangeOptions};
 use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_storage::KeyRange;
 
-use crate::scan::storage_ranges;
-
 /// The key ranges of the sorted table `schema` that hold every row `filters` (a
 /// conjunction over the table's columns, named as in `schema`) accept; all keys when the
 /// filters fix none, or when inference fails (a computed key column that cannot be
@@ -40,7 +38,7 @@ pub(crate) fn key_ranges(filters: &[Expr], schema: &TableSchema) -> Vec<KeyRange
         return all();
     };
     match infer_key_ranges(schema, Some(&predicate), &RangeOptions::default()) {
-        Ok(inferred) => storage_ranges(&inferred),
+        Ok(inferred) => inferred,
         Err(_) => all(),
     }
 }

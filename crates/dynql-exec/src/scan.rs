@@ -8,39 +8,14 @@ use std::sync::Arc;
 use dynql_core::{TableSchema, Value, ValueType};
 use dynql_ql::eval::{evaluate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
-use dynql_ql::ranges::{self, infer_key_ranges, used_key_width, KeyBoundValue, RangeOptions};
+use dynql_ql::ranges::{infer_key_ranges, used_key_width, RangeOptions};
 use dynql_ql::texpr::{TExpr, TypedExpr};
-use dynql_storage::{KeyBound, KeyRange, ScanStatistics};
+use dynql_storage::{KeyRange, ScanStatistics};
 
 use crate::error::{Error, Result};
 
 /// YT's message when `allow_full_scan` is false and WHERE fixes no key prefix.
 pub const FULL_SCAN_MESSAGE: &str = "Primary table key is not used in the where clause (full scan); the query is inefficient, consider rewriting it";
-
-/// A storage bound from an inferred one: the values up to the first sentinel, and "after"
-/// when that sentinel is MAX (`[50, MAX]` is just after every key starting with 50).
-fn storage_bound(values: &[KeyBoundValue]) -> KeyBound {
-    let mut prefix = Vec::new();
-    for v in values {
-        match v {
-            KeyBoundValue::Value(v) => prefix.push(v.clone()),
-            KeyBoundValue::Max => return KeyBound::new(prefix, true),
-            KeyBoundValue::Min => break,
-        }
-    }
-    KeyBound::new(prefix, false)
-}
-
-/// The storage form of inferred key ranges.
-pub fn storage_ranges(inferred: &[ranges::KeyRange]) -> Vec<KeyRange> {
-    inferred
-        .iter()
-        .map(|r| KeyRange {
-            lower: storage_bound(&r.lower),
-            upper: storage_bound(&r.upper),
-        })
-        .collect()
-}
 
 /// The key ranges of the main table that hold every row WHERE can accept. Ordered tables
 /// (no key) read everything.
@@ -52,10 +27,10 @@ pub fn main_table_ranges(
     plan: &QueryPlan,
     range_expansion_limit: u64,
     allow_full_scan: bool,
-) -> Result<Vec<ranges::KeyRange>> {
+) -> Result<Vec<KeyRange>> {
     let schema = &plan.sources[0].schema;
     if !schema.is_sorted() {
-        return Ok(vec![ranges::KeyRange::full()]);
+        return Ok(vec![KeyRange::all()]);
     }
     let options = RangeOptions {
         range_expansion_limit,
@@ -140,14 +115,14 @@ fn lookup_ranges(
     );
     // A computed key column that cannot be enumerated for some value: read everything.
     let inferred = infer_key_ranges(foreign, Some(&predicate), &RangeOptions::default()).ok()?;
-    (used_key_width(&inferred) > 0).then(|| storage_ranges(&inferred))
+    (used_key_width(&inferred) > 0).then_some(inferred)
 }
 
 /// What `explain-query` reports: the main table's inferred key ranges and what a scan of
 /// them reads.
 #[derive(Debug, Clone)]
 pub struct Explanation {
-    pub ranges: Vec<ranges::KeyRange>,
+    pub ranges: Vec<KeyRange>,
     pub read: ScanStatistics,
     /// The physical plan that runs the query, as indented text (`None` when not known).
     pub plan: Option<String>,
@@ -167,25 +142,5 @@ impl Explanation {
             },
             "plan": plan,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sentinels_become_prefix_bounds() {
-        let v = |i: i64| KeyBoundValue::Value(Value::Int64(i));
-        assert_eq!(
-            storage_bound(&[v(50), v(40), KeyBoundValue::Max]),
-            KeyBound::new(vec![Value::Int64(50), Value::Int64(40)], true)
-        );
-        assert_eq!(storage_bound(&[KeyBoundValue::Max]), KeyBound::max());
-        assert_eq!(storage_bound(&[]), KeyBound::min());
-        assert_eq!(
-            storage_bound(&[v(1), KeyBoundValue::Min, v(3)]),
-            KeyBound::new(vec![Value::Int64(1)], false)
-        );
     }
 }

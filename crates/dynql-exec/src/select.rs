@@ -18,7 +18,7 @@ use dynql_ql::{bind_query, BindOptions};
 use dynql_storage::{ScanStatistics, Store, Timestamp};
 
 use crate::error::{Error, Result};
-use crate::scan::{main_table_ranges, storage_ranges, Explanation};
+use crate::scan::{main_table_ranges, Explanation};
 use crate::source::{FileTables, Tables};
 use crate::vectorized::results::Results;
 
@@ -260,12 +260,11 @@ pub async fn select_stream(
             dynql_storage::tablets::check_readable(entry, &source.path)?;
         }
     }
-    let inferred = main_table_ranges(
+    let ranges = main_table_ranges(
         &plan,
         options.range_expansion_limit,
         options.allow_full_scan,
     )?;
-    let ranges = storage_ranges(&inferred);
     crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await
 }
 
@@ -287,9 +286,8 @@ pub async fn explain_query(
         options.allow_full_scan,
     )?;
     let main = catalog.source(store, &plan.sources[0].path)?;
-    let scanned = storage_ranges(&ranges);
-    let read = main.explain(Some(&scanned), options.timestamp).await?;
-    let plan = Some(crate::vectorized::lower::explain(&catalog, &plan, &scanned, options).await?);
+    let read = main.explain(Some(&ranges), options.timestamp).await?;
+    let plan = Some(crate::vectorized::lower::explain(&catalog, &plan, &ranges, options).await?);
     Ok(Explanation { ranges, read, plan })
 }
 

@@ -33,4 +33,4 @@ pub use computed::ComputedColumns;
 pub use error::{Error, Result, Span};
 pub use eval::EvalOptions;
 pub use plan::QueryPlan;
-pub use ranges::{infer_key_ranges, KeyBoundValue, KeyRange, RangeOptions};
+pub use ranges::{infer_key_ranges, KeyRange, RangeOptions};

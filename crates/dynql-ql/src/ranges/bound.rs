@@ -7,44 +7,16 @@ use dynql_core::Value;
 /// (`Max`) every value.
 ///
 /// The order is YT's: `Min` < every value (null first, then by type and value, see
-/// [`dynql_core::compare_values`]) < `Max`.
-///
-/// ```
-/// use dynql_core::Value;
-/// use dynql_ql::ranges::KeyBoundValue;
-///
-/// assert!(KeyBoundValue::Min < KeyBoundValue::Value(Value::Null));
-/// assert!(KeyBoundValue::Value(Value::Null) < KeyBoundValue::Value(Value::Int64(-5)));
-/// assert!(KeyBoundValue::Value(Value::string("zzz")) < KeyBoundValue::Max);
-/// ```
+/// [`dynql_core::compare_values`]) < `Max`. Only inference works with it: its ranges come
+/// out as [`dynql_core::KeyRange`]s.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KeyBoundValue {
+pub(crate) enum KeyBoundValue {
     /// Below every value.
     Min,
     /// A real key value.
     Value(Value),
     /// Above every value; after a prefix it means "just after every key with this prefix".
     Max,
-}
-
-impl KeyBoundValue {
-    /// The value in the canonical JSON format: the value's JSON form, `{"$min": true}` or
-    /// `{"$max": true}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            KeyBoundValue::Min => serde_json::json!({"$min": true}),
-            KeyBoundValue::Value(v) => v.to_json(),
-            KeyBoundValue::Max => serde_json::json!({"$max": true}),
-        }
-    }
-
-    /// The real value, if this is not a sentinel.
-    pub fn as_value(&self) -> Option<&Value> {
-        match self {
-            KeyBoundValue::Value(v) => Some(v),
-            _ => None,
-        }
-    }
 }
 
 /// One end of an interval of a key column's values.

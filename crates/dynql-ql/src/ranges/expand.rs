@@ -9,7 +9,7 @@ use dynql_core::Value;
 
 use super::bound::{Interval, KeyBoundValue};
 use super::constraints::Trie;
-use super::range::KeyRange;
+use super::range::{KeyBound, KeyRange};
 use crate::error::Result;
 
 /// Number of constraint rows obtained by expanding every interval of columns `0..=width`
@@ -84,24 +84,27 @@ fn walk(
 /// interval of `row` (later columns are ignored). With a full-width prefix: every key equal
 /// to it.
 pub(crate) fn prefix_range(prefix: &[Value], row: &[Interval]) -> KeyRange {
-    let mut lower: Vec<KeyBoundValue> = prefix.iter().cloned().map(KeyBoundValue::Value).collect();
-    let mut upper = lower.clone();
-    match row.get(prefix.len()) {
-        None => upper.push(KeyBoundValue::Max),
-        Some(next) => {
-            if next.lower.value != KeyBoundValue::Min {
-                lower.push(next.lower.value.clone());
-                if next.lower.after {
-                    lower.push(KeyBoundValue::Max);
-                }
-            }
-            upper.push(next.upper.value.clone());
-            if next.upper.after {
-                upper.push(KeyBoundValue::Max);
-            }
+    let Some(next) = row.get(prefix.len()) else {
+        return KeyRange {
+            lower: KeyBound::new(prefix.to_vec(), false),
+            upper: KeyBound::new(prefix.to_vec(), true),
+        };
+    };
+    // A bound of the next column's interval: before or after its value; the sentinels fix
+    // nothing more than the prefix (MIN before every extension of it, MAX after).
+    let bound = |value: &KeyBoundValue, after: bool| match value {
+        KeyBoundValue::Min => KeyBound::new(prefix.to_vec(), false),
+        KeyBoundValue::Max => KeyBound::new(prefix.to_vec(), true),
+        KeyBoundValue::Value(v) => {
+            let mut values = prefix.to_vec();
+            values.push(v.clone());
+            KeyBound::new(values, after)
         }
+    };
+    KeyRange {
+        lower: bound(&next.lower.value, next.lower.after),
+        upper: bound(&next.upper.value, next.upper.after),
     }
-    KeyRange { lower, upper }
 }
 
 #[cfg(test)]

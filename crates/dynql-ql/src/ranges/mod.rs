@@ -25,8 +25,7 @@ mod expand;
 mod extract;
 mod range;
 
-pub use bound::KeyBoundValue;
-pub use range::{used_key_width, KeyRange};
+pub use range::{used_key_width, KeyBound, KeyRange};
 
 use dynql_core::TableSchema;
 
@@ -111,5 +110,5 @@ pub fn infer_key_ranges(
     for_each_row(&trie, keys.key_count(), width, &mut |row| {
         keys.row_ranges(row, limit, &mut ranges)
     })?;
-    Ok(range::merge_ranges(ranges))
+    Ok(range::normalize_ranges(ranges))
 }
