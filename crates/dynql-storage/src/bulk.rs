@@ -27,7 +27,7 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::arrow_convert::{batch_to_rows, rows_to_batch, table_arrow_schema};
 use dynql_core::{Value, ValueType};
 
-use crate::bulk_chunk::{check_bulk_rows, BulkChunkWriter};
+use crate::bulk_chunk::{check_bulk_rows, BulkChunkWriter, ChunkUploads};
 use crate::chunk::{new_chunk_path, ChunkRef, ROW_GROUP_ROWS};
 use crate::error::{Error, Result};
 use crate::external_sort::ExternalSorter;
@@ -256,7 +256,9 @@ impl Store {
         // Keys only rise: the tablet being written and its open chunk.
         let mut tablet = 0;
         let mut writer: Option<BulkChunkWriter> = None;
-        // The merge runs on a thread of its own; the chunks are encoded here.
+        let mut uploads = ChunkUploads::new(self.objects.clone());
+        // The merge runs on a thread of its own; the chunks are encoded here and uploaded
+        // by tasks of their own.
         let (mut merged, merging) = sorted.in_background()?;
         while let Some(batch) = merged.recv().await {
             let batch = batch?;
@@ -273,21 +275,22 @@ impl Store {
                 if end == start {
                     // The rest lies beyond this tablet.
                     if let Some(w) = writer.take() {
-                        bulk.chunks.extend(w.finish(self.objects.as_ref()).await?);
+                        uploads.push(w).await?;
                     }
                     tablet += 1;
                     continue;
                 }
                 if writer.as_ref().is_some_and(|w| w.rows() >= BULK_CHUNK_ROWS) {
-                    let full = writer.take().expect("checked above");
-                    bulk.chunks
-                        .extend(full.finish(self.objects.as_ref()).await?);
+                    uploads.push(writer.take().expect("checked above")).await?;
                 }
                 let w = match &mut writer {
                     Some(w) => w,
                     None => writer.insert(BulkChunkWriter::new(
                         new_chunk_path(&entry.id, "bulk"),
                         schema,
+                        // A little over the largest chunk's size so far: the file's buffer
+                        // then rarely grows.
+                        uploads.largest_bytes() + uploads.largest_bytes() / 8,
                     )?),
                 };
                 let end = end.min(start + BULK_CHUNK_ROWS - w.rows());
@@ -298,8 +301,9 @@ impl Store {
             progress(bulk.rows_written);
         }
         if let Some(w) = writer.take() {
-            bulk.chunks.extend(w.finish(self.objects.as_ref()).await?);
+            uploads.push(w).await?;
         }
+        bulk.chunks.extend(uploads.finish().await?);
         bulk.folded = merging
             .join()
             .map_err(|_| Error::Invalid("internal: the sort's merge thread panicked".into()))?;

@@ -133,11 +133,21 @@ pub(crate) struct BulkChunkWriter {
     row_groups: Vec<RowGroupRef>,
     min_key: Vec<Value>,
     max_key: Vec<Value>,
+    /// Bytes to reserve for the encoded file up front (a guess: growing the buffer as the
+    /// file grows copies it over and over).
+    capacity: usize,
 }
 
 impl BulkChunkWriter {
-    pub(crate) fn new(path: String, schema: &TableSchema) -> Result<BulkChunkWriter> {
+    /// A writer of the chunk at `path`, reserving `capacity` bytes for its file (e.g. the
+    /// size of the write's previous chunk).
+    pub(crate) fn new(
+        path: String,
+        schema: &TableSchema,
+        capacity: usize,
+    ) -> Result<BulkChunkWriter> {
         Ok(BulkChunkWriter {
+            capacity,
             path,
             schema: schema.clone(),
             key_types: schema.key_columns().iter().map(|c| c.wire_type()).collect(),
@@ -207,14 +217,16 @@ impl BulkChunkWriter {
                 self.encoder.insert(ChunkEncoder::with_plain_columns(
                     &versioned_schema(&self.schema),
                     &plain,
+                    self.capacity,
                 )?)
             }
         };
         encoder.write(&encode_overwrites(&self.schema, rows)?)
     }
 
-    /// Uploads the chunk; `None` when no row was written.
-    pub(crate) async fn finish(self, objects: &dyn ObjectStore) -> Result<Option<ChunkRef>> {
+    /// Finishes encoding the chunk: its bytes and its reference, to upload with
+    /// [`crate::chunk::put_encoded`]; `None` when no row was written.
+    pub(crate) fn encode(self) -> Result<Option<(ChunkRef, bytes::Bytes)>> {
         if self.rows == 0 {
             return Ok(None);
         }
@@ -222,19 +234,97 @@ impl BulkChunkWriter {
             return Ok(None);
         };
         let (bytes, checksum) = encoder.finish()?;
-        let size = bytes.len() as u64;
-        crate::chunk::put_encoded(objects, &self.path, bytes).await?;
-        Ok(Some(ChunkRef {
+        let chunk = ChunkRef {
             path: self.path,
             rows: self.rows as u64,
             min_key: self.min_key,
             max_key: self.max_key,
             min_timestamp: 0,
             max_timestamp: 0,
-            bytes: size,
+            bytes: bytes.len() as u64,
             row_groups: self.row_groups,
             checksum: Some(checksum),
             commit_timestamp: None,
-        }))
+        };
+        Ok(Some((chunk, bytes)))
+    }
+}
+
+/// Chunks an encoder has finished, uploading while the next one is encoded: at most
+/// [`UPLOADS_IN_FLIGHT`] at once (each holds its encoded bytes), in the order given.
+pub(crate) struct ChunkUploads {
+    objects: Arc<dyn ObjectStore>,
+    in_flight: std::collections::VecDeque<(ChunkRef, tokio::task::JoinHandle<Result<()>>)>,
+    done: Vec<ChunkRef>,
+    /// The size of the largest chunk pushed: what the next one likely needs at most.
+    largest_bytes: usize,
+}
+
+/// Uploads a bulk write keeps going beside its encoding.
+const UPLOADS_IN_FLIGHT: usize = 2;
+
+impl ChunkUploads {
+    pub(crate) fn new(objects: Arc<dyn ObjectStore>) -> ChunkUploads {
+        ChunkUploads {
+            objects,
+            in_flight: Default::default(),
+            done: Vec::new(),
+            largest_bytes: 0,
+        }
+    }
+
+    /// Starts uploading `writer`'s chunk, first waiting for the oldest upload if
+    /// [`UPLOADS_IN_FLIGHT`] are running.
+    pub(crate) async fn push(&mut self, writer: BulkChunkWriter) -> Result<()> {
+        let Some((chunk, bytes)) = writer.encode()? else {
+            return Ok(());
+        };
+        self.largest_bytes = self.largest_bytes.max(bytes.len());
+        if self.in_flight.len() >= UPLOADS_IN_FLIGHT {
+            self.wait_oldest().await?;
+        }
+        let objects = self.objects.clone();
+        let path = chunk.path.clone();
+        let upload =
+            tokio::spawn(
+                async move { crate::chunk::put_encoded(objects.as_ref(), &path, bytes).await },
+            );
+        self.in_flight.push_back((chunk, upload));
+        Ok(())
+    }
+
+    /// The size of the largest chunk pushed (0 before the first): a guess of the next
+    /// one's, for [`BulkChunkWriter::new`] (the chunks of a write hold as many rows each,
+    /// but a tablet's last).
+    pub(crate) fn largest_bytes(&self) -> usize {
+        self.largest_bytes
+    }
+
+    async fn wait_oldest(&mut self) -> Result<()> {
+        if let Some((chunk, upload)) = self.in_flight.pop_front() {
+            upload
+                .await
+                .map_err(|e| Error::Invalid(format!("internal: a chunk upload failed: {e}")))??;
+            self.done.push(chunk);
+        }
+        Ok(())
+    }
+
+    /// Waits for every upload; the chunks in the order they were pushed.
+    pub(crate) async fn finish(mut self) -> Result<Vec<ChunkRef>> {
+        while !self.in_flight.is_empty() {
+            self.wait_oldest().await?;
+        }
+        Ok(std::mem::take(&mut self.done))
+    }
+}
+
+/// A bulk write that fails stops its other uploads (what they wrote is garbage that
+/// collection removes, as for a killed import).
+impl Drop for ChunkUploads {
+    fn drop(&mut self) {
+        for (_, upload) in &self.in_flight {
+            upload.abort();
+        }
     }
 }

@@ -291,12 +291,17 @@ pub(crate) struct ChunkEncoder {
 
 impl ChunkEncoder {
     pub(crate) fn new(schema: &SchemaRef) -> Result<ChunkEncoder> {
-        ChunkEncoder::with_plain_columns(schema, &[])
+        ChunkEncoder::with_plain_columns(schema, &[], 0)
     }
 
     /// An encoder that writes the columns named in `plain` without a dictionary (for mostly
-    /// distinct values, where building one only costs time).
-    pub(crate) fn with_plain_columns(schema: &SchemaRef, plain: &[&str]) -> Result<ChunkEncoder> {
+    /// distinct values, where building one only costs time), into a buffer of `capacity`
+    /// bytes to begin with.
+    pub(crate) fn with_plain_columns(
+        schema: &SchemaRef,
+        plain: &[&str],
+        capacity: usize,
+    ) -> Result<ChunkEncoder> {
         let mut props = WriterProperties::builder()
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -306,7 +311,11 @@ impl ChunkEncoder {
             props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
         }
         Ok(ChunkEncoder {
-            writer: ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props.build()))?,
+            writer: ArrowWriter::try_new(
+                Vec::with_capacity(capacity),
+                schema.clone(),
+                Some(props.build()),
+            )?,
         })
     }
 

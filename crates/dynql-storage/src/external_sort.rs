@@ -31,6 +31,10 @@ use crate::error::{Error, Result};
 /// The memory a bulk write's sort buffers by default before it spills a run.
 pub const DEFAULT_SORT_MEMORY: usize = 256 << 20;
 
+/// Runs sorted and spilled at once, each on a thread of its own, while the next fills: the
+/// sort of a run and the write of its file take longer than reading its rows.
+const SPILLS_IN_FLIGHT: usize = 2;
+
 /// Rows per sorted batch the sort gives (and per batch of a spill file).
 const SORTED_BATCH_ROWS: usize = 16 * 1024;
 
@@ -101,8 +105,9 @@ pub(crate) struct ExternalSorter {
     buffered_bytes: usize,
     /// Spilled runs, oldest first: each a stream of sorted batches, each key once.
     runs: Vec<File>,
-    /// The run being spilled: its file and the rows it folded.
-    spilling: Option<std::thread::JoinHandle<Result<(File, u64)>>>,
+    /// The runs being spilled, oldest first (at most [`SPILLS_IN_FLIGHT`]): each its file
+    /// and the rows it folded.
+    spilling: std::collections::VecDeque<std::thread::JoinHandle<Result<(File, u64)>>>,
     rows: u64,
     folded: u64,
 }
@@ -117,7 +122,7 @@ impl ExternalSorter {
             buffered: Vec::new(),
             buffered_bytes: 0,
             runs: Vec::new(),
-            spilling: None,
+            spilling: Default::default(),
             rows: 0,
             folded: 0,
         })
@@ -130,7 +135,7 @@ impl ExternalSorter {
 
     /// Runs spilled so far (or being spilled).
     pub(crate) fn spilled_runs(&self) -> usize {
-        self.runs.len() + usize::from(self.spilling.is_some())
+        self.runs.len() + self.spilling.len()
     }
 
     /// Adds rows; a row given after another of the same key replaces it.
@@ -142,16 +147,19 @@ impl ExternalSorter {
         self.buffered_bytes +=
             batch.get_array_memory_size() + batch.num_rows() * SORT_BYTES_PER_ROW;
         self.buffered.push(batch);
-        if self.buffered_bytes >= self.memory / 2 {
+        // The buffer and the runs being sorted share the budget.
+        if self.buffered_bytes >= self.memory / (SPILLS_IN_FLIGHT + 1) {
             self.spill()?;
         }
         Ok(())
     }
 
     /// Hands the buffered rows to a thread that sorts them into a new spill file (after the
-    /// previous spill is done: at most one buffer is being spilled).
+    /// oldest spill is done when [`SPILLS_IN_FLIGHT`] are running).
     fn spill(&mut self) -> Result<()> {
-        self.wait_for_spill()?;
+        if self.spilling.len() >= SPILLS_IN_FLIGHT {
+            self.wait_for_oldest_spill()?;
+        }
         let batches = std::mem::take(&mut self.buffered);
         self.buffered_bytes = 0;
         let (keys, schema) = (self.keys.clone(), self.schema.clone());
@@ -159,12 +167,14 @@ impl ExternalSorter {
             .name("dynql-sort-spill".into())
             .spawn(move || write_run(&keys, &schema, batches))
             .map_err(spill_error)?;
-        self.spilling = Some(spilling);
+        self.spilling.push_back(spilling);
         Ok(())
     }
 
-    fn wait_for_spill(&mut self) -> Result<()> {
-        if let Some(spilling) = self.spilling.take() {
+    /// Waits for the oldest spill: runs are kept in the order their rows came, so that a
+    /// later row of a key wins in the merge.
+    fn wait_for_oldest_spill(&mut self) -> Result<()> {
+        if let Some(spilling) = self.spilling.pop_front() {
             let (file, folded) = spilling
                 .join()
                 .map_err(|_| Error::Invalid("internal: a sort spill thread panicked".into()))??;
@@ -176,7 +186,9 @@ impl ExternalSorter {
 
     /// The rows sorted by key, each key once.
     pub(crate) fn finish(mut self) -> Result<SortedRows> {
-        self.wait_for_spill()?;
+        while !self.spilling.is_empty() {
+            self.wait_for_oldest_spill()?;
+        }
         let last = SortedRun::new(&self.keys, std::mem::take(&mut self.buffered))?;
         self.folded += last.folded;
         if self.runs.is_empty() {
