@@ -304,13 +304,17 @@ struct SortedRun {
 impl SortedRun {
     fn new(keys: &SortKeys, batches: Vec<RecordBatch>) -> Result<SortedRun> {
         let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        let mut rows = keys.converter.empty_rows(total, total * 16);
-        for b in &batches {
-            keys.converter.append(&mut rows, &keys.columns(b))?;
-        }
-        let kept = last_of_each_key(&rows);
+        let kept = match integer_keys(keys.key_count, &batches) {
+            Some(packed) => last_of_each_integer_key(packed),
+            None => {
+                let mut rows = keys.converter.empty_rows(total, total * 16);
+                for b in &batches {
+                    keys.converter.append(&mut rows, &keys.columns(b))?;
+                }
+                last_of_each_key(&rows)
+            }
+        };
         let folded = (total - kept.len()) as u64;
-        drop(rows);
         // Input positions → (batch, row).
         let mut starts = Vec::with_capacity(batches.len());
         let mut start = 0u32;
@@ -346,6 +350,74 @@ impl SortedRun {
         let refs: Vec<&RecordBatch> = self.batches.iter().collect();
         Ok(Some(interleave_record_batch(&refs, &indices)?))
     }
+}
+
+/// For keys of one or two non-null int64/uint64 columns (the common case, e.g. a computed
+/// hash and an id): each row's key as two integers whose order is the key order, with the
+/// row's position. `None` for any other key, which sorts in Arrow's row format.
+fn integer_keys(key_count: usize, batches: &[RecordBatch]) -> Option<Vec<(u64, u64, u32)>> {
+    if key_count == 0 || key_count > 2 {
+        return None;
+    }
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut packed = vec![(0u64, 0u64, 0u32); total];
+    let mut start = 0;
+    for batch in batches {
+        let n = batch.num_rows();
+        for (c, column) in batch.columns()[..key_count].iter().enumerate() {
+            if column.null_count() > 0 {
+                return None;
+            }
+            let slots = packed[start..start + n].iter_mut();
+            // int64 with its sign bit flipped orders as unsigned.
+            match column.data_type() {
+                DataType::Int64 => {
+                    let values = column
+                        .as_primitive::<arrow::datatypes::Int64Type>()
+                        .values();
+                    for (slot, v) in slots.zip(values.iter()) {
+                        let v = (*v as u64) ^ (1 << 63);
+                        if c == 0 {
+                            slot.0 = v
+                        } else {
+                            slot.1 = v
+                        }
+                    }
+                }
+                DataType::UInt64 => {
+                    let values = column
+                        .as_primitive::<arrow::datatypes::UInt64Type>()
+                        .values();
+                    for (slot, v) in slots.zip(values.iter()) {
+                        if c == 0 {
+                            slot.0 = *v
+                        } else {
+                            slot.1 = *v
+                        }
+                    }
+                }
+                _ => return None,
+            }
+        }
+        start += n;
+    }
+    for (i, slot) in packed.iter_mut().enumerate() {
+        slot.2 = i as u32;
+    }
+    Some(packed)
+}
+
+/// [`last_of_each_key`] for [`integer_keys`].
+fn last_of_each_integer_key(mut packed: Vec<(u64, u64, u32)>) -> Vec<u32> {
+    // Equal keys in input order: the last of each run is the last given.
+    packed.sort_unstable();
+    let mut kept = Vec::with_capacity(packed.len());
+    for (i, p) in packed.iter().enumerate() {
+        if packed.get(i + 1).is_none_or(|q| (q.0, q.1) != (p.0, p.1)) {
+            kept.push(p.2);
+        }
+    }
+    kept
 }
 
 /// Positions (in `rows`) of each key's last row, in key order.
@@ -636,6 +708,54 @@ mod tests {
         sorter.push(batch(&rows)).unwrap();
         sorter.push(batch(&rows)).unwrap();
         assert_eq!(sorter.spilled_runs(), 2);
+    }
+
+    #[test]
+    fn keys_of_two_integer_columns_sort_numerically() {
+        // The packed-integer path: uint64 above 2^63, negative int64, repeated keys.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("h", DataType::UInt64, false),
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Int64, false),
+        ]));
+        let hashes = [u64::MAX, 0, 1 << 63, 7, (1 << 63) - 1];
+        let ids = [i64::MIN, -1, 0, 1, i64::MAX];
+        let rows: Vec<(u64, i64, i64)> = (0..400i64)
+            .map(|i| (hashes[(i * 7 % 5) as usize], ids[(i * 3 % 5) as usize], i))
+            .collect();
+        let mut model = BTreeMap::new();
+        for &(h, k, v) in &rows {
+            model.insert((h, k), v);
+        }
+        for memory in [usize::MAX, 2_000] {
+            let mut sorter = ExternalSorter::new(schema.clone(), 2, memory).unwrap();
+            for part in rows.chunks(30) {
+                let batch = RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(arrow::array::UInt64Array::from_iter_values(
+                            part.iter().map(|r| r.0),
+                        )),
+                        Arc::new(Int64Array::from_iter_values(part.iter().map(|r| r.1))),
+                        Arc::new(Int64Array::from_iter_values(part.iter().map(|r| r.2))),
+                    ],
+                )
+                .unwrap();
+                sorter.push(batch).unwrap();
+            }
+            let mut sorted = sorter.finish().unwrap();
+            let mut got = Vec::new();
+            while let Some(b) = sorted.next_batch().unwrap() {
+                let h = b.column(0).as_primitive::<arrow::datatypes::UInt64Type>();
+                let k = b.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+                let v = b.column(2).as_primitive::<arrow::datatypes::Int64Type>();
+                for i in 0..b.num_rows() {
+                    got.push(((h.value(i), k.value(i)), v.value(i)));
+                }
+            }
+            let expected: Vec<_> = model.clone().into_iter().collect();
+            assert_eq!(got, expected, "budget {memory}");
+        }
     }
 
     #[test]
