@@ -79,6 +79,11 @@ impl std::fmt::Debug for BulkWrite {
 }
 
 impl BulkWrite {
+    /// The table as the write started: the schema and retention staged rows must fit.
+    pub fn table(&self) -> &crate::store::TableEntry {
+        &self.entry
+    }
+
     /// The table written.
     pub fn path(&self) -> &str {
         &self.path

@@ -144,13 +144,17 @@ impl ExternalSorter {
             return Ok(());
         }
         self.rows += batch.num_rows() as u64;
-        self.buffered_bytes +=
-            batch.get_array_memory_size() + batch.num_rows() * SORT_BYTES_PER_ROW;
-        self.buffered.push(batch);
-        // The buffer and the runs being sorted share the budget.
-        if self.buffered_bytes >= self.memory / (SPILLS_IN_FLIGHT + 1) {
+        let bytes = batch.get_array_memory_size() + batch.num_rows() * SORT_BYTES_PER_ROW;
+        // The buffer and the runs being sorted share the budget. A full buffer is spilled
+        // when more rows come (not as it fills): rows that all fit in one push (a large
+        // insert) are sorted in memory at the end, never written to a file.
+        if !self.buffered.is_empty()
+            && self.buffered_bytes + bytes > self.memory / (SPILLS_IN_FLIGHT + 1)
+        {
             self.spill()?;
         }
+        self.buffered_bytes += bytes;
+        self.buffered.push(batch);
         Ok(())
     }
 
@@ -705,6 +709,9 @@ mod tests {
         check(&input, 1000, usize::MAX, 2);
         let mut sorter = ExternalSorter::new(schema(), 1, 200_000).unwrap();
         let rows: Vec<(i64, &str, i64)> = input.iter().map(|r| (r.0, "x", r.2)).collect();
+        // One push over the budget stays in memory; each further one spills what came before.
+        sorter.push(batch(&rows)).unwrap();
+        assert_eq!(sorter.spilled_runs(), 0);
         sorter.push(batch(&rows)).unwrap();
         sorter.push(batch(&rows)).unwrap();
         assert_eq!(sorter.spilled_runs(), 2);

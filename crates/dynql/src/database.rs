@@ -94,6 +94,24 @@ impl Database {
         rows: &[Yson],
         options: WriteOptions,
     ) -> Result<Timestamp> {
+        if !options.update
+            && !options.aggregate
+            && rows.len() >= dynql_storage::store::LARGE_WRITE_ROWS
+            && self.store.table(path).await?.schema.is_sorted()
+        {
+            // Many whole rows of a sorted table: a bulk write, so that they land as the
+            // table's sorted chunks (as an import's do) rather than in the dynamic store
+            // every open replays, converted straight to columns. Rows that are not plainly
+            // valid, or have a null key (which bulk writes do not take), go the row path.
+            let mut bulk = self.store.start_bulk_write(path).await?;
+            let computed = ComputedColumns::compile(&bulk.table().schema)?;
+            if let Some(batch) =
+                crate::insert_columns::yson_rows_to_batch(bulk.table(), &computed, rows)
+            {
+                self.store.stage_bulk_batch(&mut bulk, &batch).await?;
+                return Ok(self.store.commit_bulk_write(bulk).await?);
+            }
+        }
         let (kind, full, tablets) = self.prepare_insert(path, rows, options).await?;
         let schema = self.store.table(path).await?.schema;
         if !schema.is_sorted() {

@@ -8,6 +8,7 @@
 mod attributes;
 mod database;
 mod error;
+mod insert_columns;
 pub mod io;
 mod results;
 mod table_attributes;
