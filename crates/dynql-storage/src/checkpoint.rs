@@ -14,7 +14,6 @@
 //! complete or absent. The two newest checkpoints are kept; older ones, the log records they
 //! cover, and chunks nothing names (after the store's grace period) are deleted.
 
-use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
@@ -90,7 +89,7 @@ fn manifest_path(seq: u64) -> ObjectPath {
 /// The checkpoint manifests in the store, newest first.
 async fn manifests(objects: &dyn ObjectStore) -> Result<Vec<(u64, ObjectPath)>> {
     let prefix = ObjectPath::from(CHECKPOINT_DIR);
-    let metas: Vec<_> = objects.list(Some(&prefix)).try_collect().await?;
+    let metas = crate::objects::list_all(objects, &prefix).await?;
     let mut found: Vec<(u64, ObjectPath)> = metas
         .iter()
         .filter_map(|m| {
@@ -374,7 +373,7 @@ impl Store {
     /// Deletes checkpoints older than the two newest, and chunks no kept checkpoint names.
     async fn collect_garbage(&self) -> Result<()> {
         let prefix = ObjectPath::from(CHECKPOINT_DIR);
-        let metas: Vec<_> = self.objects.list(Some(&prefix)).try_collect().await?;
+        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
         let mut seqs: Vec<(u64, ObjectPath)> = metas
             .iter()
             .filter_map(|m| {
@@ -390,24 +389,29 @@ impl Store {
         seqs.sort_by_key(|(s, _)| std::cmp::Reverse(*s));
         let mut referenced = HashSet::new();
         for (_, location) in seqs.iter().take(2) {
-            // A damaged manifest stops the collection: what it names cannot be known.
-            let manifest = read_manifest(self.objects.as_ref(), location).await?;
+            // A damaged manifest stops the collection: what it names cannot be known. One
+            // deleted meanwhile was collected by a newer checkpoint's collection, which
+            // covers this one's work.
+            let manifest = match read_manifest(self.objects.as_ref(), location).await {
+                Err(e) if is_not_found(&e) => return Ok(()),
+                read => read?,
+            };
             for t in manifest.tables {
                 referenced.extend(t.chunk);
                 referenced.extend(t.chunks.into_iter().map(|c| c.path));
             }
         }
         for (_, location) in seqs.iter().skip(2) {
-            self.objects.delete(location).await?;
+            crate::objects::delete_if_present(self.objects.as_ref(), location).await?;
         }
         // Log records covered by the older kept checkpoint are no longer needed to open the
         // store; a reader still behind them reloads a checkpoint.
         if let Some((oldest_kept, _)) = seqs.get(1) {
-            let mut records: Vec<_> = self
-                .objects
-                .list(Some(&ObjectPath::from(crate::log::LOG_DIR)))
-                .try_collect()
-                .await?;
+            let mut records = crate::objects::list_all(
+                self.objects.as_ref(),
+                &ObjectPath::from(crate::log::LOG_DIR),
+            )
+            .await?;
             // Oldest first: while record N exists, no record after N is gone, which lets a
             // reader check that it is current with two HEAD requests (Store::refresh).
             records.sort_by(|a, b| a.location.cmp(&b.location));
@@ -418,18 +422,18 @@ impl Store {
                     .and_then(|f| f.strip_suffix(".json"))
                     .and_then(|s| s.parse::<u64>().ok());
                 if seq.is_some_and(|s| s <= *oldest_kept) {
-                    self.objects.delete(&r.location).await?;
+                    crate::objects::delete_if_present(self.objects.as_ref(), &r.location).await?;
                 }
             }
         }
         // Chunks named by the remaining log records (large writes, flushes, compactions) are
         // live too; an unnamed chunk younger than the grace period may belong to a commit in
         // flight.
-        let records: Vec<_> = self
-            .objects
-            .list(Some(&ObjectPath::from(crate::log::LOG_DIR)))
-            .try_collect()
-            .await?;
+        let records = crate::objects::list_all(
+            self.objects.as_ref(),
+            &ObjectPath::from(crate::log::LOG_DIR),
+        )
+        .await?;
         for r in records {
             let bytes = match self.objects.get(&r.location).await {
                 Ok(g) => g.bytes().await?,
@@ -469,11 +473,8 @@ impl Store {
                 }
             }
         }
-        let chunks: Vec<_> = self
-            .objects
-            .list(Some(&ObjectPath::from("tables")))
-            .try_collect()
-            .await?;
+        let chunks =
+            crate::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables")).await?;
         let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
         for c in chunks {
             if referenced.contains(c.location.as_ref()) {
@@ -481,7 +482,7 @@ impl Store {
             }
             let created = c.location.filename().and_then(chunk_created_ms);
             if created.is_some_and(|ms| ms.saturating_add(self.gc_grace_ms) <= now_ms) {
-                self.objects.delete(&c.location).await?;
+                crate::objects::delete_if_present(self.objects.as_ref(), &c.location).await?;
             }
         }
         Ok(())

@@ -29,6 +29,7 @@ pub mod log;
 mod merge;
 pub mod mvcc;
 mod object_file;
+mod objects;
 mod page_index;
 pub mod queue;
 mod read;

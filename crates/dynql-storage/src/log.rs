@@ -428,6 +428,9 @@ pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Ap
     }
 }
 
+/// How many times [`read_after`] lists the log when records vanish under the listing.
+const LIST_ATTEMPTS: usize = 4;
+
 /// Reads the records after `after_seq`, in order; a record that fails its checksum or does
 /// not decode is returned as [`LogEntry::Damaged`].
 ///
@@ -437,10 +440,20 @@ pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Ap
 pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<LogEntry>> {
     let prefix = ObjectPath::from(LOG_DIR);
     let offset = record_path(after_seq);
-    let mut metas: Vec<_> = store
-        .list_with_offset(Some(&prefix), &offset)
-        .try_collect()
-        .await?;
+    // A record collected while the listing runs can fail it (a local listing stats each
+    // file it finds): list again, the collection being over by then.
+    let mut attempt = 0;
+    let mut metas: Vec<_> = loop {
+        attempt += 1;
+        match store
+            .list_with_offset(Some(&prefix), &offset)
+            .try_collect()
+            .await
+        {
+            Err(object_store::Error::NotFound { .. }) if attempt < LIST_ATTEMPTS => continue,
+            listed => break listed?,
+        }
+    };
     metas.sort_by(|a, b| a.location.cmp(&b.location));
     let mut out = Vec::with_capacity(metas.len());
     let mut expect = after_seq + 1;
@@ -472,7 +485,20 @@ pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<L
                 "commit log has a gap: expected record {expect}"
             )));
         }
-        let bytes = store.get(&meta.location).await?.bytes().await?;
+        let bytes = match store.get(&meta.location).await {
+            Ok(found) => found.bytes().await?,
+            // Collected between the listing and this read (a newer checkpoint covers it):
+            // as if the listing had started after it. What was read before it stands; the
+            // next read finds the log truncated and reloads the checkpoint.
+            Err(object_store::Error::NotFound { .. }) if out.is_empty() => {
+                return Err(Error::LogTruncated {
+                    expected: expect,
+                    first: seq + 1,
+                })
+            }
+            Err(object_store::Error::NotFound { .. }) => return Ok(out),
+            Err(e) => return Err(e.into()),
+        };
         out.push(decode_record(meta.location.as_ref(), seq, &bytes));
         expect += 1;
     }

@@ -24,7 +24,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
@@ -201,7 +200,7 @@ impl Store {
     /// The slots of a transaction folder, in slot order.
     async fn slots(&self, id: &str) -> Result<Vec<(u64, ObjectPath)>> {
         let prefix = ObjectPath::from(format!("{TX_DIR}/{id}"));
-        let metas: Vec<_> = self.objects.list(Some(&prefix)).try_collect().await?;
+        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
         let mut slots: Vec<(u64, ObjectPath)> = metas
             .into_iter()
             .filter_map(|m| slot_number(&m.location).map(|n| (n, m.location)))
@@ -420,7 +419,7 @@ impl Store {
     /// Deletes the transaction's metadata and staged slots, keeping the seal at `keep`.
     async fn discard(&self, id: &str, keep: Option<u64>) -> Result<()> {
         let prefix = ObjectPath::from(format!("{TX_DIR}/{id}"));
-        let metas: Vec<_> = self.objects.list(Some(&prefix)).try_collect().await?;
+        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
         for meta in metas {
             if keep.is_some() && slot_number(&meta.location) == keep {
                 continue;
@@ -468,7 +467,7 @@ impl Store {
             let Some(id) = folder.filename() else {
                 continue;
             };
-            let objects: Vec<_> = self.objects.list(Some(&folder)).try_collect().await?;
+            let objects = crate::objects::list_all(self.objects.as_ref(), &folder).await?;
             let newest = objects
                 .iter()
                 .map(|o| o.last_modified.timestamp_millis().max(0) as u64)
