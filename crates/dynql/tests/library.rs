@@ -461,3 +461,79 @@ async fn a_long_lived_database_compacts_flushed_layers_on_its_own() {
         .unwrap_err();
     assert!(err.to_string().contains("%true or %false"), "{err}");
 }
+
+#[tokio::test]
+async fn a_large_insert_goes_to_columns_and_a_bad_row_is_named_with_nothing_written() {
+    let db = users().await;
+    let n = 12_000i64;
+    let row = |i: i64, age: i64| {
+        let mut fields = vec![
+            (b"id".to_vec(), Yson::Int64(i)),
+            (b"age".to_vec(), Yson::Int64(age)),
+        ];
+        // Every third row leaves `name` out: it is written as null.
+        if i % 3 != 0 {
+            fields.insert(
+                0,
+                (b"name".to_vec(), Yson::String(format!("n{i}").into_bytes())),
+            );
+        }
+        Yson::Map(fields)
+    };
+    // Keys in reverse order: the bulk write sorts them.
+    let rows: Vec<Yson> = (0..n).rev().map(|i| row(i, i % 100)).collect();
+    db.insert_rows("//users", &rows).await.unwrap();
+    let count = db
+        .select_rows(
+            "sum(1) as c, sum(age) as a from [//users] group by 1",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    let ages: i64 = (0..n).map(|i| i % 100).sum();
+    assert_eq!(count.rows, vec![vec![Value::Int64(n), Value::Int64(ages)]]);
+    let some = db
+        .select_rows(
+            "shard, id, name, age from [//users] where id in (3, 4)",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    let mut some = some.rows;
+    some.sort_by_key(|r| match r[1] {
+        Value::Int64(id) => id,
+        _ => i64::MAX,
+    });
+    assert_eq!(
+        some,
+        vec![
+            vec![
+                Value::Uint64(dynql_core_hash(3) % 4),
+                Value::Int64(3),
+                Value::Null,
+                Value::Int64(3)
+            ],
+            vec![
+                Value::Uint64(dynql_core_hash(4) % 4),
+                Value::Int64(4),
+                Value::string("n4"),
+                Value::Int64(4)
+            ],
+        ]
+    );
+
+    // One value out of int32's range among many: the row path names the row, and none of the
+    // write is visible.
+    let mut bad: Vec<Yson> = (0..n).map(|i| row(i, 1)).collect();
+    bad[11_000] = row(11_000, 1 << 40);
+    let err = db.insert_rows("//users", &bad).await.unwrap_err();
+    assert!(err.to_string().contains("Row #11000"), "{err}");
+    let after = db
+        .select_rows(
+            "sum(age) as a from [//users] group by 1",
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(after.rows, vec![vec![Value::Int64(ages)]]);
+}
