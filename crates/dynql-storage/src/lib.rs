@@ -37,6 +37,7 @@ mod replay;
 mod row_group_decode;
 pub mod row_group_filter;
 pub mod scan;
+mod sort_keys;
 mod state;
 pub mod store;
 pub mod stream;
