@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, UInt64Array};
 use arrow::compute::interleave;
-use arrow::datatypes::{DataType, Int64Type, UInt64Type};
+use arrow::datatypes::UInt64Type;
 use arrow::row::{RowConverter, Rows, SortField};
 
 use dynql_core::{TableSchema, ValueType};
@@ -72,44 +72,13 @@ impl LayerKeys {
 /// The keys of every layer as [`LayerKeys::Integers`], when each is one or two non-null
 /// int64/uint64 columns; `None` otherwise.
 fn integer_keys(keys: &[Vec<ArrayRef>]) -> Option<Vec<LayerKeys>> {
-    let width = keys.first()?.len();
-    if width == 0 || width > 2 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(keys.len());
-    for columns in keys {
-        let n = columns.first().map_or(0, |c| c.len());
-        let mut packed = vec![(0u64, 0u64); n];
-        for (c, column) in columns.iter().enumerate() {
-            if column.null_count() > 0 {
-                return None;
-            }
-            let set = |slot: &mut (u64, u64), v: u64| {
-                if c == 0 {
-                    slot.0 = v
-                } else {
-                    slot.1 = v
-                }
-            };
-            match column.data_type() {
-                DataType::Int64 => {
-                    let values = column.as_primitive::<Int64Type>().values();
-                    for (slot, v) in packed.iter_mut().zip(values.iter()) {
-                        set(slot, (*v as u64) ^ (1 << 63));
-                    }
-                }
-                DataType::UInt64 => {
-                    let values = column.as_primitive::<UInt64Type>().values();
-                    for (slot, v) in packed.iter_mut().zip(values.iter()) {
-                        set(slot, *v);
-                    }
-                }
-                _ => return None,
-            }
-        }
-        out.push(LayerKeys::Integers(packed));
-    }
-    Some(out)
+    keys.iter()
+        .map(|columns| {
+            let mut packed = Vec::new();
+            crate::sort_keys::append_integer_keys(columns, &mut packed)
+                .then_some(LayerKeys::Integers(packed))
+        })
+        .collect()
 }
 
 /// What a piece's read asks for: the snapshot, the table columns (in that order) and whether

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
-use arrow::datatypes::{DataType, Float64Type, SchemaRef};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef, UInt64Type};
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, Rows, SortField};
 
@@ -65,62 +65,66 @@ fn canonical(column: &ArrayRef) -> ArrayRef {
     Arc::new(fixed)
 }
 
-/// For keys of one or two non-null int64/uint64 columns (the common case, e.g. a computed
-/// hash and an id): each row's key as two integers whose order is the key order, with the
-/// row's position. `None` for any other key, which sorts in Arrow's row format.
+/// Keys given by one or two non-null int64/uint64 `columns` (the common case, e.g. a
+/// computed hash and an id) as pairs of integers whose order is the key order (int64 with
+/// its sign bit flipped orders as unsigned), appended to `out`; false (and `out` left
+/// partly filled) for any other key.
+pub(crate) fn append_integer_keys(columns: &[ArrayRef], out: &mut Vec<(u64, u64)>) -> bool {
+    if columns.is_empty() || columns.len() > 2 {
+        return false;
+    }
+    let start = out.len();
+    out.resize(start + columns[0].len(), (0, 0));
+    for (c, column) in columns.iter().enumerate() {
+        if column.null_count() > 0 {
+            return false;
+        }
+        let slots = out[start..].iter_mut();
+        let set = |slot: &mut (u64, u64), v: u64| {
+            if c == 0 {
+                slot.0 = v
+            } else {
+                slot.1 = v
+            }
+        };
+        match column.data_type() {
+            DataType::Int64 => {
+                let values = column.as_primitive::<Int64Type>().values();
+                for (slot, v) in slots.zip(values.iter()) {
+                    set(slot, (*v as u64) ^ (1 << 63));
+                }
+            }
+            DataType::UInt64 => {
+                let values = column.as_primitive::<UInt64Type>().values();
+                for (slot, v) in slots.zip(values.iter()) {
+                    set(slot, *v);
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The keys of `batches` (key columns first) as [`append_integer_keys`] gives them, each with
+/// its row's position; `None` when they are not integer keys (they sort in the row format).
 pub(crate) fn integer_keys(
     key_count: usize,
     batches: &[RecordBatch],
 ) -> Option<Vec<(u64, u64, u32)>> {
-    if key_count == 0 || key_count > 2 {
-        return None;
-    }
     let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let mut packed = vec![(0u64, 0u64, 0u32); total];
-    let mut start = 0;
+    let mut keys = Vec::with_capacity(total);
     for batch in batches {
-        let n = batch.num_rows();
-        for (c, column) in batch.columns()[..key_count].iter().enumerate() {
-            if column.null_count() > 0 {
-                return None;
-            }
-            let slots = packed[start..start + n].iter_mut();
-            // int64 with its sign bit flipped orders as unsigned.
-            match column.data_type() {
-                DataType::Int64 => {
-                    let values = column
-                        .as_primitive::<arrow::datatypes::Int64Type>()
-                        .values();
-                    for (slot, v) in slots.zip(values.iter()) {
-                        let v = (*v as u64) ^ (1 << 63);
-                        if c == 0 {
-                            slot.0 = v
-                        } else {
-                            slot.1 = v
-                        }
-                    }
-                }
-                DataType::UInt64 => {
-                    let values = column
-                        .as_primitive::<arrow::datatypes::UInt64Type>()
-                        .values();
-                    for (slot, v) in slots.zip(values.iter()) {
-                        if c == 0 {
-                            slot.0 = *v
-                        } else {
-                            slot.1 = *v
-                        }
-                    }
-                }
-                _ => return None,
-            }
+        if !append_integer_keys(&batch.columns()[..key_count], &mut keys) {
+            return None;
         }
-        start += n;
     }
-    for (i, slot) in packed.iter_mut().enumerate() {
-        slot.2 = i as u32;
-    }
-    Some(packed)
+    Some(
+        keys.into_iter()
+            .enumerate()
+            .map(|(i, (a, b))| (a, b, i as u32))
+            .collect(),
+    )
 }
 
 /// [`last_of_each_key`] for [`integer_keys`].

@@ -133,16 +133,16 @@ pub(crate) fn yson_rows_to_batch(
             }
             given[c] = stamp;
             // A valid string as it is: no copy into a value on the way to the builder.
-            if let (false, Yson::String(bytes), ColumnBuilder::Bytes(b)) = (
-                gather || column.wire_type() != ValueType::String,
-                v,
-                &mut builders[c],
-            ) {
-                if column.logical_type == LogicalType::Utf8 && std::str::from_utf8(bytes).is_err() {
-                    return None;
+            if !gather && column.wire_type() == ValueType::String {
+                if let (Yson::String(bytes), ColumnBuilder::Bytes(b)) = (v, &mut builders[c]) {
+                    if column.logical_type == LogicalType::Utf8
+                        && std::str::from_utf8(bytes).is_err()
+                    {
+                        return None;
+                    }
+                    b.append_value(bytes);
+                    continue;
                 }
-                b.append_value(bytes);
-                continue;
             }
             let value = value_for_column(column, v).ok()?;
             if c < key_count && value == Value::Null {
