@@ -11,11 +11,10 @@
 //! Anything else (a dirty row group, versions in the dynamic store, a double key) goes
 //! through the row merge of [`crate::scan`], which resolves every kind of version.
 
-use std::sync::Arc;
-
 use arrow::array::{Array, ArrayRef, AsArray, UInt64Array};
+use arrow::buffer::ScalarBuffer;
 use arrow::compute::interleave;
-use arrow::datatypes::UInt64Type;
+use arrow::datatypes::{Int64Type, UInt64Type};
 use arrow::row::{RowConverter, Rows, SortField};
 
 use dynql_core::{TableSchema, ValueType};
@@ -27,17 +26,18 @@ use crate::row_group_decode::expanded;
 use crate::store::{Store, TableData};
 use crate::timestamp::Timestamp;
 
-/// One clean row group's rows within a piece: key columns, projected columns, and the
-/// commit timestamp of each row.
+/// One clean row group's rows within a piece: their keys and commit timestamps, and where
+/// they are (chunk index, row group, rows of the row group).
 struct Layer {
     keys: LayerKeys,
-    columns: Vec<ArrayRef>,
-    timestamps: ArrayRef,
+    rows: (usize, usize, std::ops::Range<usize>),
+    timestamps: UInt64Array,
 }
 
 impl Layer {
+    #[inline]
     fn timestamp(&self, row: usize) -> u64 {
-        self.timestamps.as_primitive::<UInt64Type>().value(row)
+        self.timestamps.value(row)
     }
 }
 
@@ -48,6 +48,8 @@ enum LayerKeys {
     /// Keys of one or two non-null int64/uint64 columns as integers in key order (int64
     /// with its sign bit flipped): compared with no call and no row encoding.
     Integers(Vec<(u64, u64)>),
+    /// A key of one non-null int64 column: its values as decoded, not even packed.
+    Int64(ScalarBuffer<i64>),
 }
 
 impl LayerKeys {
@@ -55,6 +57,7 @@ impl LayerKeys {
         match self {
             LayerKeys::Rows(rows) => rows.num_rows(),
             LayerKeys::Integers(keys) => keys.len(),
+            LayerKeys::Int64(keys) => keys.len(),
         }
     }
 
@@ -63,15 +66,26 @@ impl LayerKeys {
     fn compare(&self, i: usize, other: &LayerKeys, j: usize) -> std::cmp::Ordering {
         match (self, other) {
             (LayerKeys::Integers(a), LayerKeys::Integers(b)) => a[i].cmp(&b[j]),
+            (LayerKeys::Int64(a), LayerKeys::Int64(b)) => a[i].cmp(&b[j]),
             (LayerKeys::Rows(a), LayerKeys::Rows(b)) => a.row(i).cmp(&b.row(j)),
             _ => unreachable!("the layers of one merge share their kind of keys"),
         }
     }
 }
 
-/// The keys of every layer as [`LayerKeys::Integers`], when each is one or two non-null
-/// int64/uint64 columns; `None` otherwise.
+/// The keys of every layer as [`LayerKeys::Int64`] or [`LayerKeys::Integers`], when each is
+/// one or two non-null int64/uint64 columns; `None` otherwise.
 fn integer_keys(keys: &[Vec<ArrayRef>]) -> Option<Vec<LayerKeys>> {
+    let single_int64 = |columns: &Vec<ArrayRef>| match columns.as_slice() {
+        [column] => column
+            .as_primitive_opt::<Int64Type>()
+            .filter(|c| c.null_count() == 0)
+            .map(|c| c.values().clone()),
+        _ => None,
+    };
+    if let Some(keys) = keys.iter().map(single_int64).collect::<Option<Vec<_>>>() {
+        return Some(keys.into_iter().map(LayerKeys::Int64).collect());
+    }
     keys.iter()
         .map(|columns| {
             let mut packed = Vec::new();
@@ -133,14 +147,17 @@ impl Store {
         let key_types: Vec<ValueType> =
             schema.key_columns().iter().map(|c| c.wire_type()).collect();
         let timestamp_column = schema.columns().len();
-        let mut wanted: Vec<usize> = (0..key_count).collect();
-        wanted.extend_from_slice(projection);
-        wanted.push(timestamp_column);
+        // Keys and commit timestamps first: the merge needs only them, and a layer whose every
+        // key a newer one overwrites gives no row, so its projected columns stay undecoded.
         let mut layers = Vec::with_capacity(meeting.len());
         let mut layer_keys: Vec<Vec<ArrayRef>> = Vec::with_capacity(meeting.len());
         let mut decoded = 0;
         for &(ci, g) in meeting {
             let chunk = &data.chunks[ci];
+            let mut wanted: Vec<usize> = (0..key_count).collect();
+            if chunk.commit_timestamp.is_none() {
+                wanted.push(timestamp_column);
+            }
             let mut arrays = self
                 .cache
                 .columns(&self.objects, chunk, g, None, &wanted, views)
@@ -155,20 +172,19 @@ impl Store {
             if hi == lo {
                 continue;
             }
-            let timestamps = arrays.pop().expect("the timestamp column was asked for");
             // A bulk write's chunk holds placeholders: its rows are its commit's.
-            let timestamps: ArrayRef = match chunk.commit_timestamp {
-                Some(t) => Arc::new(UInt64Array::from_value(t, hi - lo)),
-                None => timestamps.slice(lo, hi - lo),
+            let timestamps = match (chunk.commit_timestamp, arrays.pop()) {
+                (Some(t), _) => UInt64Array::from_value(t, hi - lo),
+                (None, Some(timestamps)) => {
+                    timestamps.as_primitive::<UInt64Type>().slice(lo, hi - lo)
+                }
+                (None, None) => unreachable!("the timestamp column was asked for"),
             };
             layer_keys.push(keys.iter().map(|k| k.slice(lo, hi - lo)).collect());
             layers.push(Layer {
                 // Set below, once every layer's keys are known.
                 keys: LayerKeys::Integers(Vec::new()),
-                columns: arrays
-                    .iter()
-                    .map(|a| expanded(&a.slice(lo, hi - lo)))
-                    .collect::<Result<_>>()?,
+                rows: (ci, g, lo..hi),
                 timestamps,
             });
         }
@@ -191,12 +207,53 @@ impl Store {
         for (layer, keys) in layers.iter_mut().zip(keys) {
             layer.keys = keys;
         }
-        let order = newest_per_key(&layers);
-        let rows = order.len();
+        let runs = newest_per_key(&layers);
+        let rows = runs.iter().map(|r| r.rows).sum();
+        if rows == 0 {
+            // The row groups' bounds met the piece, none of their keys is in it.
+            return Ok(Some(MergedPiece {
+                columns: Vec::new(),
+                rows: 0,
+                decoded,
+            }));
+        }
+        // The projected columns of the layers that give rows (the others' stay empty).
+        let mut projected: Vec<Option<Vec<ArrayRef>>> = vec![None; layers.len()];
+        for run in &runs {
+            if projected[run.layer].is_some() {
+                continue;
+            }
+            let (ci, g, ref range) = layers[run.layer].rows;
+            let arrays = self
+                .cache
+                .columns(&self.objects, &data.chunks[ci], g, None, projection, views)
+                .await?;
+            projected[run.layer] = Some(
+                arrays
+                    .iter()
+                    .map(|a| expanded(&a.slice(range.start, range.len())))
+                    .collect::<Result<_>>()?,
+            );
+        }
+        let given = projected
+            .iter()
+            .flatten()
+            .next()
+            .expect("some layer gives rows");
+        let empty: Vec<ArrayRef> = given
+            .iter()
+            .map(|a| arrow::array::new_empty_array(a.data_type()))
+            .collect();
+        let projected: Vec<&[ArrayRef]> = projected
+            .iter()
+            .map(|p| p.as_deref().unwrap_or(&empty))
+            .collect();
+        // Picked row by row only where runs are short.
+        let order = (runs.len() > 1 && runs.len() * MIN_MEAN_RUN > rows).then(|| rows_of(&runs));
         let mut columns = Vec::with_capacity(projection.len());
         for c in 0..projection.len() {
-            let arrays: Vec<&dyn Array> = layers.iter().map(|l| l.columns[c].as_ref()).collect();
-            columns.push(interleave(&arrays, &order)?);
+            let arrays: Vec<&dyn Array> = projected.iter().map(|l| l[c].as_ref()).collect();
+            columns.push(gather(&arrays, &runs, order.as_deref())?);
         }
         Ok(Some(MergedPiece {
             columns,
@@ -206,12 +263,70 @@ impl Store {
     }
 }
 
-/// (layer, row) of each key's newest version across `layers` (each key-sorted, each key
-/// once), in key order: a k-way merge over a heap of the layers' next rows.
-fn newest_per_key(layers: &[Layer]) -> Vec<(usize, usize)> {
+/// Consecutive rows of one layer in a merge's output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Run {
+    layer: usize,
+    start: usize,
+    rows: usize,
+}
+
+/// Appends row `row` of `layer` to `runs`, extending the last run where it continues it.
+#[inline]
+fn push_row(runs: &mut Vec<Run>, layer: usize, row: usize) {
+    match runs.last_mut() {
+        Some(run) if run.layer == layer && run.start + run.rows == row => run.rows += 1,
+        _ => runs.push(Run {
+            layer,
+            start: row,
+            rows: 1,
+        }),
+    }
+}
+
+/// (layer, row) of each row of `runs`.
+fn rows_of(runs: &[Run]) -> Vec<(usize, usize)> {
+    runs.iter()
+        .flat_map(|r| (r.start..r.start + r.rows).map(move |row| (r.layer, row)))
+        .collect()
+}
+
+/// Below this many rows per run on average, picking rows beats copying slices.
+const MIN_MEAN_RUN: usize = 32;
+
+/// The rows `runs` pick from `arrays` (one per layer): one run is the layer's column itself
+/// (a newer layer overwriting every key of an older one), long runs are copied as slices,
+/// short ones picked by `order` (the runs' rows, given when runs are short).
+fn gather(
+    arrays: &[&dyn Array],
+    runs: &[Run],
+    order: Option<&[(usize, usize)]>,
+) -> Result<ArrayRef> {
+    if let Some(order) = order {
+        return Ok(interleave(arrays, order)?);
+    }
+    if let [run] = runs {
+        return Ok(arrays[run.layer].slice(run.start, run.rows));
+    }
+    let slices: Vec<ArrayRef> = runs
+        .iter()
+        .map(|r| arrays[r.layer].slice(r.start, r.rows))
+        .collect();
+    let slices: Vec<&dyn Array> = slices.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow::compute::concat(&slices)?)
+}
+
+/// Each key's newest version across `layers` (each key-sorted, each key once), in key order,
+/// as runs of rows: a k-way merge over a heap of the layers' next rows.
+fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
     if let [a, b] = layers {
-        if let (LayerKeys::Integers(x), LayerKeys::Integers(y)) = (&a.keys, &b.keys) {
-            return newest_of_two(x, y, |i, j| a.timestamp(i) >= b.timestamp(j));
+        let first_wins = |i, j| a.timestamp(i) >= b.timestamp(j);
+        match (&a.keys, &b.keys) {
+            (LayerKeys::Int64(x), LayerKeys::Int64(y)) => return newest_of_two(x, y, first_wins),
+            (LayerKeys::Integers(x), LayerKeys::Integers(y)) => {
+                return newest_of_two(x, y, first_wins)
+            }
+            _ => {}
         }
     }
     let mut next = vec![0usize; layers.len()];
@@ -270,55 +385,70 @@ fn newest_per_key(layers: &[Layer]) -> Vec<(usize, usize)> {
         }
         sift_down(&mut heap, &next, 0);
     }
-    out
+    let mut runs = Vec::new();
+    for (layer, row) in out {
+        push_row(&mut runs, layer, row);
+    }
+    runs
 }
 
 /// [`newest_per_key`] for two layers of integer keys (the usual case: the compaction policy
 /// leaves a tablet two chunks): a two-pointer merge. `first_wins(i, j)`: of equal keys, row
 /// `i` of the first layer is the newer version (else row `j` of the second).
-fn newest_of_two(
-    x: &[(u64, u64)],
-    y: &[(u64, u64)],
-    first_wins: impl Fn(usize, usize) -> bool,
-) -> Vec<(usize, usize)> {
-    let mut out = Vec::with_capacity(x.len().max(y.len()));
+fn newest_of_two<K: Ord>(x: &[K], y: &[K], first_wins: impl Fn(usize, usize) -> bool) -> Vec<Run> {
+    let mut runs = Vec::new();
     let (mut i, mut j) = (0, 0);
     while i < x.len() && j < y.len() {
         match x[i].cmp(&y[j]) {
             std::cmp::Ordering::Less => {
-                out.push((0, i));
+                push_row(&mut runs, 0, i);
                 i += 1;
             }
             std::cmp::Ordering::Greater => {
-                out.push((1, j));
+                push_row(&mut runs, 1, j);
                 j += 1;
             }
             std::cmp::Ordering::Equal => {
-                out.push(if first_wins(i, j) { (0, i) } else { (1, j) });
+                if first_wins(i, j) {
+                    push_row(&mut runs, 0, i);
+                } else {
+                    push_row(&mut runs, 1, j);
+                }
                 i += 1;
                 j += 1;
             }
         }
     }
-    out.extend((i..x.len()).map(|i| (0, i)));
-    out.extend((j..y.len()).map(|j| (1, j)));
-    out
+    for (layer, rest, len) in [(0, i, x.len()), (1, j, y.len())] {
+        if rest < len {
+            runs.push(Run {
+                layer,
+                start: rest,
+                rows: len - rest,
+            });
+        }
+    }
+    runs
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use arrow::array::Int64Array;
 
     use super::*;
 
-    fn layer(keys: &[i64], timestamp: u64) -> Layer {
+    /// A layer of `keys` committed at `timestamp`, and its key column.
+    fn layer(keys: &[i64], timestamp: u64) -> (Layer, ArrayRef) {
         let k: ArrayRef = Arc::new(Int64Array::from(keys.to_vec()));
         let converter = RowConverter::new(vec![SortField::new(k.data_type().clone())]).unwrap();
-        Layer {
+        let layer = Layer {
             keys: LayerKeys::Rows(converter.convert_columns(std::slice::from_ref(&k)).unwrap()),
-            columns: vec![k],
-            timestamps: Arc::new(UInt64Array::from_value(timestamp, keys.len())),
-        }
+            rows: (0, 0, 0..keys.len()),
+            timestamps: UInt64Array::from_value(timestamp, keys.len()),
+        };
+        (layer, k)
     }
 
     proptest::proptest! {
@@ -328,10 +458,10 @@ mod tests {
         fn the_newest_version_of_each_key_wins(
             layers in proptest::collection::btree_map(0u64..1000, proptest::collection::btree_set(-50i64..50, 0..20), 1..6),
         ) {
-            let built: Vec<Layer> = layers
+            let (built, key_columns): (Vec<Layer>, Vec<ArrayRef>) = layers
                 .iter()
                 .map(|(t, keys)| layer(&keys.iter().copied().collect::<Vec<_>>(), *t))
-                .collect();
+                .unzip();
             let mut model = std::collections::BTreeMap::new();
             for (l, (t, keys)) in layers.iter().enumerate() {
                 for &k in keys {
@@ -341,23 +471,60 @@ mod tests {
                     }
                 }
             }
-            let got: Vec<(i64, usize)> = newest_per_key(&built)
+            let got: Vec<(i64, usize)> = rows_of(&newest_per_key(&built))
                 .into_iter()
-                .map(|(l, r)| (built[l].columns[0].as_primitive::<arrow::datatypes::Int64Type>().value(r), l))
+                .map(|(l, r)| (key_columns[l].as_primitive::<arrow::datatypes::Int64Type>().value(r), l))
                 .collect();
             let expected: Vec<(i64, usize)> = model.into_iter().map(|(k, (_, l))| (k, l)).collect();
             proptest::prop_assert_eq!(&got, &expected);
-            // The same merge over the keys as integers.
-            let columns: Vec<Vec<ArrayRef>> = built.iter().map(|l| vec![l.columns[0].clone()]).collect();
-            let mut as_integers = built;
-            for (layer, keys) in as_integers.iter_mut().zip(integer_keys(&columns).unwrap()) {
-                layer.keys = keys;
-            }
-            let got: Vec<(i64, usize)> = newest_per_key(&as_integers)
-                .into_iter()
-                .map(|(l, r)| (as_integers[l].columns[0].as_primitive::<arrow::datatypes::Int64Type>().value(r), l))
+            // The same merge over the keys as int64 values, and packed as integers.
+            let columns: Vec<Vec<ArrayRef>> = key_columns.iter().map(|k| vec![k.clone()]).collect();
+            let packed: Vec<LayerKeys> = columns
+                .iter()
+                .map(|c| {
+                    let mut keys = Vec::new();
+                    assert!(crate::sort_keys::append_integer_keys(c, &mut keys));
+                    LayerKeys::Integers(keys)
+                })
                 .collect();
-            proptest::prop_assert_eq!(got, expected);
+            let mut as_integers = built;
+            for keys in [integer_keys(&columns).unwrap(), packed] {
+                for (layer, keys) in as_integers.iter_mut().zip(keys) {
+                    layer.keys = keys;
+                }
+                let got: Vec<(i64, usize)> = rows_of(&newest_per_key(&as_integers))
+                    .into_iter()
+                    .map(|(l, r)| (key_columns[l].as_primitive::<arrow::datatypes::Int64Type>().value(r), l))
+                    .collect();
+                proptest::prop_assert_eq!(&got, &expected);
+            }
+        }
+
+        /// Gathering by runs picks the same rows as picking them one by one.
+        #[test]
+        fn gathering_by_runs_is_interleaving(
+            order in proptest::collection::vec((0usize..3, 0usize..50), 1..200),
+            runs in proptest::collection::vec((0usize..3, 0usize..40, 1usize..60), 0..4),
+        ) {
+            // Random picks, and long runs (what overwriting layers give).
+            let mut order = order;
+            for (layer, start, len) in runs {
+                order.extend((start..(start + len).min(100)).map(|row| (layer, row)));
+            }
+            let layers: Vec<ArrayRef> = (0..3)
+                .map(|l| Arc::new(Int64Array::from_iter_values((0..100).map(|r| l * 1000 + r))) as ArrayRef)
+                .collect();
+            let arrays: Vec<&dyn Array> = layers.iter().map(|a| a.as_ref()).collect();
+            let mut runs = Vec::new();
+            for &(layer, row) in &order {
+                push_row(&mut runs, layer, row);
+            }
+            proptest::prop_assert_eq!(&rows_of(&runs), &order);
+            let expected = interleave(&arrays, &order).unwrap();
+            let by_slices = gather(&arrays, &runs, None).unwrap();
+            proptest::prop_assert_eq!(by_slices.to_data(), expected.to_data());
+            let by_rows = gather(&arrays, &runs, Some(&order)).unwrap();
+            proptest::prop_assert_eq!(by_rows.to_data(), expected.to_data());
         }
     }
 }

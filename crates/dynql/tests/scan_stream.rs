@@ -254,3 +254,56 @@ async fn small_slices_are_gathered_up_to_the_rows_asked_for() {
     assert_eq!(by_seven, vec![7, 7, 6]);
     assert_eq!(keys, expected);
 }
+
+/// Layers of overwrites (flushed chunks over the same keys, all clean) read as their newest
+/// versions: where a newer layer overwrites every key of an older one, part of it, or every
+/// other key; and a key range that falls between their keys reads nothing.
+#[tokio::test(flavor = "current_thread")]
+async fn overlapping_clean_layers_read_their_newest_versions() {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; mount_config={enable_compaction_and_partitioning=%false}; schema=[{name=k; type=int64; sort_order=ascending}; {name=x; type=int64}]}",
+    )
+    .await
+    .unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let layers: [(i64, Vec<i64>); 4] = [
+        (1, (0..2000).step_by(10).collect()),
+        (2, (0..2000).step_by(10).collect()),
+        (3, (0..1000).step_by(10).collect()),
+        (4, (0..2000).step_by(20).collect()),
+    ];
+    for (layer, keys) in &layers {
+        let rows: Vec<_> = keys.iter().map(|k| json!({"k": k, "x": layer})).collect();
+        for k in keys {
+            model.insert(*k, *layer);
+        }
+        db.insert_json_rows("//t", &rows).await.unwrap();
+        db.flush("//t").await.unwrap();
+    }
+    let options = dynql::SelectOptions::default();
+    let read = |query: String| {
+        let db = &db;
+        let options = &options;
+        async move {
+            let result = db.select_rows(&query, options).await.unwrap();
+            result
+                .rows
+                .iter()
+                .map(|row| match (&row[0], &row[1]) {
+                    (dynql_core::Value::Int64(k), dynql_core::Value::Int64(x)) => (*k, *x),
+                    other => panic!("unexpected row {other:?}"),
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = read("k, x from [//t]".into()).await;
+    assert_eq!(all, model.iter().map(|(k, x)| (*k, *x)).collect::<Vec<_>>());
+    let some = read("k, x from [//t] where k between 905 and 1234".into()).await;
+    let expected: Vec<_> = model.range(905..=1234).map(|(k, x)| (*k, *x)).collect();
+    assert_eq!(some, expected);
+    assert!(read("k, x from [//t] where k between 41 and 49".into())
+        .await
+        .is_empty());
+}
