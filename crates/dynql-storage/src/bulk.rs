@@ -232,7 +232,8 @@ impl Store {
         let Some(sorter) = bulk.sorter.take() else {
             return Ok(());
         };
-        let small = sorter.rows() < LARGE_WRITE_ROWS as u64 && sorter.spilled_runs() == 0;
+        let total_rows = sorter.rows();
+        let small = total_rows < LARGE_WRITE_ROWS as u64 && sorter.spilled_runs() == 0;
         let mut sorted = sorter.finish()?;
         let schema = &entry.schema;
         if small {
@@ -290,13 +291,27 @@ impl Store {
                 }
                 let w = match &mut writer {
                     Some(w) => w,
-                    None => writer.insert(BulkChunkWriter::new(
-                        new_chunk_path(&entry.id, "bulk"),
-                        schema,
-                        // A little over the largest chunk's size so far: the file's buffer
-                        // then rarely grows.
-                        uploads.largest_bytes() + uploads.largest_bytes() / 8,
-                    )?),
+                    None => {
+                        // Reserved for the file's buffer, so that it rarely grows (each
+                        // growth copies it): a little over the largest chunk's size so far,
+                        // or for the first chunk about its rows' size in memory.
+                        let capacity = match uploads.largest_bytes() {
+                            0 => {
+                                let left = total_rows.saturating_sub(bulk.rows_written);
+                                let rows = (BULK_CHUNK_ROWS as u64).min(left) as usize;
+                                // A quarter more for page headers, statistics and the
+                                // page index: too little costs a copy of the whole file.
+                                let estimate = bytes_per_row(&batch)?.saturating_mul(rows);
+                                estimate.saturating_add(estimate / 4)
+                            }
+                            largest => largest + largest / 8,
+                        };
+                        writer.insert(BulkChunkWriter::new(
+                            new_chunk_path(&entry.id, "bulk"),
+                            schema,
+                            capacity,
+                        )?)
+                    }
                 };
                 let end = end.min(start + BULK_CHUNK_ROWS - w.rows());
                 w.write(&batch.slice(start, end - start))?;
@@ -385,6 +400,18 @@ fn resharded(path: &str) -> Error {
     Error::Invalid(format!(
         "{path} was resharded during the bulk write; run it again"
     ))
+}
+
+/// The bytes per row of `batch`'s values (of the rows it holds, not of buffers it slices):
+/// about what a chunk's plain-encoded pages take per row, plus the version columns.
+fn bytes_per_row(batch: &RecordBatch) -> Result<usize> {
+    /// The version columns of a bulk row, dictionary-encoded: a few bits each.
+    const VERSION_BYTES: usize = 2;
+    let mut bytes = 0;
+    for column in batch.columns() {
+        bytes += column.to_data().get_slice_memory_size()?;
+    }
+    Ok(bytes / batch.num_rows().max(1) + VERSION_BYTES)
 }
 
 #[cfg(test)]

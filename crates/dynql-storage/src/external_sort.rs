@@ -25,7 +25,9 @@ use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 
 use crate::error::{Error, Result};
-use crate::sort_keys::{integer_keys, last_of_each_integer_key, last_of_each_key, SortKeys};
+use crate::sort_keys::{
+    integer_keys, integer_keys_rise, last_of_each_integer_key, last_of_each_key, SortKeys,
+};
 
 /// The memory a bulk write's sort buffers by default before it spills a run.
 pub const DEFAULT_SORT_MEMORY: usize = 256 << 20;
@@ -246,16 +248,33 @@ impl SortedRows {
     }
 }
 
-/// Buffered batches and the positions of their rows in key order (each key's last row).
+/// Buffered batches and the order of their rows by key (each key's last row).
 struct SortedRun {
     batches: Vec<RecordBatch>,
-    order: Vec<(u32, u32)>,
-    next: usize,
+    order: RunOrder,
     folded: u64,
+}
+
+/// How a run's rows leave in key order.
+enum RunOrder {
+    /// As given: their keys already rise strictly (a sorted input, the usual bulk load), so
+    /// they leave as slices of the batches, nothing sorted or copied. At row `row` of
+    /// batch `batch`.
+    AsGiven { batch: usize, row: usize },
+    /// Picked at positions (batch, row), each key's last row in key order; `next` is the
+    /// next position to give.
+    Picked { order: Vec<(u32, u32)>, next: usize },
 }
 
 impl SortedRun {
     fn new(keys: &SortKeys, batches: Vec<RecordBatch>) -> Result<SortedRun> {
+        if integer_keys_rise(keys.key_count, &batches) {
+            return Ok(SortedRun {
+                batches,
+                order: RunOrder::AsGiven { batch: 0, row: 0 },
+                folded: 0,
+            });
+        }
         let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let kept = match integer_keys(keys.key_count, &batches) {
             Some(packed) => last_of_each_integer_key(packed),
@@ -284,24 +303,40 @@ impl SortedRun {
             .collect();
         Ok(SortedRun {
             batches,
-            order,
-            next: 0,
+            order: RunOrder::Picked { order, next: 0 },
             folded,
         })
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        if self.next >= self.order.len() {
-            return Ok(None);
+        match &mut self.order {
+            RunOrder::AsGiven { batch, row } => {
+                while let Some(b) = self.batches.get(*batch) {
+                    if *row < b.num_rows() {
+                        let len = SORTED_BATCH_ROWS.min(b.num_rows() - *row);
+                        let slice = b.slice(*row, len);
+                        *row += len;
+                        return Ok(Some(slice));
+                    }
+                    *batch += 1;
+                    *row = 0;
+                }
+                Ok(None)
+            }
+            RunOrder::Picked { order, next } => {
+                if *next >= order.len() {
+                    return Ok(None);
+                }
+                let end = (*next + SORTED_BATCH_ROWS).min(order.len());
+                let indices: Vec<(usize, usize)> = order[*next..end]
+                    .iter()
+                    .map(|&(b, r)| (b as usize, r as usize))
+                    .collect();
+                *next = end;
+                let refs: Vec<&RecordBatch> = self.batches.iter().collect();
+                Ok(Some(interleave_record_batch(&refs, &indices)?))
+            }
         }
-        let end = (self.next + SORTED_BATCH_ROWS).min(self.order.len());
-        let indices: Vec<(usize, usize)> = self.order[self.next..end]
-            .iter()
-            .map(|&(b, r)| (b as usize, r as usize))
-            .collect();
-        self.next = end;
-        let refs: Vec<&RecordBatch> = self.batches.iter().collect();
-        Ok(Some(interleave_record_batch(&refs, &indices)?))
     }
 }
 
@@ -630,6 +665,35 @@ mod tests {
             key_count in 1usize..3,
         ) {
             check(&input, per_batch, memory, key_count);
+            // The same keys each once and rising (a sorted input): the rows as given.
+            let mut rising = input.clone();
+            rising.sort_by_key(|r| r.0);
+            rising.dedup_by_key(|r| r.0);
+            check(&rising, per_batch, memory, 1);
         }
+    }
+
+    #[test]
+    fn rising_integer_keys_are_told_across_batches() {
+        let batches = |parts: &[&[i64]]| -> Vec<RecordBatch> {
+            parts
+                .iter()
+                .map(|keys| batch(&keys.iter().map(|&k| (k, "", 0)).collect::<Vec<_>>()))
+                .collect()
+        };
+        let long: Vec<i64> = (0..10_000).collect();
+        assert!(integer_keys_rise(
+            1,
+            &batches(&[&[-5, 0, 3], &[4], &[], &[9]])
+        ));
+        assert!(integer_keys_rise(1, &batches(&[&long])));
+        assert!(!integer_keys_rise(1, &batches(&[&[1, 2], &[2, 3]])));
+        assert!(!integer_keys_rise(1, &batches(&[&[1, 3], &[2]])));
+        assert!(!integer_keys_rise(1, &batches(&[&[1, 1]])));
+        let mut late = long.clone();
+        late[9_000] = 5;
+        assert!(!integer_keys_rise(1, &batches(&[&late])));
+        // Byte string keys are not integer keys.
+        assert!(!integer_keys_rise(2, &batches(&[&[1, 2]])));
     }
 }

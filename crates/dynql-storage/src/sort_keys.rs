@@ -127,6 +127,36 @@ pub(crate) fn integer_keys(
     )
 }
 
+/// Whether the integer keys (as [`append_integer_keys`] reads them) of `batches`, one after
+/// another, rise strictly: the rows are then already each key's only row, in key order (a
+/// sorted input). False for keys that are not integer keys. Reads the keys a few thousand at
+/// a time, allocating nothing in proportion to the rows.
+pub(crate) fn integer_keys_rise(key_count: usize, batches: &[RecordBatch]) -> bool {
+    const STEP: usize = 4096;
+    let mut keys = Vec::with_capacity(STEP);
+    let mut last: Option<(u64, u64)> = None;
+    for batch in batches {
+        let mut start = 0;
+        while start < batch.num_rows() {
+            let len = STEP.min(batch.num_rows() - start);
+            let columns: Vec<ArrayRef> = batch.columns()[..key_count]
+                .iter()
+                .map(|c| c.slice(start, len))
+                .collect();
+            keys.clear();
+            if !append_integer_keys(&columns, &mut keys)
+                || last.is_some_and(|l| l >= keys[0])
+                || keys.windows(2).any(|w| w[0] >= w[1])
+            {
+                return false;
+            }
+            last = keys.last().copied();
+            start += len;
+        }
+    }
+    true
+}
+
 /// [`last_of_each_key`] for [`integer_keys`].
 pub(crate) fn last_of_each_integer_key(mut packed: Vec<(u64, u64, u32)>) -> Vec<u32> {
     // Equal keys in input order: the last of each run is the last given.

@@ -105,10 +105,12 @@ impl Database {
             // valid, or have a null key (which bulk writes do not take), go the row path.
             let mut bulk = self.store.start_bulk_write(path).await?;
             let computed = ComputedColumns::compile(&bulk.table().schema)?;
-            if let Some(batch) =
-                crate::insert_columns::yson_rows_to_batch(bulk.table(), &computed, rows)
+            if let Some(batches) =
+                crate::insert_columns::yson_rows_to_batches(bulk.table(), &computed, rows)
             {
-                self.store.stage_bulk_batch(&mut bulk, &batch).await?;
+                for batch in &batches {
+                    self.store.stage_bulk_batch(&mut bulk, batch).await?;
+                }
                 return Ok(self.store.commit_bulk_write(bulk).await?);
             }
         }
