@@ -202,12 +202,29 @@ impl Store {
     /// Rows in another schema, a null key, a failed spill file, or rows staged after
     /// [`Store::write_bulk_rows`].
     pub async fn stage_bulk_batch(&self, bulk: &mut BulkWrite, rows: &RecordBatch) -> Result<()> {
-        if rows.num_rows() == 0 {
+        self.stage_bulk_batches(bulk, std::slice::from_ref(rows))
+            .await
+    }
+
+    /// Stages the parts of one input, in order, as [`Store::stage_bulk_batch`] does each: the
+    /// sort buffers them together (a large `insert_rows` converted in parts on several
+    /// cores stays one run in memory, as one batch would).
+    ///
+    /// # Errors
+    /// As [`Store::stage_bulk_batch`]; on an error no part is staged.
+    pub async fn stage_bulk_batches(
+        &self,
+        bulk: &mut BulkWrite,
+        parts: &[RecordBatch],
+    ) -> Result<()> {
+        if parts.iter().all(|rows| rows.num_rows() == 0) {
             return Ok(());
         }
-        check_bulk_rows(&bulk.schema, &bulk.path, rows)?;
-        bulk.sorter()?.push(rows.clone())?;
-        bulk.rows += rows.num_rows() as u64;
+        for rows in parts {
+            check_bulk_rows(&bulk.schema, &bulk.path, rows)?;
+        }
+        bulk.sorter()?.push_together(parts.to_vec())?;
+        bulk.rows += parts.iter().map(|r| r.num_rows() as u64).sum::<u64>();
         Ok(())
     }
 

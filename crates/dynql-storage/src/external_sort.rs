@@ -90,12 +90,23 @@ impl ExternalSorter {
     }
 
     /// Adds rows; a row given after another of the same key replaces it.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, batch: RecordBatch) -> Result<()> {
-        if batch.num_rows() == 0 {
+        self.push_together(vec![batch])
+    }
+
+    /// Adds rows given together (the parts of one input, in order; a row given after
+    /// another of the same key replaces it): the buffer may be spilled before them, never
+    /// between them.
+    pub(crate) fn push_together(&mut self, batches: Vec<RecordBatch>) -> Result<()> {
+        let batches: Vec<RecordBatch> = batches.into_iter().filter(|b| b.num_rows() > 0).collect();
+        if batches.is_empty() {
             return Ok(());
         }
-        self.rows += batch.num_rows() as u64;
-        let bytes = batch.get_array_memory_size() + batch.num_rows() * SORT_BYTES_PER_ROW;
+        let bytes: usize = batches
+            .iter()
+            .map(|b| b.get_array_memory_size() + b.num_rows() * SORT_BYTES_PER_ROW)
+            .sum();
         // The buffer and the runs being sorted share the budget. A full buffer is spilled
         // when more rows come (not as it fills): rows that all fit in one push (a large
         // insert) are sorted in memory at the end, never written to a file.
@@ -105,7 +116,10 @@ impl ExternalSorter {
             self.spill()?;
         }
         self.buffered_bytes += bytes;
-        self.buffered.push(batch);
+        for batch in batches {
+            self.rows += batch.num_rows() as u64;
+            self.buffered.push(batch);
+        }
         Ok(())
     }
 
@@ -580,6 +594,14 @@ mod tests {
         sorter.push(batch(&rows)).unwrap();
         sorter.push(batch(&rows)).unwrap();
         assert_eq!(sorter.spilled_runs(), 2);
+        // Parts given together are never spilled apart.
+        let mut sorter = ExternalSorter::new(schema(), 1, 200_000).unwrap();
+        sorter
+            .push_together(vec![batch(&rows), batch(&rows), batch(&rows)])
+            .unwrap();
+        assert_eq!(sorter.spilled_runs(), 0);
+        sorter.push(batch(&rows)).unwrap();
+        assert_eq!(sorter.spilled_runs(), 1);
     }
 
     #[test]

@@ -108,9 +108,7 @@ impl Database {
             if let Some(batches) =
                 crate::insert_columns::yson_rows_to_batches(bulk.table(), &computed, rows)
             {
-                for batch in &batches {
-                    self.store.stage_bulk_batch(&mut bulk, batch).await?;
-                }
+                self.store.stage_bulk_batches(&mut bulk, &batches).await?;
                 return Ok(self.store.commit_bulk_write(bulk).await?);
             }
         }
