@@ -316,10 +316,7 @@ impl Store {
                             0 => {
                                 let left = total_rows.saturating_sub(bulk.rows_written);
                                 let rows = (BULK_CHUNK_ROWS as u64).min(left) as usize;
-                                // A quarter more for page headers, statistics and the
-                                // page index: too little costs a copy of the whole file.
-                                let estimate = bytes_per_row(&batch)?.saturating_mul(rows);
-                                estimate.saturating_add(estimate / 4)
+                                BulkChunkWriter::capacity_for(&batch, rows)?
                             }
                             largest => largest + largest / 8,
                         };
@@ -417,18 +414,6 @@ fn resharded(path: &str) -> Error {
     Error::Invalid(format!(
         "{path} was resharded during the bulk write; run it again"
     ))
-}
-
-/// The bytes per row of `batch`'s values (of the rows it holds, not of buffers it slices):
-/// about what a chunk's plain-encoded pages take per row, plus the version columns.
-fn bytes_per_row(batch: &RecordBatch) -> Result<usize> {
-    /// The version columns of a bulk row, dictionary-encoded: a few bits each.
-    const VERSION_BYTES: usize = 2;
-    let mut bytes = 0;
-    for column in batch.columns() {
-        bytes += column.to_data().get_slice_memory_size()?;
-    }
-    Ok(bytes / batch.num_rows().max(1) + VERSION_BYTES)
 }
 
 #[cfg(test)]

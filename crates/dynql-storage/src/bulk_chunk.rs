@@ -159,6 +159,22 @@ impl BulkChunkWriter {
         })
     }
 
+    /// The bytes to reserve for a chunk of `rows` rows like those of `batch`: their values'
+    /// size in memory (of the rows `batch` holds, not of buffers it slices: about what plain
+    /// pages take), the version columns, and a quarter more for page headers, statistics
+    /// and the page index (too little costs a copy of the whole file).
+    pub(crate) fn capacity_for(batch: &RecordBatch, rows: usize) -> Result<usize> {
+        /// The version columns of a bulk row, dictionary-encoded: a few bits each.
+        const VERSION_BYTES: usize = 2;
+        let mut bytes = 0;
+        for column in batch.columns() {
+            bytes += column.to_data().get_slice_memory_size()?;
+        }
+        let per_row = bytes / batch.num_rows().max(1) + VERSION_BYTES;
+        let estimate = per_row.saturating_mul(rows);
+        Ok(estimate.saturating_add(estimate / 4))
+    }
+
     /// Rows written so far.
     pub(crate) fn rows(&self) -> usize {
         self.rows
@@ -326,5 +342,39 @@ impl Drop for ChunkUploads {
         for (_, upload) in &self.in_flight {
             upload.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{ArrayRef, BinaryArray, Int64Array};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    #[test]
+    fn a_chunk_reserves_about_its_rows_size_however_its_batch_was_sliced() {
+        let n = 100_000;
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Int64, false),
+                Field::new("v", DataType::Binary, true),
+            ])),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+                Arc::new(BinaryArray::from_iter_values(
+                    (0..n).map(|i| format!("value-{i:06}").into_bytes()),
+                )),
+            ],
+        )
+        .unwrap();
+        // 8 (key) + 4 (offset) + 12 (bytes) + 2 (versions) per row, and a quarter more.
+        let expected = 26 * 1000 + 26 * 1000 / 4;
+        let near = |got: usize| got.abs_diff(expected) <= 100;
+        let whole = BulkChunkWriter::capacity_for(&batch, 1000).unwrap();
+        assert!(near(whole), "{whole}");
+        // A slice of a large batch is measured by its own rows, not the buffers it shares.
+        let slice = BulkChunkWriter::capacity_for(&batch.slice(10, 100), 1000).unwrap();
+        assert!(near(slice), "{slice}");
     }
 }

@@ -7,9 +7,9 @@
 //! ```
 //!
 //! A checkpoint first flushes the dynamic store of every sorted table (one commit of
-//! [`Action::Flush`](crate::log::Action)) and compacts tables holding more than
-//! [`AUTO_COMPACTION_CHUNKS`] chunks (and ordered tables whose retention may trim rows); the manifest then lists each table's chunks plus a
-//! *tail* chunk for what is still in memory (writes that raced the flush, ordered tables). The
+//! [`Action::Flush`](crate::log::Action)) and compacts tables deeper than
+//! [`AUTO_COMPACTION_CHUNKS`] layers of chunks (and ordered tables whose retention may trim
+//! rows); the manifest then lists each table's chunks plus a *tail* chunk for what is still in memory (writes that raced the flush, ordered tables). The
 //! manifest is created with `PutMode::Create` after its chunks, so a checkpoint is either
 //! complete or absent. The two newest checkpoints are kept; older ones, the log records they
 //! cover, and chunks nothing names (after the store's grace period) are deleted.
@@ -33,7 +33,9 @@ use dynql_core::Value;
 
 const CHECKPOINT_DIR: &str = "_checkpoints";
 
-/// A checkpoint compacts a table that has more chunks than this.
+/// A checkpoint compacts a table deeper than this many layers of chunks (the most chunks a
+/// read of one key may merge, [`crate::compaction_policy::depth`]; not the number of chunks:
+/// a large table is many chunks, one layer).
 pub const AUTO_COMPACTION_CHUNKS: usize = 8;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -268,7 +270,8 @@ impl Store {
             .tables
             .iter()
             .filter(|(_, (e, d))| {
-                d.chunks.len() > AUTO_COMPACTION_CHUNKS
+                crate::compaction_policy::depth(&crate::scan::tablet_ranges(e), &d.chunks)
+                    > AUTO_COMPACTION_CHUNKS
                     // Ordered tables whose retention allows deleting rows: compaction trims
                     // the expired commits (it rewrites nothing).
                     || (!e.schema.is_sorted()
@@ -715,7 +718,9 @@ mod tests {
             enable_compaction_and_partitioning: Some(false),
             ..TableOptions::default()
         };
-        s.create_table("//t", schema, options).await.unwrap();
+        s.create_table("//t", schema.clone(), options.clone())
+            .await
+            .unwrap();
         // Every checkpoint flushes the new layer into a chunk; the one that finds more than
         // AUTO_COMPACTION_CHUNKS chunks compacts them into one.
         for layer in 0..=AUTO_COMPACTION_CHUNKS as i64 {
@@ -738,6 +743,21 @@ mod tests {
             }
         }
         assert_eq!(s.version_count("//t").await.unwrap(), 50);
+        // Chunks of keys that do not overlap are one layer, however many: left as they are.
+        s.create_table("//wide", schema.clone(), options.clone())
+            .await
+            .unwrap();
+        for layer in 0..=AUTO_COMPACTION_CHUNKS as i64 + 2 {
+            let rows = (layer * 100..layer * 100 + 50)
+                .map(|k| vec![Some(Value::Int64(k)), Some(Value::Int64(layer))])
+                .collect();
+            s.write_rows("//wide", WriteKind::Overwrite, false, rows)
+                .await
+                .unwrap();
+            s.checkpoint().await.unwrap();
+        }
+        let wide = s.refresh().await.unwrap().tables["//wide"].1.chunks.len();
+        assert_eq!(wide, AUTO_COMPACTION_CHUNKS + 3);
         let last = AUTO_COMPACTION_CHUNKS as i64;
         assert!(s
             .read_rows("//t", Timestamp::MAX)

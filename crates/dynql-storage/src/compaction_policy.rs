@@ -1,20 +1,25 @@
 //! When a sorted table compacts on its own: size-tiered minor compaction per tablet.
 //!
-//! A read of a tablet merges every chunk whose keys meet the tablet's, so the number of such
-//! chunks (its *depth*) is the tablet's read amplification. Each commit that adds chunks to a
+//! A read of a key merges the chunks of its tablet that may hold it. Chunks whose keys rise
+//! without overlapping, one after another in the chunk list (a bulk write's or a
+//! compaction's chunks of a tablet, cut every million rows), make one *layer*: a key is in at
+//! most one of them. The number of layers meeting a tablet (its *depth*, [`depth`]) is its
+//! read amplification; the number of chunks is not (a 100M-row import leaves a dozen chunks
+//! per tablet, all one layer, already read-optimal). Each commit that adds chunks to a
 //! table (a flush, a bulk write) asks [`choose`] whether one of its tablets should compact,
 //! in the process that made the commit: the shell and a library user's long-lived
 //! [`Store`](crate::Store) as much as a one-shot command.
 //!
-//! The rule, per tablet, over the chunks that meet it, newest first:
+//! The rule, per tablet, over the layers that meet it, newest first:
 //!
-//! * **Tiers.** Take the newest chunk, then each next older one while it holds at most
+//! * **Tiers.** Take the newest layer, then each next older one while it holds at most
 //!   [`SIZE_RATIO`] times the versions of all the newer ones taken. When that gathers at least
-//!   [`MIN_MERGE_CHUNKS`] chunks, they merge. Small flushes so merge with each other, and a
-//!   large chunk is rewritten only when what lies on top of it has grown comparable to it:
-//!   each version is rewritten about `log(table size / flush size)` times, not once per flush.
-//! * **Depth cap.** A tablet with more than [`MAX_OVERLAPPING_CHUNKS`] chunks merges all of
-//!   them, whatever their sizes.
+//!   [`MIN_MERGE_CHUNKS`] layers, their chunks merge. Small flushes so merge with each other,
+//!   and a large layer is rewritten only when what lies on top of it has grown comparable to
+//!   it: each version is rewritten about `log(table size / flush size)` times, not once per
+//!   flush.
+//! * **Depth cap.** A tablet deeper than [`MAX_OVERLAPPING_CHUNKS`] layers merges all of them,
+//!   whatever their sizes.
 //!
 //! The deepest tablet's choice is taken, then widened to a *suffix over its keys*: every chunk
 //! at least as new as the oldest one chosen that shares keys with the choice joins it (a chunk
@@ -25,7 +30,7 @@
 //!
 //! Retention applies on the way as far as a partial history allows
 //! ([`compact_recent_versions`](crate::compaction::compact_recent_versions)); a full
-//! compaction (`compact`, and checkpoints for tables past
+//! compaction (`compact`, and checkpoints for tables deeper than
 //! [`AUTO_COMPACTION_CHUNKS`](crate::checkpoint::AUTO_COMPACTION_CHUNKS)) also drops what only
 //! a whole history can tell. `mount_config/enable_compaction_and_partitioning=%false` turns
 //! the policy off for a table, as in YT.
@@ -37,13 +42,13 @@ use dynql_core::{compare_rows, Value};
 use crate::chunk::ChunkRef;
 use crate::scan::KeyRange;
 
-/// A tier merges once it gathers this many chunks (YT's `min_compaction_store_count`).
+/// A tier merges once it gathers this many layers (YT's `min_compaction_store_count`).
 pub const MIN_MERGE_CHUNKS: usize = 3;
 
-/// A tablet met by more chunks than this merges them all.
+/// A tablet deeper than this many layers merges them all.
 pub const MAX_OVERLAPPING_CHUNKS: usize = 8;
 
-/// A chunk joins the tier above it while it holds at most this many times the versions of
+/// A layer joins the tier above it while it holds at most this many times the versions of
 /// the tier.
 pub const SIZE_RATIO: u64 = 2;
 
@@ -58,34 +63,63 @@ fn share_keys(a: (&[Value], &[Value]), b: &ChunkRef) -> bool {
         && compare_rows(&b.min_key, a.1) != Ordering::Greater
 }
 
-/// The chunks one tablet would merge (indices into `chunks`, oldest first), if any.
-fn tablet_choice(tablet: &KeyRange, chunks: &[ChunkRef]) -> Option<Vec<usize>> {
-    let met: Vec<usize> = (0..chunks.len())
-        .filter(|&i| meets(tablet, &chunks[i]))
-        .collect();
-    if met.len() > MAX_OVERLAPPING_CHUNKS {
-        return Some(met);
+/// The chunks meeting `tablet` (indices into `chunks`, oldest first) in *layers*: a layer is
+/// a sequence of consecutive chunks whose keys rise without overlapping (a bulk write's or a
+/// compaction's chunks of a tablet, cut every [`BULK_CHUNK_ROWS`](crate::bulk::BULK_CHUNK_ROWS)
+/// rows; flushes of disjoint keys), so a read of one key meets at most one chunk of it.
+/// The number of layers is the tablet's read amplification, its *depth*.
+fn layers(tablet: &KeyRange, chunks: &[ChunkRef]) -> Vec<Vec<usize>> {
+    let mut layers: Vec<Vec<usize>> = Vec::new();
+    for i in (0..chunks.len()).filter(|&i| meets(tablet, &chunks[i])) {
+        let continues = layers.last().is_some_and(|layer| {
+            let last = &chunks[*layer.last().expect("layers are not empty")];
+            compare_rows(&last.max_key, &chunks[i].min_key) == Ordering::Less
+        });
+        match layers.last_mut() {
+            Some(layer) if continues => layer.push(i),
+            _ => layers.push(vec![i]),
+        }
     }
-    let mut tier = Vec::new();
+    layers
+}
+
+/// The depth of the deepest tablet: the most chunks a read of one key may have to merge
+/// (see [`layers`]).
+pub fn depth(tablets: &[KeyRange], chunks: &[ChunkRef]) -> usize {
+    tablets
+        .iter()
+        .map(|t| layers(t, chunks).len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The chunks one tablet would merge (indices into `chunks`, oldest first), if any, and how
+/// many layers they make.
+fn tablet_choice(tablet: &KeyRange, chunks: &[ChunkRef]) -> Option<(usize, Vec<usize>)> {
+    let layers = layers(tablet, chunks);
+    if layers.len() > MAX_OVERLAPPING_CHUNKS {
+        return Some((layers.len(), layers.concat()));
+    }
+    let rows = |layer: &[usize]| layer.iter().map(|&i| chunks[i].rows).sum::<u64>();
+    let mut tier = 0;
     let mut versions = 0u64;
-    for &i in met.iter().rev() {
-        if !tier.is_empty() && chunks[i].rows > SIZE_RATIO.saturating_mul(versions) {
+    for layer in layers.iter().rev() {
+        if tier > 0 && rows(layer) > SIZE_RATIO.saturating_mul(versions) {
             break;
         }
-        tier.push(i);
-        versions = versions.saturating_add(chunks[i].rows);
+        tier += 1;
+        versions = versions.saturating_add(rows(layer));
     }
-    tier.reverse();
-    (tier.len() >= MIN_MERGE_CHUNKS).then_some(tier)
+    (tier >= MIN_MERGE_CHUNKS).then(|| (tier, layers[layers.len() - tier..].concat()))
 }
 
 /// The chunks of a sorted table with tablets `tablets` that should merge now (indices into
 /// `chunks`, oldest first), or `None`. See the module docs.
 pub fn choose(tablets: &[KeyRange], chunks: &[ChunkRef]) -> Option<Vec<usize>> {
-    let mut chosen = tablets
+    let (_, mut chosen) = tablets
         .iter()
         .filter_map(|t| tablet_choice(t, chunks))
-        .max_by_key(|c| c.len())?;
+        .max_by_key(|(layers, _)| *layers)?;
     // Widen to a suffix over the chosen keys (a fixed point: each chunk taken may widen the
     // keys).
     let oldest = chosen[0];
@@ -169,7 +203,7 @@ mod tests {
         ]
     }
 
-    /// The rows read at the end, the most chunks that ever met a tablet, the chunks at the end.
+    /// The rows read at the end, the table's greatest depth ever and its depth at the end.
     async fn run(ops: &[Op], policy: bool) -> (Vec<Vec<Value>>, usize, usize) {
         use crate::compaction::Retention;
         use crate::mvcc::WriteKind;
@@ -228,17 +262,16 @@ mod tests {
             .unwrap();
             let state = store.refresh().await.unwrap();
             let (entry, data) = state.table_data("//t").unwrap();
-            for t in crate::scan::tablet_ranges(entry) {
-                let depth = data.chunks.iter().filter(|c| meets(&t, c)).count();
-                deepest = deepest.max(depth);
-            }
+            deepest = deepest.max(depth(&crate::scan::tablet_ranges(entry), &data.chunks));
         }
         let rows = store
             .read_rows("//t", crate::timestamp::Timestamp::MAX)
             .await
             .unwrap();
-        let chunks = store.chunks("//t").await.unwrap().len();
-        (rows, deepest, chunks)
+        let state = store.refresh().await.unwrap();
+        let (entry, data) = state.table_data("//t").unwrap();
+        let depth_now = depth(&crate::scan::tablet_ranges(entry), &data.chunks);
+        (rows, deepest, depth_now)
     }
 
     proptest::proptest! {
@@ -258,8 +291,8 @@ mod tests {
         }
     }
 
-    /// The benchmark's shape: eight flushes of the same keys leave at most two chunks per
-    /// tablet (of two).
+    /// The benchmark's shape: eight flushes of the same keys leave at most two layers per
+    /// tablet.
     #[tokio::test]
     async fn eight_flushes_of_the_same_keys_leave_few_chunks() {
         let ops: Vec<Op> = (0..8)
@@ -269,8 +302,8 @@ mod tests {
                     .chain(std::iter::once(Op::Flush))
             })
             .collect();
-        let (rows, _, chunks) = run(&ops, true).await;
-        assert!(chunks <= 4, "{chunks} chunks");
+        let (rows, _, depth) = run(&ops, true).await;
+        assert!(depth <= 2, "depth {depth}");
         assert_eq!(rows.len(), 40);
         assert!(rows.iter().all(|r| r[1] == Value::Int64(7)));
     }
@@ -294,6 +327,41 @@ mod tests {
             chunks.push(chunk(1000, 0, 999));
         }
         assert_eq!(choose(&one, &chunks), Some((0..MIN_MERGE_CHUNKS).collect()));
+    }
+
+    #[test]
+    fn chunks_whose_keys_rise_without_overlap_are_one_layer() {
+        let one = tablets(&[]);
+        // A large import: a dozen chunks of a million rows, one after another in key order.
+        let mut chunks: Vec<ChunkRef> = (0..12)
+            .map(|i| chunk(1_000_000, i * 100, i * 100 + 99))
+            .collect();
+        assert_eq!(depth(&one, &chunks), 1);
+        assert_eq!(choose(&one, &chunks), None);
+        // Flushes over its keys are layers of their own; a tier of them merges without it.
+        for _ in 0..MIN_MERGE_CHUNKS {
+            chunks.push(chunk(10, 0, 1199));
+        }
+        assert_eq!(depth(&one, &chunks), 1 + MIN_MERGE_CHUNKS);
+        assert_eq!(
+            choose(&one, &chunks),
+            Some((12..12 + MIN_MERGE_CHUNKS).collect())
+        );
+        // A chunk that overlaps the one before it starts a new layer, even among disjoint ones.
+        let chunks = vec![
+            chunk(5, 0, 9),
+            chunk(5, 20, 29),
+            chunk(5, 25, 40),
+            chunk(5, 50, 60),
+        ];
+        assert_eq!(depth(&one, &chunks), 2);
+        // Past the cap, every layer merges, all chunks of each.
+        let mut chunks: Vec<ChunkRef> = (0..3).map(|i| chunk(1000, i * 10, i * 10 + 9)).collect();
+        for i in 0..MAX_OVERLAPPING_CHUNKS as u64 {
+            chunks.push(chunk(10u64.pow(9 - i as u32), 0, 29));
+        }
+        assert_eq!(depth(&one, &chunks), 1 + MAX_OVERLAPPING_CHUNKS);
+        assert_eq!(choose(&one, &chunks), Some((0..chunks.len()).collect()));
     }
 
     #[test]

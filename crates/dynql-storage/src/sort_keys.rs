@@ -157,10 +157,10 @@ pub(crate) fn integer_keys_rise(key_count: usize, batches: &[RecordBatch]) -> bo
     true
 }
 
-/// [`last_of_each_key`] for [`integer_keys`].
+/// [`last_of_each_key`] for [`integer_keys`] (given in input order).
 pub(crate) fn last_of_each_integer_key(mut packed: Vec<(u64, u64, u32)>) -> Vec<u32> {
     // Equal keys in input order: the last of each run is the last given.
-    packed.sort_unstable();
+    sort_integer_keys(&mut packed);
     let mut kept = Vec::with_capacity(packed.len());
     for (i, p) in packed.iter().enumerate() {
         if packed.get(i + 1).is_none_or(|q| (q.0, q.1) != (p.0, p.1)) {
@@ -168,6 +168,51 @@ pub(crate) fn last_of_each_integer_key(mut packed: Vec<(u64, u64, u32)>) -> Vec<
         }
     }
     kept
+}
+
+/// Below this many keys a comparison sort beats the radix sort's passes.
+const RADIX_SORT_MIN_KEYS: usize = 1 << 12;
+
+/// Sorts packed keys given in input order (their positions rise) by key, equal keys in input
+/// order: the order of `sort_unstable` on the triples. Many keys are sorted by a stable LSD
+/// radix sort over the bytes of the key, 8 bits a pass, skipping the bytes every key shares
+/// (a hash modulo 64 and an id below 2^24 take 4 passes, not 16).
+pub(crate) fn sort_integer_keys(keys: &mut Vec<(u64, u64, u32)>) {
+    if keys.len() < RADIX_SORT_MIN_KEYS {
+        keys.sort_unstable();
+        return;
+    }
+    // Byte `d` of the key, least significant first: the second word's 8, then the first's.
+    let digit = |k: &(u64, u64, u32), d: usize| -> usize {
+        let word = if d < 8 { k.1 } else { k.0 };
+        ((word >> ((d % 8) * 8)) & 0xff) as usize
+    };
+    let mut counts = vec![[0usize; 256]; 16];
+    for k in keys.iter() {
+        for (d, count) in counts.iter_mut().enumerate() {
+            count[digit(k, d)] += 1;
+        }
+    }
+    let n = keys.len();
+    let mut scratch: Vec<(u64, u64, u32)> = vec![(0, 0, 0); n];
+    for (d, count) in counts.iter().enumerate() {
+        if count.contains(&n) {
+            // Every key has the same byte here: the pass would not move anything.
+            continue;
+        }
+        let mut next = [0usize; 256];
+        let mut start = 0;
+        for (b, &c) in count.iter().enumerate() {
+            next[b] = start;
+            start += c;
+        }
+        for k in keys.iter() {
+            let b = digit(k, d);
+            scratch[next[b]] = *k;
+            next[b] += 1;
+        }
+        std::mem::swap(keys, &mut scratch);
+    }
 }
 
 /// Positions (in `rows`) of each key's last row, in key order.
@@ -219,4 +264,30 @@ pub(crate) fn last_of_each_key(rows: &Rows) -> Vec<u32> {
         }
     }
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// The radix sort orders like `sort_unstable` on (key, position): by key, equal keys
+        /// in input order; with few or many keys, narrow or full-width words.
+        #[test]
+        fn the_radix_sort_orders_like_a_comparison_sort(
+            words in proptest::collection::vec((0u64..64, proptest::num::u64::ANY), 0..9000),
+            narrow in proptest::bool::ANY,
+        ) {
+            let mut keys: Vec<(u64, u64, u32)> = words
+                .iter()
+                .enumerate()
+                .map(|(i, &(a, b))| (a, if narrow { b % 5000 } else { b }, i as u32))
+                .collect();
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            sort_integer_keys(&mut keys);
+            proptest::prop_assert_eq!(keys, expected);
+        }
+    }
 }
