@@ -356,7 +356,7 @@ mod tests {
             key(("n", Yson::Int64(300))),
         ] {
             assert!(
-                yson_rows_to_batch(&e, &computed, &[bad.clone()]).is_none(),
+                yson_rows_to_batch(&e, &computed, std::slice::from_ref(&bad)).is_none(),
                 "{bad:?}"
             );
         }
