@@ -14,7 +14,7 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use dynql::io::ImportOptions;
 use dynql::{Database, SelectOptions};
-use dynql_benches::{batch, env, median, report, BENCH_TABLE_ATTRIBUTES};
+use dynql_benches::{batch, env, median_pair, report, BENCH_TABLE_ATTRIBUTES};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// The allocator the `dynql` binary uses, so that the figures are the CLI's.
@@ -79,19 +79,23 @@ fn main() {
             assert_eq!(report.rows_imported, rows as u64);
         });
     };
-    let import = median(runs, || {
-        let store = tempfile::tempdir().unwrap();
-        import_into(&format!("file://{}", store.path().display()));
-    });
-    let parquet = median(runs, || {
-        let out = tempfile::tempdir().unwrap();
-        let file = std::fs::File::create(out.path().join("t.parquet")).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(file, batches[0].schema(), None).unwrap();
-        for b in &batches {
-            w.write(b).unwrap();
-        }
-        w.close().unwrap();
-    });
+    let (import, parquet) = median_pair(
+        runs,
+        || {
+            let store = tempfile::tempdir().unwrap();
+            import_into(&format!("file://{}", store.path().display()));
+        },
+        || {
+            let out = tempfile::tempdir().unwrap();
+            let file = std::fs::File::create(out.path().join("t.parquet")).unwrap();
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(file, batches[0].schema(), None).unwrap();
+            for b in &batches {
+                w.write(b).unwrap();
+            }
+            w.close().unwrap();
+        },
+    );
     report("import (parquet files)", import, "parquet write", parquet);
 
     // A point query from a store opened right after the import.

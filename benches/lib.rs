@@ -76,6 +76,31 @@ pub fn median<F: FnMut()>(runs: usize, mut f: F) -> Duration {
     times[times.len() / 2]
 }
 
+/// The medians of `runs` timed runs of `a` and of `b`, taken in turns (a, b, a, b, ...)
+/// after one untimed run of each: a machine that slows down or speeds up during the
+/// measurement then weighs on both sides alike, not on whichever ran second.
+pub fn median_pair<A: FnMut(), B: FnMut()>(
+    runs: usize,
+    mut a: A,
+    mut b: B,
+) -> (Duration, Duration) {
+    a();
+    b();
+    let mut times_a = Vec::with_capacity(runs.max(1));
+    let mut times_b = Vec::with_capacity(runs.max(1));
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        a();
+        times_a.push(t.elapsed());
+        let t = Instant::now();
+        b();
+        times_b.push(t.elapsed());
+    }
+    times_a.sort();
+    times_b.sort();
+    (times_a[times_a.len() / 2], times_b[times_b.len() / 2])
+}
+
 /// Prints one result line: name, both medians, and dynql / baseline.
 pub fn report(name: &str, dynql: Duration, baseline_name: &str, baseline: Duration) -> f64 {
     let ratio = dynql.as_secs_f64() / baseline.as_secs_f64().max(1e-9);

@@ -18,7 +18,7 @@ use arrow::array::{Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use dynql::{Database, LookupOptions, SelectOptions, Yson};
-use dynql_benches::{env, median, report, Lcg};
+use dynql_benches::{env, median, median_pair, report, Lcg};
 
 const SCHEMA: &str = "{dynamic=%true; min_data_ttl=0; max_data_ttl=0; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=x;type=double}]}";
 
@@ -66,22 +66,26 @@ fn main() {
 
     // 1. Bulk insert vs a plain Parquet write of the same rows.
     let input = rows(n, 0);
-    let insert = median(runs, || {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(&format!("file://{}", dir.path().display())).unwrap();
-        rt.block_on(async {
-            db.create_table_from_text("//t", SCHEMA).await.unwrap();
-            db.insert_rows("//t", &input).await.unwrap();
-        });
-    });
     let arrow_batch = batch(n);
-    let parquet = median(runs, || {
-        let dir = tempfile::tempdir().unwrap();
-        let file = std::fs::File::create(dir.path().join("t.parquet")).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(file, arrow_batch.schema(), None).unwrap();
-        w.write(&arrow_batch).unwrap();
-        w.close().unwrap();
-    });
+    let (insert, parquet) = median_pair(
+        runs,
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Database::open(&format!("file://{}", dir.path().display())).unwrap();
+            rt.block_on(async {
+                db.create_table_from_text("//t", SCHEMA).await.unwrap();
+                db.insert_rows("//t", &input).await.unwrap();
+            });
+        },
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let file = std::fs::File::create(dir.path().join("t.parquet")).unwrap();
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(file, arrow_batch.schema(), None).unwrap();
+            w.write(&arrow_batch).unwrap();
+            w.close().unwrap();
+        },
+    );
     report("bulk insert_rows", insert, "parquet write", parquet);
 
     // 2. 10k random lookups vs SQLite primary-key lookups.
