@@ -20,18 +20,17 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashSet};
 
 use crate::chunk::{
-    chunk_created_ms, decode_chunk, decode_versions, key_from_text, key_text, new_chunk_path,
-    write_versioned_chunk, ChunkRef,
+    decode_chunk, decode_versions, key_from_text, key_text, new_chunk_path, write_versioned_chunk,
+    ChunkRef,
 };
 use crate::conflict::{LockDelta, LockMode};
 use crate::error::{Error, Result};
-use crate::log::Action;
 use crate::mvcc::{RowDelta, WriteKind};
 use crate::store::{KeyOrd, State, Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
 use dynql_core::Value;
 
-const CHECKPOINT_DIR: &str = "_checkpoints";
+pub(crate) const CHECKPOINT_DIR: &str = "_checkpoints";
 
 /// A checkpoint compacts a table deeper than this many layers of chunks (the most chunks a
 /// read of one key may merge, [`crate::compaction_policy::depth`]; not the number of chunks:
@@ -122,6 +121,20 @@ async fn read_manifest(objects: &dyn ObjectStore, location: &ObjectPath) -> Resu
     })
 }
 
+/// The chunks the manifest at `location` names (the tables' chunks and tail chunks).
+pub(crate) async fn manifest_chunks(
+    objects: &dyn ObjectStore,
+    location: &ObjectPath,
+) -> Result<Vec<String>> {
+    let manifest = read_manifest(objects, location).await?;
+    let mut named = Vec::new();
+    for t in manifest.tables {
+        named.extend(t.chunk);
+        named.extend(t.chunks.into_iter().map(|c| c.path));
+    }
+    Ok(named)
+}
+
 /// The checkpoint manifests (and their tail chunks) that fail to load: (path, problem).
 pub(crate) async fn damaged_checkpoints(
     objects: &dyn ObjectStore,
@@ -158,7 +171,7 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
     }
 }
 
-fn is_not_found(e: &Error) -> bool {
+pub(crate) fn is_not_found(e: &Error) -> bool {
     matches!(e, Error::ObjectStore(object_store::Error::NotFound { .. }))
 }
 
@@ -371,124 +384,6 @@ impl Store {
         self.collect_garbage().await?;
         self.collect_transactions().await?;
         Ok(state.seq)
-    }
-
-    /// Deletes checkpoints older than the two newest, and chunks no kept checkpoint names.
-    async fn collect_garbage(&self) -> Result<()> {
-        let prefix = ObjectPath::from(CHECKPOINT_DIR);
-        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
-        let mut seqs: Vec<(u64, ObjectPath)> = metas
-            .iter()
-            .filter_map(|m| {
-                let seq = m
-                    .location
-                    .filename()?
-                    .strip_suffix(".json")?
-                    .parse::<u64>()
-                    .ok()?;
-                Some((seq, m.location.clone()))
-            })
-            .collect();
-        seqs.sort_by_key(|(s, _)| std::cmp::Reverse(*s));
-        let mut referenced = HashSet::new();
-        for (_, location) in seqs.iter().take(2) {
-            // A damaged manifest stops the collection: what it names cannot be known. One
-            // deleted meanwhile was collected by a newer checkpoint's collection, which
-            // covers this one's work.
-            let manifest = match read_manifest(self.objects.as_ref(), location).await {
-                Err(e) if is_not_found(&e) => return Ok(()),
-                read => read?,
-            };
-            for t in manifest.tables {
-                referenced.extend(t.chunk);
-                referenced.extend(t.chunks.into_iter().map(|c| c.path));
-            }
-        }
-        for (_, location) in seqs.iter().skip(2) {
-            crate::objects::delete_if_present(self.objects.as_ref(), location).await?;
-        }
-        // Log records covered by the older kept checkpoint are no longer needed to open the
-        // store; a reader still behind them reloads a checkpoint.
-        if let Some((oldest_kept, _)) = seqs.get(1) {
-            let mut records = crate::objects::list_all(
-                self.objects.as_ref(),
-                &ObjectPath::from(crate::log::LOG_DIR),
-            )
-            .await?;
-            // Oldest first: while record N exists, no record after N is gone, which lets a
-            // reader check that it is current with two HEAD requests (Store::refresh).
-            records.sort_by(|a, b| a.location.cmp(&b.location));
-            for r in records {
-                let seq = r
-                    .location
-                    .filename()
-                    .and_then(|f| f.strip_suffix(".json"))
-                    .and_then(|s| s.parse::<u64>().ok());
-                if seq.is_some_and(|s| s <= *oldest_kept) {
-                    crate::objects::delete_if_present(self.objects.as_ref(), &r.location).await?;
-                }
-            }
-        }
-        // Chunks named by the remaining log records (large writes, flushes, compactions) are
-        // live too; an unnamed chunk younger than the grace period may belong to a commit in
-        // flight.
-        let records = crate::objects::list_all(
-            self.objects.as_ref(),
-            &ObjectPath::from(crate::log::LOG_DIR),
-        )
-        .await?;
-        for r in records {
-            let bytes = match self.objects.get(&r.location).await {
-                Ok(g) => g.bytes().await?,
-                Err(object_store::Error::NotFound { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let Some(seq) = r
-                .location
-                .filename()
-                .and_then(|f| f.strip_suffix(".json"))
-                .and_then(|s| s.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            // A damaged record may name chunks: collect nothing rather than guess.
-            let record = match crate::log::decode_record(r.location.as_ref(), seq, &bytes) {
-                crate::log::LogEntry::Record(record) => record,
-                crate::log::LogEntry::Damaged(d) => {
-                    return Err(Error::Corrupt {
-                        path: d.path,
-                        message: d.message,
-                    })
-                }
-            };
-            for a in record.actions {
-                match a {
-                    Action::WriteRows { chunk: Some(c), .. } => {
-                        referenced.insert(c);
-                    }
-                    Action::Flush { chunks, .. }
-                    | Action::Compact { chunks, .. }
-                    | Action::CompactChunks { chunks, .. }
-                    | Action::BulkInsert { chunks, .. } => {
-                        referenced.extend(chunks.into_iter().map(|c| c.path));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let chunks =
-            crate::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables")).await?;
-        let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
-        for c in chunks {
-            if referenced.contains(c.location.as_ref()) {
-                continue;
-            }
-            let created = c.location.filename().and_then(chunk_created_ms);
-            if created.is_some_and(|ms| ms.saturating_add(self.gc_grace_ms) <= now_ms) {
-                crate::objects::delete_if_present(self.objects.as_ref(), &c.location).await?;
-            }
-        }
-        Ok(())
     }
 }
 

@@ -23,6 +23,7 @@ pub mod error;
 mod external_sort;
 pub mod files;
 mod flush;
+mod garbage;
 mod key_range;
 mod key_search;
 pub mod log;

@@ -1,0 +1,122 @@
+//! Garbage collection, run after each checkpoint: what no kept checkpoint and no remaining
+//! log record names is deleted (see `docs/design/0004-chunked-reads.md`, "Garbage
+//! collection"). Two collectors may run at once (two handles checkpointing): each tolerates
+//! files the other deleted first.
+
+use std::collections::HashSet;
+
+use object_store::path::Path as ObjectPath;
+use object_store::ObjectStoreExt;
+
+use crate::chunk::chunk_created_ms;
+use crate::error::{Error, Result};
+use crate::log::Action;
+use crate::store::Store;
+use crate::timestamp::Timestamp;
+
+/// The sequence number in a checkpoint manifest's or log record's name (`NNN.json`).
+fn sequence_number(location: &ObjectPath) -> Option<u64> {
+    location.filename()?.strip_suffix(".json")?.parse().ok()
+}
+
+impl Store {
+    /// Deletes checkpoints older than the two newest, log records the older kept one covers,
+    /// and chunks nothing names (once the grace period has passed).
+    pub(crate) async fn collect_garbage(&self) -> Result<()> {
+        let prefix = ObjectPath::from(crate::checkpoint::CHECKPOINT_DIR);
+        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
+        let mut seqs: Vec<(u64, ObjectPath)> = metas
+            .iter()
+            .filter_map(|m| Some((sequence_number(&m.location)?, m.location.clone())))
+            .collect();
+        seqs.sort_by_key(|(s, _)| std::cmp::Reverse(*s));
+        let mut referenced = HashSet::new();
+        for (_, location) in seqs.iter().take(2) {
+            // A damaged manifest stops the collection: what it names cannot be known. One
+            // deleted meanwhile was collected by a newer checkpoint's collection, which
+            // covers this one's work.
+            let named =
+                match crate::checkpoint::manifest_chunks(self.objects.as_ref(), location).await {
+                    Err(e) if crate::checkpoint::is_not_found(&e) => return Ok(()),
+                    read => read?,
+                };
+            referenced.extend(named);
+        }
+        for (_, location) in seqs.iter().skip(2) {
+            crate::objects::delete_if_present(self.objects.as_ref(), location).await?;
+        }
+        // Log records covered by the older kept checkpoint are no longer needed to open the
+        // store; a reader still behind them reloads a checkpoint.
+        if let Some((oldest_kept, _)) = seqs.get(1) {
+            let mut records = crate::objects::list_all(
+                self.objects.as_ref(),
+                &ObjectPath::from(crate::log::LOG_DIR),
+            )
+            .await?;
+            // Oldest first: while record N exists, no record after N is gone, which lets a
+            // reader check that it is current with two HEAD requests (Store::refresh).
+            records.sort_by(|a, b| a.location.cmp(&b.location));
+            for r in records {
+                let seq = sequence_number(&r.location);
+                if seq.is_some_and(|s| s <= *oldest_kept) {
+                    crate::objects::delete_if_present(self.objects.as_ref(), &r.location).await?;
+                }
+            }
+        }
+        // Chunks named by the remaining log records (large writes, flushes, compactions) are
+        // live too; an unnamed chunk younger than the grace period may belong to a commit in
+        // flight.
+        let records = crate::objects::list_all(
+            self.objects.as_ref(),
+            &ObjectPath::from(crate::log::LOG_DIR),
+        )
+        .await?;
+        for r in records {
+            let bytes = match self.objects.get(&r.location).await {
+                Ok(g) => g.bytes().await?,
+                Err(object_store::Error::NotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let Some(seq) = sequence_number(&r.location) else {
+                continue;
+            };
+            // A damaged record may name chunks: collect nothing rather than guess.
+            let record = match crate::log::decode_record(r.location.as_ref(), seq, &bytes) {
+                crate::log::LogEntry::Record(record) => record,
+                crate::log::LogEntry::Damaged(d) => {
+                    return Err(Error::Corrupt {
+                        path: d.path,
+                        message: d.message,
+                    })
+                }
+            };
+            for a in record.actions {
+                match a {
+                    Action::WriteRows { chunk: Some(c), .. } => {
+                        referenced.insert(c);
+                    }
+                    Action::Flush { chunks, .. }
+                    | Action::Compact { chunks, .. }
+                    | Action::CompactChunks { chunks, .. }
+                    | Action::BulkInsert { chunks, .. } => {
+                        referenced.extend(chunks.into_iter().map(|c| c.path));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let chunks =
+            crate::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables")).await?;
+        let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
+        for c in chunks {
+            if referenced.contains(c.location.as_ref()) {
+                continue;
+            }
+            let created = c.location.filename().and_then(chunk_created_ms);
+            if created.is_some_and(|ms| ms.saturating_add(self.gc_grace_ms) <= now_ms) {
+                crate::objects::delete_if_present(self.objects.as_ref(), &c.location).await?;
+            }
+        }
+        Ok(())
+    }
+}
