@@ -47,6 +47,59 @@ pub(crate) struct Converted {
     pub rejected: Vec<RejectedRow>,
 }
 
+/// The problems of a batch's rows, by row. Nothing is allocated while no row has one: the
+/// usual batch is converted column by column without a pass over its rows.
+struct RowProblems {
+    rows: usize,
+    /// Empty until the first problem; then one entry per row.
+    by_row: Vec<Vec<String>>,
+}
+
+impl RowProblems {
+    fn new(rows: usize) -> RowProblems {
+        RowProblems {
+            rows,
+            by_row: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, row: usize, problem: String) {
+        if self.by_row.is_empty() {
+            self.by_row = vec![Vec::new(); self.rows];
+        }
+        self.by_row[row].push(problem);
+    }
+
+    /// The same problem for every row.
+    fn push_all(&mut self, problem: String) {
+        for row in 0..self.rows {
+            self.push(row, problem.clone());
+        }
+    }
+
+    fn is_ok(&self, row: usize) -> bool {
+        self.by_row.get(row).is_none_or(Vec::is_empty)
+    }
+
+    /// Whether some row has a problem.
+    fn any(&self) -> bool {
+        !self.by_row.is_empty()
+    }
+
+    /// The rows without a problem.
+    fn ok_count(&self) -> usize {
+        (0..self.rows).filter(|&r| self.is_ok(r)).count()
+    }
+
+    /// The rows with problems, in order, and their problems.
+    fn into_rejected(self) -> impl Iterator<Item = (usize, Vec<String>)> {
+        self.by_row
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+    }
+}
+
 impl Converter {
     /// A converter for a table's schema.
     ///
@@ -104,7 +157,7 @@ impl Converter {
     ) -> Result<Converted> {
         let n = batch.num_rows();
         let width = self.schema.columns().len();
-        let mut problems: Vec<Vec<String>> = vec![Vec::new(); n];
+        let mut problems = RowProblems::new(n);
         let file_error = |m: String| Error::Invalid(format!("{file}: {m}"));
         // Which input column feeds each schema column.
         let mut slots: Vec<Option<usize>> = vec![None; width];
@@ -119,11 +172,7 @@ impl Converter {
                 None if self.key_count == 0 && name == VIRTUAL_TABLET_INDEX => {
                     tablet_column = Some(i)
                 }
-                None => {
-                    for p in &mut problems {
-                        p.push(format!("No such column {name:?} in table schema"));
-                    }
-                }
+                None => problems.push_all(format!("No such column {name:?} in table schema")),
             }
         }
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(width);
@@ -133,13 +182,9 @@ impl Converter {
             let target = arrow_type(column.wire_type());
             let Some(i) = slots[c].filter(|_| !self.is_system(column)) else {
                 if column.is_key() && !column.is_computed() {
-                    for p in &mut problems {
-                        p.push(format!("Missing key column {:?}", column.name));
-                    }
+                    problems.push_all(format!("Missing key column {:?}", column.name));
                 } else if column.required && !self.is_system(column) {
-                    for p in &mut problems {
-                        p.push(format!("Missing required column {:?}", column.name));
-                    }
+                    problems.push_all(format!("Missing required column {:?}", column.name));
                 }
                 columns.push(new_null_array(&target, n));
                 continue;
@@ -148,17 +193,19 @@ impl Converter {
             let converted =
                 convert_column(batch.schema().field(i), input, column, text, &mut problems)
                     .map_err(file_error)?;
-            for (r, p) in problems.iter_mut().enumerate() {
-                if !input.is_null(r) {
-                    continue;
-                }
-                if column.is_key() && !column.is_computed() {
-                    p.push(format!("key column {:?} is null", column.name));
-                } else if column.required {
-                    p.push(format!(
-                        "column {:?} is required and cannot be null",
-                        column.name
-                    ));
+            let null_problem = if column.is_key() && !column.is_computed() {
+                Some(format!("key column {:?} is null", column.name))
+            } else if column.required {
+                Some(format!(
+                    "column {:?} is required and cannot be null",
+                    column.name
+                ))
+            } else {
+                None
+            };
+            if let Some(problem) = null_problem.filter(|_| input.null_count() > 0) {
+                for r in (0..n).filter(|&r| input.is_null(r)) {
+                    problems.push(r, problem.clone());
                 }
             }
             if column.is_computed() {
@@ -171,9 +218,9 @@ impl Converter {
         // Before the keys are taken: a rejected row must not leave its key behind.
         if let Some((c, _)) = &self.ttl {
             let t = self.schema.columns()[*c].wire_type();
-            for (r, p) in problems.iter_mut().enumerate() {
+            for r in 0..n {
                 if let Err(m) = self.check_ttl(|_| array_value(columns[*c].as_ref(), t, r)) {
-                    p.push(m);
+                    problems.push(r, m);
                 }
             }
         }
@@ -200,32 +247,36 @@ impl Converter {
             let index = ColumnSchema::new(VIRTUAL_TABLET_INDEX, LogicalType::Int64);
             let values = convert_column(&field, batch.column(i), &index, text, &mut problems)
                 .map_err(file_error)?;
-            for (r, p) in problems.iter_mut().enumerate() {
+            for r in 0..n {
                 match array_value(values.as_ref(), ValueType::Int64, r) {
                     Value::Int64(t) => match self.check_tablet(t) {
-                        Ok(t) if p.is_empty() => tablets.push(Some(t)),
+                        Ok(t) if problems.is_ok(r) => tablets.push(Some(t)),
                         Ok(_) => {}
-                        Err(m) => p.push(m),
+                        Err(m) => problems.push(r, m),
                     },
-                    _ if p.is_empty() => tablets.push(None),
+                    _ if problems.is_ok(r) => tablets.push(None),
                     _ => {}
                 }
             }
         } else if self.key_count == 0 {
-            tablets = vec![None; problems.iter().filter(|p| p.is_empty()).count()];
+            tablets = vec![None; problems.ok_count()];
         }
         let table_batch = RecordBatch::try_new(self.arrow_schema.clone(), columns)
             .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
-        let mask: BooleanArray = problems.iter().map(|p| Some(p.is_empty())).collect();
+        if !problems.any() {
+            return Ok(Converted {
+                batch: table_batch,
+                tablets,
+                rejected: Vec::new(),
+            });
+        }
+        let mask: BooleanArray = (0..n).map(|r| Some(problems.is_ok(r))).collect();
         let accepted = filter_record_batch(&table_batch, &mask)
             .map_err(|e| Error::Invalid(format!("internal: {e}")))?;
         let mut rejected = Vec::new();
         if accepted.num_rows() < n {
             let render = render_columns(batch, text);
-            for (r, p) in problems.into_iter().enumerate() {
-                if p.is_empty() {
-                    continue;
-                }
+            for (r, p) in problems.into_rejected() {
                 let row = first_row + r as u64;
                 let mut input = serde_json::Map::new();
                 for (field, (t, a)) in batch.schema().fields().iter().zip(&render) {
@@ -366,7 +417,7 @@ impl Converter {
         c: usize,
         values: ArrayRef,
         given: &Option<ArrayRef>,
-        problems: &mut [Vec<String>],
+        problems: &mut RowProblems,
     ) -> Result<ArrayRef> {
         let column = &self.schema.columns()[c];
         let t = column.wire_type();
@@ -376,15 +427,16 @@ impl Converter {
             arrow::compute::cast(&values, &arrow_type(t))
                 .map_err(|e| Error::Invalid(format!("internal: {e}")))?
         };
-        if let Some(given) = given {
-            for (r, p) in problems.iter_mut().enumerate() {
-                if p.is_empty() && !given.is_null(r) {
+        // The usual input gives every value and gives it right: the arrays are equal.
+        if let Some(given) = given.as_ref().filter(|g| g.to_data() != values.to_data()) {
+            for r in 0..values.len() {
+                if problems.is_ok(r) && !given.is_null(r) {
                     let (input, computed) = (
                         array_value(given.as_ref(), t, r),
                         array_value(values.as_ref(), t, r),
                     );
                     if input != computed {
-                        p.push(self.mismatch(c, &input, &computed));
+                        problems.push(r, self.mismatch(c, &input, &computed));
                     }
                 }
             }
@@ -398,17 +450,17 @@ impl Converter {
         &self,
         columns: &mut [ArrayRef],
         given: &[Option<ArrayRef>],
-        problems: &mut [Vec<String>],
+        problems: &mut RowProblems,
     ) -> Result<()> {
-        let n = problems.len();
+        let n = problems.rows;
         let mut computed: Vec<Vec<Value>> = vec![Vec::with_capacity(n); self.key_count];
-        for (r, p) in problems.iter_mut().enumerate() {
+        for r in 0..n {
             let mut key: Vec<Value> = self.schema.key_columns()[..]
                 .iter()
                 .zip(columns.iter())
                 .map(|(col, a)| array_value(a.as_ref(), col.wire_type(), r))
                 .collect();
-            if p.is_empty() {
+            if problems.is_ok(r) {
                 let inputs: Vec<(usize, Value)> = given
                     .iter()
                     .enumerate()
@@ -419,12 +471,12 @@ impl Converter {
                     })
                     .collect();
                 if let Err(m) = self.fill_computed(&mut key, &inputs) {
-                    p.push(m);
+                    problems.push(r, m);
                 }
             }
             for (c, v) in key.into_iter().enumerate() {
                 if self.schema.columns()[c].is_computed() {
-                    computed[c].push(if p.is_empty() { v } else { Value::Null });
+                    computed[c].push(if problems.is_ok(r) { v } else { Value::Null });
                 }
             }
         }
@@ -490,17 +542,17 @@ fn convert_column(
     input: &ArrayRef,
     column: &ColumnSchema,
     text: bool,
-    problems: &mut [Vec<String>],
+    problems: &mut RowProblems,
 ) -> std::result::Result<ArrayRef, String> {
     let mut values = Vec::with_capacity(input.len());
     if text {
         let strings = input.as_string::<i32>();
-        for (r, p) in problems.iter_mut().enumerate() {
+        for r in 0..strings.len() {
             values.push(if strings.is_null(r) {
                 Value::Null
             } else {
                 parse_text(column, strings.value(r)).unwrap_or_else(|m| {
-                    p.push(m);
+                    problems.push(r, m);
                     Value::Null
                 })
             });
@@ -515,10 +567,10 @@ fn convert_column(
             // Already the column's Arrow type with nothing to check: no copy.
             return Ok(normalized);
         }
-        for (r, p) in problems.iter_mut().enumerate() {
+        for r in 0..normalized.len() {
             let v = array_value(normalized.as_ref(), source, r);
             values.push(coerce(column, v).unwrap_or_else(|m| {
-                p.push(m);
+                problems.push(r, m);
                 Value::Null
             }));
         }
