@@ -27,7 +27,8 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::arrow_convert::{batch_to_rows, rows_to_batch, table_arrow_schema};
 use dynql_core::{Value, ValueType};
 
-use crate::bulk_chunk::{check_bulk_rows, BulkChunkWriter, ChunkUploads};
+use crate::bulk_chunk::{check_bulk_rows, BulkChunkWriter};
+use crate::bulk_upload::{ChunkEncoding, ChunkUploads};
 use crate::chunk::{new_chunk_path, ChunkRef, ROW_GROUP_ROWS};
 use crate::error::{Error, Result};
 use crate::external_sort::ExternalSorter;
@@ -278,10 +279,10 @@ impl Store {
         let tablets = tablet_ranges(&entry);
         // Keys only rise: the tablet being written and its open chunk.
         let mut tablet = 0;
-        let mut writer: Option<BulkChunkWriter> = None;
+        let mut writer: Option<ChunkEncoding> = None;
         let mut uploads = ChunkUploads::new(self.objects.clone());
-        // The merge runs on a thread of its own; the chunks are encoded here and uploaded
-        // by tasks of their own.
+        // The merge runs on a thread of its own, each chunk is encoded on a thread of its own
+        // (consecutive chunks at once) and uploaded by a task of its own.
         let (mut merged, merging) = sorted.in_background()?;
         while let Some(batch) = merged.recv().await {
             let batch = batch?;
@@ -320,15 +321,15 @@ impl Store {
                             }
                             largest => largest + largest / 8,
                         };
-                        writer.insert(BulkChunkWriter::new(
+                        writer.insert(uploads.start(BulkChunkWriter::new(
                             new_chunk_path(&entry.id, "bulk"),
                             schema,
                             capacity,
-                        )?)
+                        )?)?)
                     }
                 };
                 let end = end.min(start + BULK_CHUNK_ROWS - w.rows());
-                w.write(&batch.slice(start, end - start))?;
+                w.write(batch.slice(start, end - start)).await?;
                 bulk.rows_written += (end - start) as u64;
                 start = end;
             }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BinaryArray, BooleanArray, UInt64Array, UInt8Array};
 use arrow::datatypes::{Float64Type, Int64Type, UInt64Type};
 use arrow::record_batch::RecordBatch;
-use object_store::ObjectStore;
 
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{TableSchema, Value, ValueType};
@@ -175,11 +174,6 @@ impl BulkChunkWriter {
         Ok(estimate.saturating_add(estimate / 4))
     }
 
-    /// Rows written so far.
-    pub(crate) fn rows(&self) -> usize {
-        self.rows
-    }
-
     /// Appends rows whose keys all follow the rows before.
     pub(crate) fn write(&mut self, rows: &RecordBatch) -> Result<()> {
         let n = rows.num_rows();
@@ -240,7 +234,7 @@ impl BulkChunkWriter {
         encoder.write(&encode_overwrites(&self.schema, rows)?)
     }
 
-    /// Finishes encoding the chunk: its bytes and its reference, to upload with
+    /// Finishes encoding the chunk: its reference and its bytes, to upload with
     /// [`crate::chunk::put_encoded`]; `None` when no row was written.
     pub(crate) fn encode(self) -> Result<Option<(ChunkRef, bytes::Bytes)>> {
         if self.rows == 0 {
@@ -263,85 +257,6 @@ impl BulkChunkWriter {
             commit_timestamp: None,
         };
         Ok(Some((chunk, bytes)))
-    }
-}
-
-/// Chunks an encoder has finished, uploading while the next one is encoded: at most
-/// [`UPLOADS_IN_FLIGHT`] at once (each holds its encoded bytes), in the order given.
-pub(crate) struct ChunkUploads {
-    objects: Arc<dyn ObjectStore>,
-    in_flight: std::collections::VecDeque<(ChunkRef, tokio::task::JoinHandle<Result<()>>)>,
-    done: Vec<ChunkRef>,
-    /// The size of the largest chunk pushed: what the next one likely needs at most.
-    largest_bytes: usize,
-}
-
-/// Uploads a bulk write keeps going beside its encoding.
-const UPLOADS_IN_FLIGHT: usize = 2;
-
-impl ChunkUploads {
-    pub(crate) fn new(objects: Arc<dyn ObjectStore>) -> ChunkUploads {
-        ChunkUploads {
-            objects,
-            in_flight: Default::default(),
-            done: Vec::new(),
-            largest_bytes: 0,
-        }
-    }
-
-    /// Starts uploading `writer`'s chunk, first waiting for the oldest upload if
-    /// [`UPLOADS_IN_FLIGHT`] are running.
-    pub(crate) async fn push(&mut self, writer: BulkChunkWriter) -> Result<()> {
-        let Some((chunk, bytes)) = writer.encode()? else {
-            return Ok(());
-        };
-        self.largest_bytes = self.largest_bytes.max(bytes.len());
-        if self.in_flight.len() >= UPLOADS_IN_FLIGHT {
-            self.wait_oldest().await?;
-        }
-        let objects = self.objects.clone();
-        let path = chunk.path.clone();
-        let upload =
-            tokio::spawn(
-                async move { crate::chunk::put_encoded(objects.as_ref(), &path, bytes).await },
-            );
-        self.in_flight.push_back((chunk, upload));
-        Ok(())
-    }
-
-    /// The size of the largest chunk pushed (0 before the first): a guess of the next
-    /// one's, for [`BulkChunkWriter::new`] (the chunks of a write hold as many rows each,
-    /// but a tablet's last).
-    pub(crate) fn largest_bytes(&self) -> usize {
-        self.largest_bytes
-    }
-
-    async fn wait_oldest(&mut self) -> Result<()> {
-        if let Some((chunk, upload)) = self.in_flight.pop_front() {
-            upload
-                .await
-                .map_err(|e| Error::Invalid(format!("internal: a chunk upload failed: {e}")))??;
-            self.done.push(chunk);
-        }
-        Ok(())
-    }
-
-    /// Waits for every upload; the chunks in the order they were pushed.
-    pub(crate) async fn finish(mut self) -> Result<Vec<ChunkRef>> {
-        while !self.in_flight.is_empty() {
-            self.wait_oldest().await?;
-        }
-        Ok(std::mem::take(&mut self.done))
-    }
-}
-
-/// A bulk write that fails stops its other uploads (what they wrote is garbage that
-/// collection removes, as for a killed import).
-impl Drop for ChunkUploads {
-    fn drop(&mut self) {
-        for (_, upload) in &self.in_flight {
-            upload.abort();
-        }
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod bulk;
 mod bulk_chunk;
+mod bulk_upload;
 pub mod catalog;
 pub mod check;
 pub mod checkpoint;
