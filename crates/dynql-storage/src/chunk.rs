@@ -307,6 +307,12 @@ impl ChunkEncoder {
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_data_page_row_count_limit(PAGE_ROWS)
             .set_write_batch_size(PAGE_ROWS);
+        // Statistics prune by table columns only: none for the version columns (their
+        // min/max would cost a comparison per row, the byte strings a `memcmp` each).
+        for name in VERSION_COLUMNS {
+            props = props
+                .set_column_statistics_enabled(ColumnPath::from(name), EnabledStatistics::None);
+        }
         for name in plain {
             props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
         }
@@ -375,16 +381,20 @@ pub(crate) fn kind_code(k: WriteKind) -> u8 {
     }
 }
 
+/// The columns a chunk adds to the table's to describe each version of a row.
+const VERSION_COLUMNS: [&str; 4] = ["$timestamp", "$kind", "$aggregate", "$written"];
+
 pub(crate) fn versioned_schema(schema: &TableSchema) -> SchemaRef {
     let mut fields: Vec<Field> = table_arrow_schema(schema)
         .fields()
         .iter()
         .map(|f| f.as_ref().clone())
         .collect();
-    fields.push(Field::new("$timestamp", DataType::UInt64, false));
-    fields.push(Field::new("$kind", DataType::UInt8, false));
-    fields.push(Field::new("$aggregate", DataType::Boolean, false));
-    fields.push(Field::new("$written", DataType::Binary, false));
+    let [timestamp, kind, aggregate, written] = VERSION_COLUMNS;
+    fields.push(Field::new(timestamp, DataType::UInt64, false));
+    fields.push(Field::new(kind, DataType::UInt8, false));
+    fields.push(Field::new(aggregate, DataType::Boolean, false));
+    fields.push(Field::new(written, DataType::Binary, false));
     Arc::new(Schema::new(fields))
 }
 
