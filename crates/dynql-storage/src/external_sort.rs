@@ -276,8 +276,65 @@ enum RunOrder {
     /// batch `batch`.
     AsGiven { batch: usize, row: usize },
     /// Picked at positions (batch, row), each key's last row in key order; `next` is the
-    /// next position to give.
+    /// next position to give. The batches are the run's rows regrouped by the sorted batch
+    /// they go to (see [`group_by_sorted_batch`]).
     Picked { order: Vec<(u32, u32)>, next: usize },
+}
+
+/// Rows of a run regrouped at a time (an input batch, or a slice of a larger one): small
+/// enough to stay in the processor's cache while they are taken apart.
+const GROUPING_ROWS: usize = 8 * 1024;
+
+/// The rows of `batches` that `kept` names (positions in the batches one after another, in
+/// key order) regrouped by the sorted batch of [`SORTED_BATCH_ROWS`] each goes to, and where
+/// each kept row now is (grouped batch, row), in key order.
+///
+/// A sorted batch gathered straight from the run would take each value from anywhere in it,
+/// a cache miss per value. Regrouped, each slice of input is taken apart while it is in
+/// cache, and each sorted batch then gathers from a few small groups: twice the copying,
+/// a fraction of the time.
+fn group_by_sorted_batch(
+    batches: Vec<RecordBatch>,
+    kept: &[u32],
+) -> Result<(Vec<RecordBatch>, Vec<(u32, u32)>)> {
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    // Where each input row goes in key order (u32::MAX: replaced by a later row).
+    let mut destination = vec![u32::MAX; total];
+    for (p, &i) in kept.iter().enumerate() {
+        destination[i as usize] = p as u32;
+    }
+    let group_count = kept.len().div_ceil(SORTED_BATCH_ROWS);
+    let mut grouped = Vec::new();
+    let mut order = vec![(0u32, 0u32); kept.len()];
+    let mut first = 0;
+    for batch in batches {
+        for start in (0..batch.num_rows()).step_by(GROUPING_ROWS) {
+            let slice = batch.slice(start, GROUPING_ROWS.min(batch.num_rows() - start));
+            let destinations = &destination[first + start..first + start + slice.num_rows()];
+            // A counting sort of the slice's kept rows by sorted batch, input order kept.
+            let mut next = vec![0u32; group_count + 1];
+            for &d in destinations.iter().filter(|&&d| d != u32::MAX) {
+                next[d as usize / SORTED_BATCH_ROWS + 1] += 1;
+            }
+            for g in 1..next.len() {
+                next[g] += next[g - 1];
+            }
+            let mut indices = vec![0u32; next[group_count] as usize];
+            let at = grouped.len() as u32;
+            for (r, &d) in destinations.iter().enumerate() {
+                if d != u32::MAX {
+                    let slot = &mut next[d as usize / SORTED_BATCH_ROWS];
+                    indices[*slot as usize] = r as u32;
+                    order[d as usize] = (at, *slot);
+                    *slot += 1;
+                }
+            }
+            let indices = arrow::array::UInt32Array::from(indices);
+            grouped.push(arrow::compute::take_record_batch(&slice, &indices)?);
+        }
+        first += batch.num_rows();
+    }
+    Ok((grouped, order))
 }
 
 impl SortedRun {
@@ -301,20 +358,7 @@ impl SortedRun {
             }
         };
         let folded = (total - kept.len()) as u64;
-        // Input positions → (batch, row).
-        let mut starts = Vec::with_capacity(batches.len());
-        let mut start = 0u32;
-        for b in &batches {
-            starts.push(start);
-            start += b.num_rows() as u32;
-        }
-        let order = kept
-            .into_iter()
-            .map(|i| {
-                let b = starts.partition_point(|&s| s <= i) - 1;
-                (b as u32, i - starts[b])
-            })
-            .collect();
+        let (batches, order) = group_by_sorted_batch(batches, &kept)?;
         Ok(SortedRun {
             batches,
             order: RunOrder::Picked { order, next: 0 },
@@ -586,6 +630,9 @@ mod tests {
         check(&input, 1000, 200_000, 1);
         check(&input, 1000, 200_000, 2);
         check(&input, 1000, usize::MAX, 2);
+        // Input batches larger than a regrouping, rows going to several sorted batches.
+        check(&input, 20_000, usize::MAX, 1);
+        check(&input, 20_000, usize::MAX, 2);
         let mut sorter = ExternalSorter::new(schema(), 1, 200_000).unwrap();
         let rows: Vec<(i64, &str, i64)> = input.iter().map(|r| (r.0, "x", r.2)).collect();
         // One push over the budget stays in memory; each further one spills what came before.
