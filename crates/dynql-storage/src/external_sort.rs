@@ -281,6 +281,9 @@ enum RunOrder {
     Picked { order: Vec<(u32, u32)>, next: usize },
 }
 
+/// Positions of rows in a list of batches: (batch, row) each.
+type RowPositions = Vec<(u32, u32)>;
+
 /// Rows of a run regrouped at a time (an input batch, or a slice of a larger one): small
 /// enough to stay in the processor's cache while they are taken apart.
 const GROUPING_ROWS: usize = 8 * 1024;
@@ -296,7 +299,7 @@ const GROUPING_ROWS: usize = 8 * 1024;
 fn group_by_sorted_batch(
     batches: Vec<RecordBatch>,
     kept: &[u32],
-) -> Result<(Vec<RecordBatch>, Vec<(u32, u32)>)> {
+) -> Result<(Vec<RecordBatch>, RowPositions)> {
     let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
     // Where each input row goes in key order (u32::MAX: replaced by a later row).
     let mut destination = vec![u32::MAX; total];
