@@ -17,7 +17,6 @@ const IGNORED_ATTRIBUTES: &[&str] = &[
     "primary_medium",
     "account",
     "enable_dynamic_store_read",
-    "in_memory_mode",
     "tablet_cell_bundle",
     "atomicity",
 ];
@@ -66,11 +65,24 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                         .to_string(),
                 )
             }
+            "in_memory_mode" => match unwrap_attributes(v).as_str() {
+                // The default: chunks are read from the store as needed.
+                Some("none") => {}
+                Some(mode @ ("compressed" | "uncompressed")) => {
+                    return Err(Error::Invalid(format!(
+                        "in_memory_mode={mode} is not supported by dynql: tables are read from the store and their decoded row groups kept in the chunk cache; leave the attribute out (or pass none)"
+                    )))
+                }
+                _ => {
+                    return Err(Error::Invalid(
+                        "Attribute \"in_memory_mode\" must be none, compressed or uncompressed"
+                            .into(),
+                    ))
+                }
+            },
             "mount_config" => {
-                // Only max_ordered_tablet_data_weight and enable_compaction_and_partitioning
-                // have an effect; the other keys of YT's mount config are accepted and
-                // ignored.
                 let config = unwrap_attributes(v);
+                check_mount_config(config)?;
                 if let Some(w) = config.get("max_ordered_tablet_data_weight") {
                     options.max_ordered_tablet_data_weight =
                         Some(non_negative("max_ordered_tablet_data_weight", w)?);
@@ -126,6 +138,40 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
     Ok((schema, options))
 }
 
+/// The keys of a `mount_config` dynql honours.
+const MOUNT_CONFIG_KEYS: &[&str] = &[
+    "max_ordered_tablet_data_weight",
+    "enable_compaction_and_partitioning",
+    "enable_key_filter_for_lookup",
+];
+
+/// Refuses the `mount_config` keys dynql would not honour: every key either has its effect
+/// or is an error, never silently ignored.
+fn check_mount_config(config: &Yson) -> Result<()> {
+    let Yson::Map(entries) = config else {
+        return Err(Error::Invalid(
+            "Attribute \"mount_config\" must be a map".into(),
+        ));
+    };
+    for (k, v) in entries {
+        let key = String::from_utf8_lossy(k);
+        if !MOUNT_CONFIG_KEYS.contains(&key.as_ref()) {
+            return Err(Error::Invalid(format!(
+                "mount_config/{key} is not supported by dynql (supported: {})",
+                MOUNT_CONFIG_KEYS.join(", ")
+            )));
+        }
+        if key == "enable_key_filter_for_lookup"
+            && !matches!(unwrap_attributes(v), Yson::Boolean(false))
+        {
+            return Err(Error::Invalid(
+                "mount_config/enable_key_filter_for_lookup=%true is not supported by dynql: lookups find their row groups by the chunks' key bounds and page index, without key filters (pass %false or leave it out)".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn unwrap_attributes(v: &Yson) -> &Yson {
     match v {
         Yson::Attributed { value, .. } => value,
@@ -176,4 +222,53 @@ pub fn parse_pivot_keys(v: &Yson) -> Result<Vec<Vec<Value>>> {
             _ => Err(Error::Invalid("Each pivot key must be a list".into())),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn define(attributes: &str) -> Result<(TableSchema, TableOptions)> {
+        table_definition(&crate::parse_document(attributes)?)
+    }
+
+    const SCHEMA: &str =
+        "schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]";
+
+    #[test]
+    fn attributes_dynql_would_not_honour_are_refused_not_ignored() {
+        // Honoured, or with no effect by their very meaning.
+        for ok in [
+            "in_memory_mode=none",
+            "mount_config={enable_key_filter_for_lookup=%false}",
+            "mount_config={enable_compaction_and_partitioning=%false}",
+            "optimize_for=scan",
+        ] {
+            define(&format!("{{dynamic=%true; {ok}; {SCHEMA}}}")).unwrap();
+        }
+        for (refused, says) in [
+            (
+                "in_memory_mode=uncompressed",
+                "in_memory_mode=uncompressed is not supported",
+            ),
+            (
+                "in_memory_mode=sometimes",
+                "must be none, compressed or uncompressed",
+            ),
+            (
+                "mount_config={enable_key_filter_for_lookup=%true}",
+                "enable_key_filter_for_lookup=%true is not supported",
+            ),
+            (
+                "mount_config={lookup_cache_rows_per_tablet=100}",
+                "mount_config/lookup_cache_rows_per_tablet is not supported",
+            ),
+            ("mount_config=1", "must be a map"),
+        ] {
+            let e = define(&format!("{{dynamic=%true; {refused}; {SCHEMA}}}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{refused}: {e}");
+        }
+    }
 }
