@@ -8,9 +8,6 @@ use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOp
 
 use crate::format::OutputFormat;
 
-/// The store used when neither --store nor DYNQL_STORE is given.
-pub const DEFAULT_STORE: &str = "file://./dynql-data";
-
 /// dynql: YTsaurus-style dynamic tables and YT QL, embedded.
 #[derive(Debug, Parser)]
 #[command(name = "dynql", version, about)]
@@ -128,8 +125,18 @@ pub enum Command {
     AbortTx { id: String },
     /// Run a YT QL query.
     SelectRows {
-        #[arg(allow_hyphen_values = true)]
-        query: String,
+        /// The query: `columns FROM [//path] WHERE … GROUP BY … ORDER BY … LIMIT …`.
+        #[arg(allow_hyphen_values = true, required_unless_present = "query_option")]
+        query: Option<String>,
+        /// The query, given as an option instead (`--query '…'`).
+        #[arg(
+            long = "query",
+            id = "query_option",
+            value_name = "QUERY",
+            conflicts_with = "query",
+            allow_hyphen_values = true
+        )]
+        query_option: Option<String>,
         #[arg(long, value_enum, default_value = "yson")]
         format: OutputFormat,
         /// Most rows read (YT default 1000000).
@@ -165,7 +172,8 @@ pub enum Command {
         /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
         #[arg(long)]
         range_expansion_limit: Option<u64>,
-        /// Fail instead of reading the whole table when WHERE fixes no key prefix.
+        /// Whether a query may read the whole table when WHERE fixes no key prefix (default
+        /// true; false makes such a query fail instead).
         #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
         allow_full_scan: Option<bool>,
         #[command(flatten)]
@@ -173,6 +181,7 @@ pub enum Command {
     },
     /// Show the key ranges a query reads, which tablets, chunks and row groups that selects, and the physical plan (`plan`).
     ExplainQuery {
+        /// The query to explain, as select-rows takes it.
         #[arg(allow_hyphen_values = true)]
         query: String,
         /// Output format (json).
@@ -181,7 +190,8 @@ pub enum Command {
         /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
         #[arg(long)]
         range_expansion_limit: Option<u64>,
-        /// Fail instead of reading the whole table when WHERE fixes no key prefix.
+        /// Whether a query may read the whole table when WHERE fixes no key prefix (default
+        /// true; false makes such a query fail instead).
         #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
         allow_full_scan: Option<bool>,
         /// Placeholder values: a YSON or JSON map.
@@ -199,8 +209,7 @@ pub enum Command {
     /// Change a sorted table's tablets: explicit pivot keys ('[]' '[10]' …), or --tablet-count.
     ReshardTable {
         path: String,
-        /// Pivot keys as YSON lists; the first must be [].
-        #[arg(allow_hyphen_values = true)]
+        /// Pivot keys as YSON lists; the first must be []. (Flags may follow them.)
         pivot_keys: Vec<String>,
         /// Number of tablets (pivots picked from the data, or uniform with --uniform).
         #[arg(long)]
@@ -220,6 +229,10 @@ pub enum Command {
         /// Accepted for `yt` compatibility: resharding is synchronous in dynql.
         #[arg(long)]
         sync: bool,
+        /// Accepted for `yt` compatibility: with --tablet-count, dynql always picks the
+        /// pivots from the keys of the data (what slicing does in YT).
+        #[arg(long)]
+        enable_slicing: bool,
     },
     /// Change an unmounted table: a compatible schema (new nullable columns at the end of an
     /// ordered table) and/or --dynamic false|true.
@@ -331,26 +344,27 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 /// the same row groups batch after batch).
 const ONE_COMMAND_CACHE_BYTES: usize = 64 << 20;
 
-fn store_url(cli: &Cli) -> String {
-    cli.store
-        .clone()
-        .or_else(|| std::env::var("DYNQL_STORE").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| DEFAULT_STORE.to_string())
-}
-
 /// Runs the command line: opens the store, then runs one command on stdin and stdout, or the
 /// shell.
 pub async fn run(cli: Cli) -> Result<()> {
-    let url = store_url(&cli);
+    let url = crate::store::store_url(&cli);
     match cli.command {
-        Command::Shell => crate::shell::run(&Database::open(&url)?, &url).await,
+        Command::Shell => {
+            let new_store = !Database::was_written(&url);
+            crate::shell::run(&Database::open(&url)?, &url, new_store).await
+        }
         command => {
             // One command reads each row group about once: keep little of what it decodes,
             // so a full scan's memory is what it streams, not the table.
-            let db = Database::open_with_chunk_cache(&url, ONE_COMMAND_CACHE_BYTES)?;
+            let reads_only = crate::store::reads_only(&command);
+            // SQL over files alone needs no store: no note for it.
+            let quiet = matches!(command, Command::Sql(_));
+            let store = crate::store::open(&url, reads_only, ONE_COMMAND_CACHE_BYTES, quiet)?;
             let mut stdin = std::io::stdin().lock();
             let mut stdout = std::io::stdout().lock();
-            execute(&db, command, &mut stdin, &mut stdout).await
+            execute(&store.db, command, &mut stdin, &mut stdout)
+                .await
+                .map_err(|e| store.name_store_in(e))
         }
     }
 }
@@ -505,6 +519,7 @@ pub async fn execute(
         }
         Command::SelectRows {
             query,
+            query_option,
             format,
             input_row_limit,
             output_row_limit,
@@ -520,6 +535,9 @@ pub async fn execute(
             allow_full_scan,
             files,
         } => {
+            let query = query
+                .or(query_option)
+                .context("select-rows needs a query")?;
             let mut options = SelectOptions::default();
             if let Some(v) = range_expansion_limit {
                 options.range_expansion_limit = v;
@@ -636,6 +654,7 @@ pub async fn execute(
             last_tablet_index,
             trimmed_row_counts,
             sync: _,
+            enable_slicing: _,
         } => {
             let queue_options = first_tablet_index.is_some()
                 || last_tablet_index.is_some()

@@ -19,6 +19,7 @@ mod io;
 #[cfg(test)]
 mod reference;
 mod shell;
+mod store;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

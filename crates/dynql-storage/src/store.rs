@@ -146,6 +146,21 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether a store was ever written at `url`: for a local directory, whether it holds a
+    /// log or checkpoints (a missing or empty directory holds none, and opening it would
+    /// create one). Other stores are taken to exist: `memory://` is always new and empty,
+    /// and an S3 prefix is not asked.
+    pub fn was_written(url: &str) -> bool {
+        let dir = match url.strip_prefix("file://") {
+            Some(dir) => dir,
+            None if !url.contains("://") => url,
+            None => return true,
+        };
+        let dir = std::path::Path::new(dir);
+        dir.join(crate::log::LOG_DIR).exists()
+            || dir.join(crate::checkpoint::CHECKPOINT_DIR).exists()
+    }
+
     /// A store over an existing object store (tests wrap one to inject faults).
     pub fn from_object_store(objects: Arc<dyn ObjectStore>, url: &str) -> Store {
         Store {

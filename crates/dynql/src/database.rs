@@ -47,6 +47,16 @@ impl Database {
         })
     }
 
+    /// Whether a store was ever written at `url` (see [`Store::was_written`]): opening one
+    /// that was not creates it, which a command that only reads should not do.
+    ///
+    /// ```
+    /// assert!(!dynql::Database::was_written("file:///nonexistent/dynql-store"));
+    /// ```
+    pub fn was_written(url: &str) -> bool {
+        Store::was_written(url)
+    }
+
     /// The underlying store.
     pub fn store(&self) -> &Store {
         &self.store

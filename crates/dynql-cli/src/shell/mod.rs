@@ -112,11 +112,13 @@ pub enum Flow {
 }
 
 /// Runs the shell on the open store: interactive when stdin is a terminal, else a script.
+/// `new_store`: nothing was written at `url` before (the banner says so: a mistyped store
+/// shows at once).
 ///
 /// # Errors
 /// In a script, the first failing statement (with its line number); on a terminal, only a
 /// terminal that fails.
-pub async fn run(db: &Database, url: &str) -> Result<()> {
+pub async fn run(db: &Database, url: &str, new_store: bool) -> Result<()> {
     if std::io::stdin().is_terminal() {
         let pretty = std::io::stdout().is_terminal();
         let settings = Settings {
@@ -128,7 +130,7 @@ pub async fn run(db: &Database, url: &str) -> Result<()> {
             timing: pretty,
             confirm: true,
         };
-        interactive(db, url, settings).await
+        interactive(db, url, new_store, settings).await
     } else {
         let settings = Settings {
             format: ResultFormat::Plain(OutputFormat::Yson),
@@ -178,7 +180,12 @@ fn history_path() -> Option<PathBuf> {
 }
 
 /// The prompt loop on a terminal.
-async fn interactive(db: &Database, url: &str, mut settings: Settings) -> Result<()> {
+async fn interactive(
+    db: &Database,
+    url: &str,
+    new_store: bool,
+    mut settings: Settings,
+) -> Result<()> {
     let config = Config::builder()
         .completion_type(CompletionType::List)
         .max_history_size(10_000)?
@@ -196,8 +203,13 @@ async fn interactive(db: &Database, url: &str, mut settings: Settings) -> Result
         let _ = editor.load_history(path);
     }
     // The banner is for the person at the terminal: stderr keeps it out of redirected results.
+    let new = if new_store {
+        " (a new store: nothing was written here before)"
+    } else {
+        ""
+    };
     eprintln!(
-        "dynql {} on {url}. End statements with ; or an empty line; \\help for help, \\q to quit.",
+        "dynql {} on {url}{new}. End statements with ; or an empty line; \\help for help, \\q to quit.",
         env!("CARGO_PKG_VERSION")
     );
     loop {

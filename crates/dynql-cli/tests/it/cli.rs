@@ -430,3 +430,73 @@ fn select_rows_prints_rows_as_computed_and_a_later_error_still_fails_the_command
         assert_eq!(row["k"], k as i64);
     }
 }
+
+/// `dynql --store URL ARGS`, for a store URL of the test's choosing.
+fn run_on(url: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dynql"))
+        .arg("--store")
+        .arg(url)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run dynql")
+}
+
+#[test]
+fn commands_that_only_read_never_create_a_store_and_their_errors_name_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mistyped");
+    let url = format!("file://{}", path.display());
+    let out = run_on(&url, &["exists", "//t"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "false\n");
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(note.contains(&format!("no dynql store at {url}")), "{note}");
+    for args in [
+        &["select-rows", "* from [//t]"][..],
+        &["lookup-rows", "//t"],
+        &["explain-query", "* from [//t]"],
+        &["get", "//t/@schema"],
+        &["list", "/"],
+        &["check"],
+    ] {
+        let out = run_on(&url, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() && stderr.contains("does not exist") {
+            assert!(
+                stderr.contains(&format!("(no dynql store exists at {url})")),
+                "{args:?}: {stderr}"
+            );
+        }
+        assert!(!path.exists(), "{args:?} created the store");
+    }
+    // An empty directory is no store either: reading it creates nothing in it.
+    std::fs::create_dir(&path).unwrap();
+    let out = run_on(&url, &["select-rows", "* from [//t]"]);
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0);
+    // A write creates the store; then a missing table is named with the store searched.
+    let out = run_on(&url, &["create", "table", "//t", "--attributes", SCHEMA]);
+    assert!(out.status.success(), "{out:?}");
+    let out = run_on(&url, &["select-rows", "* from [//nope]"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "Table \"//nope\" does not exist (in the store at {url})"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("note:"), "{stderr}");
+}
+
+#[test]
+fn the_query_may_be_given_as_an_option() {
+    let s = store_with_rows();
+    let query = "k from [//home/t] where k = 2";
+    let positional = s.ok(&["select-rows", query, "--format", "json"], None);
+    let option = s.ok(&["select-rows", "--query", query, "--format", "json"], None);
+    assert_eq!(positional, "{\"k\":2}\n");
+    assert_eq!(option, positional);
+    let err = s.fails(&["select-rows", "--format", "json"], None);
+    assert!(err.contains("QUERY"), "{err}");
+}

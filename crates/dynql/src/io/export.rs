@@ -242,7 +242,7 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
     }
     if entries > 0 && !force {
         return Err(Error::Invalid(format!(
-            "export directory {} is not empty ({entries} entr{}): choose an empty one or force the export to replace its part-*.parquet files",
+            "export directory {} is not empty ({entries} entr{}): choose an empty one, or force the export (`--force`, `ExportOptions::force`) to replace its part-*.parquet files",
             dir.display(),
             if entries == 1 { "y" } else { "ies" }
         )));

@@ -1,0 +1,94 @@
+//! The store a command runs against: its URL (`--store`, `DYNQL_STORE` or the default), and
+//! how it is opened. A command that only reads never creates a store: where none was ever
+//! written it reads an empty one and says so, and its "does not exist" errors name the store
+//! that was searched (a mistyped `--store` shows at once).
+
+use anyhow::Result;
+use dynql::Database;
+
+use crate::commands::{Cli, Command};
+
+/// The store used when neither --store nor DYNQL_STORE is given.
+pub const DEFAULT_STORE: &str = "file://./dynql-data";
+
+/// The store URL of a command line: `--store`, else `DYNQL_STORE`, else [`DEFAULT_STORE`].
+pub fn store_url(cli: &Cli) -> String {
+    cli.store
+        .clone()
+        .or_else(|| std::env::var("DYNQL_STORE").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| DEFAULT_STORE.to_string())
+}
+
+/// Whether `command` only reads the store, so must not create one.
+pub fn reads_only(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::LookupRows { .. }
+            | Command::SelectRows { .. }
+            | Command::ExplainQuery { .. }
+            | Command::Sql(_)
+            | Command::Get { .. }
+            | Command::Exists { .. }
+            | Command::List { .. }
+            | Command::Export(_)
+            | Command::Check
+            | Command::GenerateTimestamp
+    )
+}
+
+/// An open store and whether it was ever written.
+pub struct OpenStore {
+    pub db: Database,
+    pub url: String,
+    /// No store was ever written at `url`: a command that only reads got an empty one.
+    pub missing: bool,
+}
+
+/// Opens the store at `url` for `command` keeping at most `cache_bytes` of decoded row
+/// groups. A command that only reads gets an empty store, created nowhere, where none was
+/// ever written; the note for the user says so unless `quiet`.
+pub fn open(url: &str, reads_only: bool, cache_bytes: usize, quiet: bool) -> Result<OpenStore> {
+    if reads_only && !Database::was_written(url) {
+        if !quiet {
+            eprintln!("{}", missing_note(url));
+        }
+        return Ok(OpenStore {
+            db: Database::open("memory://")?,
+            url: url.to_string(),
+            missing: true,
+        });
+    }
+    Ok(OpenStore {
+        db: Database::open_with_chunk_cache(url, cache_bytes)?,
+        url: url.to_string(),
+        missing: false,
+    })
+}
+
+/// What a command that only reads says of a store never written.
+fn missing_note(url: &str) -> String {
+    format!(
+        "note: there is no dynql store at {url} (nothing was written there yet); reading it as empty"
+    )
+}
+
+impl OpenStore {
+    /// `e` with the store named where it says something does not exist.
+    pub fn name_store_in(&self, e: anyhow::Error) -> anyhow::Error {
+        let text = format!("{e:#}");
+        let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        if !first.contains("does not exist") {
+            return e;
+        }
+        let store = if self.missing {
+            format!("no dynql store exists at {}", self.url)
+        } else {
+            format!("in the store at {}", self.url)
+        };
+        if rest.is_empty() {
+            anyhow::anyhow!("{first} ({store})")
+        } else {
+            anyhow::anyhow!("{first} ({store})\n{rest}")
+        }
+    }
+}
