@@ -325,7 +325,7 @@ impl Store {
                             new_chunk_path(&entry.id, "bulk"),
                             schema,
                             capacity,
-                        )?)?)
+                        )?))
                     }
                 };
                 let end = end.min(start + BULK_CHUNK_ROWS - w.rows());

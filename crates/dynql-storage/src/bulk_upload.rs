@@ -34,7 +34,8 @@ const CHUNKS_IN_FLIGHT: usize = 2;
 /// What a chunk's encoding thread gives: the chunk and its file, or nothing without rows.
 type Encoded = Result<Option<(ChunkRef, Bytes)>>;
 
-/// One chunk of a bulk write, encoded on a thread of its own as its rows arrive.
+/// One chunk of a bulk write, encoded on a thread of its own (one of the runtime's blocking
+/// threads) as its rows arrive.
 pub(crate) struct ChunkEncoding {
     sender: mpsc::Sender<RecordBatch>,
     encoded: oneshot::Receiver<Encoded>,
@@ -43,33 +44,33 @@ pub(crate) struct ChunkEncoding {
 
 impl ChunkEncoding {
     /// Starts encoding `writer`'s chunk; `largest` learns the size of its file when done.
-    fn start(writer: BulkChunkWriter, largest: Arc<AtomicUsize>) -> Result<ChunkEncoding> {
+    fn start(writer: BulkChunkWriter, largest: Arc<AtomicUsize>) -> ChunkEncoding {
         let (sender, mut receiver) = mpsc::channel::<RecordBatch>(QUEUED_BATCHES);
         let (done, encoded) = oneshot::channel();
-        std::thread::Builder::new()
-            .name("dynql-bulk-encode".into())
-            .spawn(move || {
-                let mut writer = writer;
-                let mut result = Ok(());
-                while let Some(rows) = receiver.blocking_recv() {
-                    result = writer.write(&rows);
-                    if result.is_err() {
-                        break;
-                    }
+        // On the runtime's blocking threads, which outlive a write: a thread of its own per
+        // chunk would start each encoding with an empty allocator cache, faulting in fresh
+        // pages for everything it encodes.
+        tokio::task::spawn_blocking(move || {
+            let mut writer = writer;
+            let mut result = Ok(());
+            while let Some(rows) = receiver.blocking_recv() {
+                result = writer.write(&rows);
+                if result.is_err() {
+                    break;
                 }
-                let outcome = result.and_then(|()| writer.encode());
-                if let Ok(Some((_, bytes))) = &outcome {
-                    largest.fetch_max(bytes.len(), Ordering::Relaxed);
-                }
-                // Nobody waits when the write failed elsewhere: nothing to tell.
-                let _ = done.send(outcome);
-            })
-            .map_err(|e| Error::Invalid(format!("cannot start a chunk encoding thread: {e}")))?;
-        Ok(ChunkEncoding {
+            }
+            let outcome = result.and_then(|()| writer.encode());
+            if let Ok(Some((_, bytes))) = &outcome {
+                largest.fetch_max(bytes.len(), Ordering::Relaxed);
+            }
+            // Nobody waits when the write failed elsewhere: nothing to tell.
+            let _ = done.send(outcome);
+        });
+        ChunkEncoding {
             sender,
             encoded,
             rows: 0,
-        })
+        }
     }
 
     /// Rows sent so far.
@@ -126,7 +127,7 @@ impl ChunkUploads {
 
     /// Starts encoding a chunk with `writer`; its rows follow with
     /// [`ChunkEncoding::write`], then [`ChunkUploads::push`] uploads it.
-    pub(crate) fn start(&self, writer: BulkChunkWriter) -> Result<ChunkEncoding> {
+    pub(crate) fn start(&self, writer: BulkChunkWriter) -> ChunkEncoding {
         ChunkEncoding::start(writer, self.largest_bytes.clone())
     }
 
