@@ -13,6 +13,7 @@
 //! Errors go to stderr with exit status 1; a failed command changes nothing.
 
 mod commands;
+mod execute;
 mod files;
 mod format;
 mod io;
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    match runtime.block_on(execute::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {e:#}");

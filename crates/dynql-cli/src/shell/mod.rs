@@ -3,12 +3,12 @@
 //! ```text
 //! input lines ──> statement::Splitter ──> statement::parse ──┬─ \meta    ──> meta::run
 //!   (rustyline on a terminal,                                 ├─ COMMAND  ──> ShellLine (clap)
-//!    stdin lines otherwise)                                   │               └─> commands::execute
+//!    stdin lines otherwise)                                   │               └─> execute::execute
 //!                                                             └─ QUERY    ──> select_stream ──> pretty / plain
 //! ```
 //!
 //! A command is parsed by the same clap [`Command`] enum as the command line and run by the
-//! same [`commands::execute`], so the shell and the command line cannot drift apart; its rows
+//! same [`execute::execute`], so the shell and the command line cannot drift apart; its rows
 //! are the statement's lines after the command instead of stdin.
 //!
 //! On a terminal the shell edits lines with rustyline (history file, multi-line statements,
@@ -34,7 +34,8 @@ use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::Editor;
 
-use crate::commands::{execute, query_error, Command};
+use crate::commands::Command;
+use crate::execute::{execute, query_error};
 use crate::format::{write_result, write_rows, OutputFormat};
 use complete::{Catalog, ShellHelper};
 use statement::{Parsed, Splitter, Statement};

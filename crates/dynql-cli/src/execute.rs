@@ -1,0 +1,616 @@
+//! Running commands: the command line opens its store and runs one command; the shell runs
+//! the same [`execute`] for each statement.
+
+use std::io::{BufRead, Read, Write};
+
+use anyhow::{bail, Context, Result};
+use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
+
+use crate::commands::{Cli, Command, InputFormat};
+
+/// Decoded row groups a single command keeps (enough for the lookups of a join, which read
+/// the same row groups batch after batch).
+const ONE_COMMAND_CACHE_BYTES: usize = 64 << 20;
+
+/// Runs the command line: opens the store, then runs one command on stdin and stdout, or the
+/// shell.
+pub async fn run(cli: Cli) -> Result<()> {
+    let url = crate::store::store_url(&cli);
+    match cli.command {
+        Command::Shell => {
+            let new_store = !Database::was_written(&url);
+            crate::shell::run(&Database::open(&url)?, &url, new_store).await
+        }
+        command => {
+            // One command reads each row group about once: keep little of what it decodes,
+            // so a full scan's memory is what it streams, not the table.
+            let reads_only = crate::store::reads_only(&command);
+            // SQL over files alone needs no store: no note for it.
+            let quiet = matches!(command, Command::Sql(_));
+            let store = crate::store::open(&url, reads_only, ONE_COMMAND_CACHE_BYTES, quiet)?;
+            let mut stdin = std::io::stdin().lock();
+            let mut stdout = std::io::stdout().lock();
+            execute(&store.db, command, &mut stdin, &mut stdout)
+                .await
+                .map_err(|e| store.name_store_in(e))
+        }
+    }
+}
+
+/// Runs one command against an open store: rows (insert-rows, delete-rows, lookup-rows,
+/// lock-rows) come from `input`, results go to `stdout`. The command line passes its stdin and
+/// stdout; the shell passes the lines after the command and the terminal, so both run the same
+/// code.
+///
+/// # Errors
+/// Whatever the command fails with; query errors carry the query with a caret under the error
+/// position.
+pub async fn execute(
+    db: &Database,
+    command: Command,
+    input: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    // The tablet state commands differ only in what they ask of the tablets.
+    let tablet_command = match &command {
+        Command::UnmountTable { .. } => dynql::TabletCommand::Unmount,
+        Command::RemountTable { .. } => dynql::TabletCommand::Remount,
+        Command::FreezeTable { .. } => dynql::TabletCommand::Freeze,
+        Command::UnfreezeTable { .. } => dynql::TabletCommand::Unfreeze,
+        _ => dynql::TabletCommand::Mount,
+    };
+    match command {
+        Command::Create {
+            node_type,
+            path,
+            attributes,
+            recursive: _,
+            ignore_existing,
+        } => {
+            if node_type != "table" {
+                bail!("Cannot create a node of type {node_type:?}: only \"table\" is supported");
+            }
+            let attributes =
+                attributes.context("--attributes with dynamic=%true and a schema is required")?;
+            if ignore_existing && db.exists(&path).await? {
+                return Ok(());
+            }
+            db.create_table_from_text(&path, &attributes).await?;
+        }
+        Command::InsertRows {
+            path,
+            format,
+            update,
+            aggregate,
+            tx,
+        } => {
+            let rows = read_rows(db, &path, format, input).await?;
+            let options = WriteOptions { update, aggregate };
+            match tx {
+                Some(id) => {
+                    db.transaction(&id)
+                        .await?
+                        .insert_rows(&path, &rows, options)
+                        .await?
+                }
+                None => {
+                    db.insert_rows_with(&path, &rows, options).await?;
+                }
+            }
+        }
+        Command::LockRows {
+            path,
+            format,
+            lock_type,
+            locks,
+            tx,
+        } => {
+            let mode = LockMode::parse(&lock_type).with_context(|| {
+                format!("--lock-type must be exclusive, shared_weak or shared_strong, not {lock_type:?}")
+            })?;
+            let keys = read_rows(db, &path, format, input).await?;
+            db.transaction(&tx)
+                .await?
+                .lock_rows(&path, &keys, mode, locks)
+                .await?;
+        }
+        Command::StartTx { timeout } => {
+            let tx = db.start_transaction_with_timeout(timeout).await?;
+            writeln!(stdout, "{}", tx.id())?;
+        }
+        Command::PingTx { id } => db.transaction(&id).await?.ping().await?,
+        Command::CommitTx { id } => {
+            let ts = db.transaction(&id).await?.commit().await?;
+            writeln!(stdout, "{ts}")?;
+        }
+        Command::AbortTx { id } => db.transaction(&id).await?.abort().await?,
+        Command::LookupRows {
+            path,
+            format,
+            column_names,
+            keep_missing_rows,
+            timestamp,
+            tx,
+        } => {
+            let keys = read_rows(db, &path, format, input).await?;
+            let column_names = match column_names {
+                None => None,
+                Some(text) if text.trim_start().starts_with('[') => {
+                    let list = dynql::parse_document(&text)?;
+                    match list {
+                        Yson::List(items) => Some(
+                            items
+                                .iter()
+                                .map(|i| {
+                                    i.as_str()
+                                        .map(str::to_string)
+                                        .context("--column-names must list strings")
+                                })
+                                .collect::<Result<Vec<_>>>()?,
+                        ),
+                        _ => bail!("--column-names must be a list"),
+                    }
+                }
+                Some(text) => Some(text.split(',').map(|s| s.trim().to_string()).collect()),
+            };
+            let options = LookupOptions {
+                timestamp: timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED),
+                column_names,
+                keep_missing_rows,
+            };
+            let result = match tx {
+                Some(id) => {
+                    db.transaction(&id)
+                        .await?
+                        .lookup_rows(&path, &keys, &options)
+                        .await?
+                }
+                None => db.lookup_rows(&path, &keys, &options).await?,
+            };
+            let mut buf = Vec::new();
+            crate::format::write_lookup(&mut buf, &result, format)?;
+            stdout.write_all(&buf)?;
+        }
+        Command::Compact { path } => {
+            let (before, after) = db.compact(&path).await?;
+            eprintln!("compacted {path}: {before} row versions -> {after}");
+        }
+        Command::GenerateTimestamp => {
+            writeln!(stdout, "{}", db.generate_timestamp().await?)?;
+        }
+        Command::DeleteRows { path, format, tx } => {
+            let rows = read_rows(db, &path, format, input).await?;
+            match tx {
+                Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
+                None => db.delete_rows(&path, &rows).await?,
+            }
+        }
+        Command::SelectRows {
+            query,
+            query_option,
+            format,
+            input_row_limit,
+            output_row_limit,
+            fail_on_incomplete_result,
+            placeholder_values,
+            allow_join_without_index,
+            use_canonical_null_relations,
+            max_subqueries,
+            print_statistics,
+            timestamp,
+            tx,
+            range_expansion_limit,
+            allow_full_scan,
+            files,
+        } => {
+            let query = query
+                .or(query_option)
+                .context("select-rows needs a query")?;
+            let mut options = SelectOptions::default();
+            if let Some(v) = range_expansion_limit {
+                options.range_expansion_limit = v;
+            }
+            if let Some(v) = allow_full_scan {
+                options.allow_full_scan = v;
+            }
+            if let Some(t) = timestamp {
+                options.timestamp = t;
+            }
+            if let Some(v) = input_row_limit {
+                options.input_row_limit = v;
+            }
+            if let Some(v) = output_row_limit {
+                options.output_row_limit = v;
+            }
+            if let Some(v) = fail_on_incomplete_result {
+                options.fail_on_incomplete_result = v;
+            }
+            if let Some(v) = allow_join_without_index {
+                options.allow_join_without_index = v;
+            }
+            if let Some(v) = use_canonical_null_relations {
+                options.use_canonical_null_relations = v;
+            }
+            options.max_subqueries = max_subqueries;
+            options.files = files.file_tables()?;
+            if let Some(text) = placeholder_values {
+                options.placeholder_values = Some(
+                    dynql::parse_document(&text)
+                        .context("--placeholder-values must be a YSON or JSON map")?,
+                );
+            }
+            let stream = match tx {
+                Some(id) => match db.transaction(&id).await {
+                    Ok(t) => t.select_stream(&query, &options).await,
+                    Err(e) => Err(e),
+                },
+                None => db.select_stream(&query, &options).await,
+            };
+            let mut stream = stream.map_err(|e| query_error(&query, e))?;
+            // Rows are printed as they are computed; a query that fails later has printed
+            // some and exits with its error.
+            let mut buf = Vec::new();
+            while let Some(rows) = stream.next_rows().await {
+                let rows = rows.map_err(|e| query_error(&query, e))?;
+                buf.clear();
+                crate::format::write_rows(&mut buf, stream.columns(), &rows, format)?;
+                stdout.write_all(&buf)?;
+                stdout.flush()?;
+            }
+            if print_statistics {
+                let s = stream.statistics().unwrap_or_default();
+                eprintln!(
+                    "statistics: rows_read={} data_weight_read={} rows_written={} incomplete_input={} incomplete_output={} tablets_read={}/{} chunks_read={}/{} row_groups_read={}/{} rows_decoded={}",
+                    s.rows_read,
+                    s.data_weight_read,
+                    s.rows_written,
+                    s.incomplete_input,
+                    s.incomplete_output,
+                    s.scan.tablets.0,
+                    s.scan.tablets.1,
+                    s.scan.chunks.0,
+                    s.scan.chunks.1,
+                    s.scan.row_groups.0,
+                    s.scan.row_groups.1,
+                    s.scan.rows_decoded,
+                );
+            }
+        }
+        Command::ExplainQuery {
+            query,
+            format,
+            range_expansion_limit,
+            allow_full_scan,
+            placeholder_values,
+            timestamp,
+            files,
+        } => {
+            if format != "json" {
+                bail!("explain-query prints JSON only: use --format json, not {format:?}");
+            }
+            let mut options = SelectOptions {
+                files: files.file_tables()?,
+                ..SelectOptions::default()
+            };
+            if let Some(v) = range_expansion_limit {
+                options.range_expansion_limit = v;
+            }
+            if let Some(v) = allow_full_scan {
+                options.allow_full_scan = v;
+            }
+            if let Some(t) = timestamp {
+                options.timestamp = t;
+            }
+            if let Some(text) = placeholder_values {
+                options.placeholder_values = Some(
+                    dynql::parse_document(&text)
+                        .context("--placeholder-values must be a YSON or JSON map")?,
+                );
+            }
+            let explanation = db
+                .explain_query(&query, &options)
+                .await
+                .map_err(|e| query_error(&query, e))?;
+            writeln!(stdout, "{}", explanation.to_json())?;
+        }
+        Command::ReshardTable {
+            path,
+            pivot_keys,
+            tablet_count,
+            uniform,
+            first_tablet_index,
+            last_tablet_index,
+            trimmed_row_counts,
+            sync: _,
+            enable_slicing: _,
+        } => {
+            let queue_options = first_tablet_index.is_some()
+                || last_tablet_index.is_some()
+                || !trimmed_row_counts.is_empty();
+            let reshard = match (pivot_keys.is_empty(), tablet_count) {
+                (false, None) => {
+                    let mut list = Vec::new();
+                    for p in &pivot_keys {
+                        list.push(dynql::parse_document(p).with_context(|| {
+                            format!("pivot key {p:?} must be a YSON list such as [] or [10; foo]")
+                        })?);
+                    }
+                    dynql::Reshard::Pivots(dynql::parse_pivot_keys(&Yson::List(list))?)
+                }
+                (true, Some(count)) if queue_options => dynql::Reshard::Queues {
+                    tablet_count: count,
+                    first: first_tablet_index,
+                    last: last_tablet_index,
+                    trimmed_row_counts,
+                },
+                (true, Some(count)) => dynql::Reshard::TabletCount { count, uniform },
+                (false, Some(_)) => bail!("give either pivot keys or --tablet-count, not both"),
+                (true, None) => bail!("give pivot keys or --tablet-count"),
+            };
+            if uniform && tablet_count.is_none() {
+                bail!("--uniform needs --tablet-count");
+            }
+            db.reshard_table(&path, reshard).await?;
+        }
+        Command::AlterTable {
+            path,
+            schema,
+            dynamic,
+        } => {
+            let schema = schema
+                .map(|text| {
+                    dynql::parse_document(&text).context("--schema must be a YSON or JSON list")
+                })
+                .transpose()?;
+            db.alter_table(&path, schema.as_ref(), dynamic).await?;
+        }
+        Command::MountTable { path, .. }
+        | Command::UnmountTable { path, .. }
+        | Command::RemountTable { path, .. }
+        | Command::FreezeTable { path, .. }
+        | Command::UnfreezeTable { path, .. } => db.set_tablet_state(&path, tablet_command).await?,
+        Command::TrimRows {
+            path,
+            tablet_index,
+            trimmed_row_count,
+        } => db.trim_rows(&path, tablet_index, trimmed_row_count).await?,
+        Command::Set { path, value } => {
+            let Some((table, attribute)) = path.split_once("/@") else {
+                bail!("set supports attributes only: PATH/@NAME (got {path:?})");
+            };
+            // A bare word (strong) is a YSON string; anything else parses as YSON or JSON.
+            let value = dynql::parse_document(&value)
+                .or_else(|_| dynql::parse_document(&format!("\"{value}\"")))
+                .with_context(|| format!("value {value:?} is neither YSON nor JSON"))?;
+            db.set_attribute(table, attribute, &value).await?;
+        }
+        Command::Get { path, format } => {
+            let Some((table, attribute)) = path.split_once("/@") else {
+                bail!("get supports attributes only: PATH/@NAME or PATH/@ (got {path:?})");
+            };
+            let name = (!attribute.is_empty()).then_some(attribute);
+            let value = db.get_attribute(table, name).await?;
+            match format.as_str() {
+                "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&value))?,
+                "json" => writeln!(stdout, "{}", value.to_json())?,
+                other => bail!("--format must be yson or json, not {other:?}"),
+            }
+        }
+        Command::Copy {
+            source,
+            destination,
+        } => db.copy(&source, &destination).await?,
+        Command::Move {
+            source,
+            destination,
+        } => db.move_table(&source, &destination).await?,
+        Command::Remove { path, force } => {
+            if force && !db.exists(&path).await? {
+                return Ok(());
+            }
+            db.remove(&path).await?;
+        }
+        Command::Sql(args) => crate::files::sql(db, args, stdout).await?,
+        Command::Import(args) => crate::io::import(db, args).await?,
+        Command::Export(args) => crate::io::export(db, args).await?,
+        Command::Exists { path } => {
+            writeln!(stdout, "{}", db.exists(&path).await?)?;
+        }
+        Command::List { path } => {
+            for name in db.list(&path).await? {
+                writeln!(stdout, "{name}")?;
+            }
+        }
+        Command::Check => {
+            let report = db.check().await?;
+            let plural =
+                |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+            writeln!(
+                stdout,
+                "checked {} and {} ({} bytes)",
+                plural(report.tables, "table"),
+                plural(report.chunks, "chunk"),
+                report.bytes
+            )?;
+            for d in &report.damage {
+                let tables = if d.tables.is_empty() {
+                    "no existing table".to_string()
+                } else {
+                    d.tables.join(", ")
+                };
+                writeln!(
+                    stdout,
+                    "damaged: {}: {} (affects {tables})",
+                    d.file, d.problem
+                )?;
+            }
+            if !report.is_ok() {
+                stdout.flush()?;
+                bail!(
+                    "{} damaged item(s) found; see the README, \"Recovering from damage\"",
+                    report.damage.len()
+                );
+            }
+            writeln!(stdout, "no damage found")?;
+        }
+        Command::Shell => bail!("the shell is already running"),
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Adds the query line that holds the error position, with a caret under it.
+pub fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
+    match e.query_span().and_then(|span| caret_lines(query, span)) {
+        Some(lines) => anyhow::anyhow!("{e}\n{lines}"),
+        None => e.into(),
+    }
+}
+
+/// The line of `query` that holds `span.start` and a caret line under the span (cut at the
+/// end of that line), both indented by two spaces; `None` if the span is outside the query.
+/// Tabs stay tabs in the caret line so the caret lines up however the terminal expands them.
+pub fn caret_lines(query: &str, span: dynql::ql::Span) -> Option<String> {
+    if span.start > query.len() || !query.is_char_boundary(span.start) {
+        return None;
+    }
+    let line_start = query[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = query[span.start..]
+        .find('\n')
+        .map_or(query.len(), |i| span.start + i);
+    // A window of the line around the position: a long query (tens of KB on one line) must
+    // not come back whole in its error.
+    let before: Vec<char> = query[line_start..span.start].chars().collect();
+    let after: Vec<char> = query[span.start..line_end].chars().collect();
+    let shown_before = &before[before.len().saturating_sub(CARET_CONTEXT)..];
+    let shown_after = &after[..after.len().min(CARET_CONTEXT)];
+    let mut line = String::new();
+    if shown_before.len() < before.len() {
+        line.push('…');
+    }
+    line.extend(shown_before);
+    let indent: String = line
+        .chars()
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    line.extend(shown_after);
+    if shown_after.len() < after.len() {
+        line.push('…');
+    }
+    let width = query
+        .get(span.start..span.end.clamp(span.start, line_end))
+        .map_or(1, |s| s.chars().count())
+        .clamp(1, shown_after.len().max(1));
+    Some(format!("  {line}\n  {indent}{}", "^".repeat(width)))
+}
+
+/// Characters of the query line shown on each side of an error's position.
+const CARET_CONTEXT: usize = 60;
+
+/// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
+/// Reads rows (or keys) for the table at `path` from `input`.
+async fn read_rows(
+    db: &Database,
+    path: &str,
+    format: InputFormat,
+    input: &mut dyn Read,
+) -> Result<Vec<Yson>> {
+    let mut rows = parse_rows(format, input)?;
+    if format != InputFormat::Yson {
+        // JSON has no literals for NaN and the infinities: the output writes them as the
+        // strings "nan", "inf" and "-inf", and they read back as doubles in double columns.
+        if let Ok(entry) = db.store().table(path).await {
+            let doubles: Vec<&str> = entry
+                .schema
+                .columns()
+                .iter()
+                .filter(|c| c.wire_type() == dynql::ValueType::Double)
+                .map(|c| c.name.as_str())
+                .collect();
+            for row in &mut rows {
+                if let Yson::Map(entries) = row {
+                    for (name, value) in entries.iter_mut() {
+                        if doubles.iter().any(|d| d.as_bytes() == name.as_slice()) {
+                            if let Some(d) = special_double(value) {
+                                *value = Yson::Double(d);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The double a JSON string stands for: "nan", "inf", "-inf" (as the JSON output writes them).
+fn special_double(value: &Yson) -> Option<f64> {
+    match value {
+        Yson::String(s) => match s.as_slice() {
+            b"nan" => Some(f64::NAN),
+            b"inf" => Some(f64::INFINITY),
+            b"-inf" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn parse_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
+    match format {
+        InputFormat::JsonBytes => parse_rows(InputFormat::Json, input)?
+            .into_iter()
+            .enumerate()
+            .map(|(n, row)| {
+                crate::format::code_points_as_bytes(row)
+                    .map_err(|e| anyhow::anyhow!("row {}: {e}", n + 1))
+            })
+            .collect(),
+        InputFormat::Json => {
+            let mut rows = Vec::new();
+            for (n, line) in std::io::BufReader::new(input).split(b'\n').enumerate() {
+                let line = line.context("reading rows")?;
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let v = dynql::json_rows::parse_line(&line)
+                    .map_err(|e| anyhow::anyhow!("line {}: malformed JSON row: {e}", n + 1))?;
+                rows.push(Yson::from_json(&v));
+            }
+            Ok(rows)
+        }
+        InputFormat::Yson => {
+            let mut text = Vec::new();
+            input.read_to_end(&mut text).context("reading rows")?;
+            Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynql::ql::Span;
+
+    #[test]
+    fn carets_point_into_the_line_that_holds_the_position() {
+        assert_eq!(
+            caret_lines("k from [//t] limit", Span::new(13, 18)).as_deref(),
+            Some("  k from [//t] limit\n               ^^^^^")
+        );
+        // Multi-line: the second line, the span cut at its end; tabs kept for alignment.
+        assert_eq!(
+            caret_lines("k from [//t]\n\twhere k = = 1\nlimit 1", Span::new(24, 40)).as_deref(),
+            Some("  \twhere k = = 1\n  \t          ^^^")
+        );
+        assert_eq!(caret_lines("k", Span::new(5, 6)), None);
+        // A 60 KB query shows a window around the position.
+        let long = format!("k from [//t] where {} = = 1", "k + ".repeat(15_000));
+        let at = long.find("= =").unwrap() + 2;
+        let lines = caret_lines(&long, Span::new(at, at + 1)).unwrap();
+        assert!(lines.len() < 300, "{} bytes", lines.len());
+        let (text, carets) = lines.split_once('\n').unwrap();
+        assert!(text.starts_with("  …") && text.ends_with("= = 1"), "{text}");
+        assert_eq!(text.chars().nth(carets.chars().count() - 1), Some('='));
+    }
+}
