@@ -13,6 +13,9 @@ pub struct Cli {
     /// Store URL: file://DIR, s3://BUCKET/PREFIX or memory:// [env: DYNQL_STORE; default: file://./dynql-data]
     #[arg(long, global = true)]
     pub store: Option<String>,
+    /// `yt`'s cluster proxy: dynql is embedded and has none (an error that says to use --store).
+    #[arg(long, global = true, hide = true)]
+    pub proxy: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -32,12 +35,16 @@ pub enum InputFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create a node: `create table PATH --attributes '{dynamic=%true; schema=[...]}'`.
+    /// Create a node: `create table PATH --attributes '{dynamic=%true; schema=[...]}'` (or
+    /// `create --type table PATH …`).
     Create {
-        /// Node type (only `table`).
-        node_type: String,
-        /// Table path, e.g. //home/me/table.
-        path: String,
+        /// The node type (only `table`), then the path, e.g. //home/me/table; with --type,
+        /// the path alone.
+        #[arg(num_args = 1..=2, value_names = ["TYPE", "PATH"], required = true)]
+        type_and_path: Vec<String>,
+        /// The node type, as an option (`--type table`).
+        #[arg(long = "type")]
+        type_option: Option<String>,
         /// Attributes as a YSON or JSON map.
         #[arg(long)]
         attributes: Option<String>,
@@ -54,14 +61,24 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "yson")]
         format: InputFormat,
         /// Update mode: columns a row does not name keep their value.
-        #[arg(long)]
+        #[arg(long, overrides_with = "no_update")]
         update: bool,
+        /// Overwrite mode (the default): columns a row does not name become null.
+        #[arg(long, overrides_with = "update")]
+        no_update: bool,
         /// Fold aggregating columns into the stored values instead of replacing them.
-        #[arg(long)]
+        #[arg(long, overrides_with = "no_aggregate")]
         aggregate: bool,
+        /// Replace aggregating columns' values (the default).
+        #[arg(long, overrides_with = "aggregate")]
+        no_aggregate: bool,
         /// Stage the write in this transaction.
         #[arg(long)]
         tx: Option<String>,
+        /// Accepted for `yt` compatibility: full or none. dynql's writes are always atomic,
+        /// which is what none allows too.
+        #[arg(long, value_parser = ["full", "none"], default_value = "full")]
+        atomicity: String,
     },
     /// Look rows up by key (keys on stdin), without the query planner.
     LookupRows {
@@ -69,8 +86,14 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "yson")]
         format: InputFormat,
         /// Columns to return: a comma-separated list or a YSON/JSON list.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "column_name")]
         column_names: Option<String>,
+        /// A column to return; repeat it for more (`--column-name a --column-name b`).
+        #[arg(long)]
+        column_name: Vec<String>,
+        /// Every version of each row with its timestamps: not supported by dynql (an error).
+        #[arg(long)]
+        versioned: bool,
         /// Print null (json) or # (yson) for keys without a row.
         #[arg(long)]
         keep_missing_rows: bool,
@@ -93,6 +116,9 @@ pub enum Command {
         /// Stage the delete in this transaction.
         #[arg(long)]
         tx: Option<String>,
+        /// Accepted for `yt` compatibility: full or none (dynql's writes are always atomic).
+        #[arg(long, value_parser = ["full", "none"], default_value = "full")]
+        atomicity: String,
     },
     /// Lock rows (keys on stdin) in a transaction until it commits.
     LockRows {
@@ -114,6 +140,9 @@ pub enum Command {
         /// Milliseconds without a ping after which the transaction aborts.
         #[arg(long, default_value_t = dynql::DEFAULT_TRANSACTION_TIMEOUT_MS)]
         timeout: u64,
+        /// tablet (the default); master transactions are not supported by dynql.
+        #[arg(long = "type", value_parser = ["tablet", "master"], default_value = "tablet")]
+        tx_type: String,
     },
     /// Extend a transaction's deadline.
     PingTx { id: String },
@@ -239,8 +268,8 @@ pub enum Command {
         /// The new schema (YSON or JSON list).
         #[arg(long)]
         schema: Option<String>,
-        /// Make the table static (false) or dynamic again (true).
-        #[arg(long, value_parser = parse_bool)]
+        /// Make the table static (false) or dynamic again (true; `--dynamic` alone too).
+        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
         dynamic: Option<bool>,
     },
     /// Mount a table's tablets (tables are created mounted in dynql).
@@ -284,14 +313,18 @@ pub enum Command {
     /// commit_ordering, mount_config/max_ordered_tablet_data_weight).
     Set {
         path: String,
-        /// The value as YSON or JSON (`0`, `strong`, `"strong"`).
-        value: String,
+        /// The value as YSON or JSON (`0`, `strong`, `"strong"`); read from stdin when left out.
+        value: Option<String>,
     },
-    /// Print an attribute: `get //t/@pivot_keys`, or `get //t/@` for all of them.
+    /// Print an attribute (`get //t/@pivot_keys`, `get //t/@` for all of them) or a node:
+    /// a table is `#`, a directory the map of its children.
     Get {
         path: String,
         #[arg(long, default_value = "yson")]
         format: String,
+        /// With a node: the attributes to print with it; repeatable.
+        #[arg(long = "attribute")]
+        attributes: Vec<String>,
     },
     /// Copy a table to a new path (rows and history; chunks are shared).
     Copy { source: String, destination: String },
@@ -303,6 +336,10 @@ pub enum Command {
         /// Do not fail when the table does not exist.
         #[arg(long, short = 'f')]
         force: bool,
+        /// Accepted for `yt` compatibility with a table path; a directory (all its tables at
+        /// once) cannot be removed yet.
+        #[arg(long, short = 'r')]
+        recursive: bool,
     },
     /// Print `true` if the path exists, `false` otherwise.
     Exists { path: String },

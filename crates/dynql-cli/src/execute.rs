@@ -16,6 +16,7 @@ const ONE_COMMAND_CACHE_BYTES: usize = 64 << 20;
 /// shell.
 pub async fn run(cli: Cli) -> Result<()> {
     let url = crate::store::store_url(&cli);
+    crate::store::check_proxy(&cli, &url)?;
     match cli.command {
         Command::Shell => {
             let new_store = !Database::was_written(&url);
@@ -61,14 +62,26 @@ pub async fn execute(
     };
     match command {
         Command::Create {
-            node_type,
-            path,
+            type_and_path,
+            type_option,
             attributes,
             recursive: _,
             ignore_existing,
         } => {
-            if node_type != "table" {
-                bail!("Cannot create a node of type {node_type:?}: only \"table\" is supported");
+            let (node_type, path) = match (type_option, &type_and_path[..]) {
+                (Some(t), [path]) => (t, path.clone()),
+                (None, [t, path]) => (t.clone(), path.clone()),
+                (Some(_), _) => bail!("create --type TYPE takes the path alone"),
+                (None, _) => bail!("create takes a node type and a path: create table PATH"),
+            };
+            match node_type.as_str() {
+                "table" => {}
+                "map_node" => bail!(
+                    "Cannot create a map_node: directories are implicit in dynql (a table's path makes its parents); create the table itself"
+                ),
+                other => {
+                    bail!("Cannot create a node of type {other:?}: only \"table\" is supported")
+                }
             }
             let attributes =
                 attributes.context("--attributes with dynamic=%true and a schema is required")?;
@@ -83,6 +96,7 @@ pub async fn execute(
             update,
             aggregate,
             tx,
+            ..
         } => {
             let rows = read_rows(db, &path, format, input).await?;
             let options = WriteOptions { update, aggregate };
@@ -114,7 +128,10 @@ pub async fn execute(
                 .lock_rows(&path, &keys, mode, locks)
                 .await?;
         }
-        Command::StartTx { timeout } => {
+        Command::StartTx { timeout, tx_type } => {
+            if tx_type == "master" {
+                bail!("master transactions are not supported by dynql: it has tablet transactions only (start-tx, or start-tx --type tablet)");
+            }
             let tx = db.start_transaction_with_timeout(timeout).await?;
             writeln!(stdout, "{}", tx.id())?;
         }
@@ -128,12 +145,18 @@ pub async fn execute(
             path,
             format,
             column_names,
+            column_name,
+            versioned,
             keep_missing_rows,
             timestamp,
             tx,
         } => {
+            if versioned {
+                bail!("--versioned lookups (every version of a row with its timestamps) are not supported by dynql; read at a --timestamp instead");
+            }
             let keys = read_rows(db, &path, format, input).await?;
             let column_names = match column_names {
+                None if !column_name.is_empty() => Some(column_name),
                 None => None,
                 Some(text) if text.trim_start().starts_with('[') => {
                     let list = dynql::parse_document(&text)?;
@@ -178,7 +201,9 @@ pub async fn execute(
         Command::GenerateTimestamp => {
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;
         }
-        Command::DeleteRows { path, format, tx } => {
+        Command::DeleteRows {
+            path, format, tx, ..
+        } => {
             let rows = read_rows(db, &path, format, input).await?;
             match tx {
                 Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
@@ -259,21 +284,28 @@ pub async fn execute(
             }
             if print_statistics {
                 let s = stream.statistics().unwrap_or_default();
-                eprintln!(
-                    "statistics: rows_read={} data_weight_read={} rows_written={} incomplete_input={} incomplete_output={} tablets_read={}/{} chunks_read={}/{} row_groups_read={}/{} rows_decoded={}",
-                    s.rows_read,
-                    s.data_weight_read,
-                    s.rows_written,
-                    s.incomplete_input,
-                    s.incomplete_output,
-                    s.scan.tablets.0,
-                    s.scan.tablets.1,
-                    s.scan.chunks.0,
-                    s.scan.chunks.1,
-                    s.scan.row_groups.0,
-                    s.scan.row_groups.1,
-                    s.scan.rows_decoded,
+                // As `yt` prints them: a YSON map on stderr (YT's names, then dynql's).
+                let count = |n: u64| Yson::Int64(n as i64);
+                let statistics = Yson::Map(
+                    [
+                        ("rows_read", count(s.rows_read)),
+                        ("data_weight_read", count(s.data_weight_read)),
+                        ("rows_written", count(s.rows_written)),
+                        ("incomplete_input", Yson::Boolean(s.incomplete_input)),
+                        ("incomplete_output", Yson::Boolean(s.incomplete_output)),
+                        ("tablets_read", count(s.scan.tablets.0 as u64)),
+                        ("tablets", count(s.scan.tablets.1 as u64)),
+                        ("chunks_read", count(s.scan.chunks.0 as u64)),
+                        ("chunks", count(s.scan.chunks.1 as u64)),
+                        ("row_groups_read", count(s.scan.row_groups.0 as u64)),
+                        ("row_groups", count(s.scan.row_groups.1 as u64)),
+                        ("rows_decoded", count(s.scan.rows_decoded)),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.as_bytes().to_vec(), v))
+                    .collect(),
                 );
+                eprintln!("{}", dynql::yson::to_text(&statistics));
             }
         }
         Command::ExplainQuery {
@@ -375,6 +407,16 @@ pub async fn execute(
             trimmed_row_count,
         } => db.trim_rows(&path, tablet_index, trimmed_row_count).await?,
         Command::Set { path, value } => {
+            let value = match value {
+                Some(v) => v,
+                None => {
+                    let mut text = String::new();
+                    input
+                        .read_to_string(&mut text)
+                        .context("reading the value from stdin")?;
+                    text.trim().to_string()
+                }
+            };
             let Some((table, attribute)) = path.split_once("/@") else {
                 bail!("set supports attributes only: PATH/@NAME (got {path:?})");
             };
@@ -384,12 +426,18 @@ pub async fn execute(
                 .with_context(|| format!("value {value:?} is neither YSON nor JSON"))?;
             db.set_attribute(table, attribute, &value).await?;
         }
-        Command::Get { path, format } => {
-            let Some((table, attribute)) = path.split_once("/@") else {
-                bail!("get supports attributes only: PATH/@NAME or PATH/@ (got {path:?})");
+        Command::Get {
+            path,
+            format,
+            attributes,
+        } => {
+            let value = match path.split_once("/@") {
+                Some((table, attribute)) => {
+                    let name = (!attribute.is_empty()).then_some(attribute);
+                    db.get_attribute(table, name).await?
+                }
+                None => node(db, &path, &attributes).await?,
             };
-            let name = (!attribute.is_empty()).then_some(attribute);
-            let value = db.get_attribute(table, name).await?;
             match format.as_str() {
                 "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&value))?,
                 "json" => writeln!(stdout, "{}", value.to_json())?,
@@ -404,9 +452,16 @@ pub async fn execute(
             source,
             destination,
         } => db.move_table(&source, &destination).await?,
-        Command::Remove { path, force } => {
+        Command::Remove {
+            path,
+            force,
+            recursive: _,
+        } => {
             if force && !db.exists(&path).await? {
                 return Ok(());
+            }
+            if db.exists(&path).await? && db.store().table(&path).await.is_err() {
+                bail!("{path} is a directory: removing a directory (all its tables at once) is not supported by dynql yet; remove its tables one by one");
             }
             db.remove(&path).await?;
         }
@@ -457,6 +512,40 @@ pub async fn execute(
     }
     stdout.flush()?;
     Ok(())
+}
+
+/// A node as `yt get PATH` prints it: a table is an entity (`#`) carrying the attributes
+/// asked for, a directory the map of its children.
+async fn node(db: &Database, path: &str, attributes: &[String]) -> Result<Yson> {
+    if db.store().table(path).await.is_ok() {
+        let mut asked = Vec::with_capacity(attributes.len());
+        for name in attributes {
+            asked.push((
+                name.as_bytes().to_vec(),
+                db.get_attribute(path, Some(name)).await?,
+            ));
+        }
+        return Ok(match asked.is_empty() {
+            true => Yson::Entity,
+            false => Yson::Attributed {
+                attributes: asked,
+                value: Box::new(Yson::Entity),
+            },
+        });
+    }
+    if !db.exists(path).await? {
+        bail!("Node {path} does not exist");
+    }
+    if !attributes.is_empty() {
+        bail!("directories have no attributes in dynql: --attribute takes a table path");
+    }
+    let children = db.list(path).await?;
+    Ok(Yson::Map(
+        children
+            .into_iter()
+            .map(|name| (name.into_bytes(), Yson::Entity))
+            .collect(),
+    ))
 }
 
 /// Adds the query line that holds the error position, with a caret under it.

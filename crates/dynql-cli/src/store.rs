@@ -19,6 +19,21 @@ pub fn store_url(cli: &Cli) -> String {
         .unwrap_or_else(|| DEFAULT_STORE.to_string())
 }
 
+/// Refuses `--proxy` and notes an ignored `YT_PROXY`: `yt`'s way to name a cluster has no
+/// meaning for an embedded store, and a user should not believe it was used.
+pub fn check_proxy(cli: &Cli, url: &str) -> Result<()> {
+    if let Some(proxy) = &cli.proxy {
+        anyhow::bail!(
+            "--proxy {proxy}: dynql is embedded and has no proxy; name the store with --store URL (or DYNQL_STORE)"
+        );
+    }
+    let named = cli.store.is_some() || std::env::var("DYNQL_STORE").is_ok_and(|s| !s.is_empty());
+    if !named && std::env::var("YT_PROXY").is_ok_and(|s| !s.is_empty()) {
+        eprintln!("note: YT_PROXY is not used by dynql (it is embedded); the store is {url} (choose one with --store or DYNQL_STORE)");
+    }
+    Ok(())
+}
+
 /// Whether `command` only reads the store, so must not create one.
 pub fn reads_only(command: &Command) -> bool {
     matches!(

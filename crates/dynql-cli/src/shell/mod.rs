@@ -384,7 +384,7 @@ mod tests {
     fn shell_lines_parse_like_the_command_line() {
         let line = ShellLine::try_parse_from(["get", "//t/@schema", "--format", "json"]).unwrap();
         assert!(
-            matches!(line.command, Command::Get { ref path, ref format } if path == "//t/@schema" && format == "json")
+            matches!(line.command, Command::Get { ref path, ref format, .. } if path == "//t/@schema" && format == "json")
         );
         assert!(ShellLine::try_parse_from(["nope"]).is_err());
     }

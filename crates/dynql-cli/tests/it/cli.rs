@@ -296,11 +296,12 @@ fn an_output_row_limit_stops_the_scan_instead_of_reading_everything() {
     // The 20000 rows land as one chunk (a large insert is a bulk write): its first row
     // group (16384 rows) is enough to find one row past the limit.
     assert!(
-        all.contains("rows_read=16384 ") && all.contains("row_groups_read=1/2 "),
+        all.contains("\"rows_read\"=16384;")
+            && all.contains("\"row_groups_read\"=1;\"row_groups\"=2;"),
         "read more than needed: {all}"
     );
-    assert!(all.contains("data_weight_read=278528 "), "{all}");
-    assert!(all.contains("incomplete_output=true"), "{all}");
+    assert!(all.contains("\"data_weight_read\"=278528;"), "{all}");
+    assert!(all.contains("\"incomplete_output\"=%true;"), "{all}");
     // With the default fail_on_incomplete_result the result is YT's output-limit error, as
     // when everything is read.
     let err = s.fails(&["select-rows", query, "--output-row-limit", "3"], None);
@@ -499,4 +500,106 @@ fn the_query_may_be_given_as_an_option() {
     assert_eq!(option, positional);
     let err = s.fails(&["select-rows", "--format", "json"], None);
     assert!(err.contains("QUERY"), "{err}");
+}
+
+#[test]
+fn yt_spellings_work_as_typed() {
+    let s = TestStore::new();
+    let schema = r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=n;type=int64;aggregate=sum}]}"#;
+    s.ok(
+        &[
+            "create",
+            "--type",
+            "table",
+            "//home/t",
+            "--attributes",
+            schema,
+        ],
+        None,
+    );
+    let err = s.fails(&["create", "map_node", "//home/dir"], None);
+    assert!(err.contains("directories are implicit"), "{err}");
+    // insert-rows: --atomicity, --no-update after --update (the last wins), --aggregate.
+    s.ok(
+        &[
+            "insert-rows",
+            "//home/t",
+            "--atomicity",
+            "none",
+            "--update",
+            "--no-update",
+        ],
+        Some("{k=1;v=a;n=1};{k=2;v=b;n=2}"),
+    );
+    s.ok(
+        &["insert-rows", "//home/t", "--update", "--aggregate"],
+        Some("{k=1;n=5}"),
+    );
+    let out = s.ok(
+        &[
+            "lookup-rows",
+            "//home/t",
+            "--column-name",
+            "n",
+            "--column-name",
+            "v",
+            "--format",
+            "json",
+        ],
+        Some("{\"k\": 1}\n"),
+    );
+    assert_eq!(out, "{\"n\":6,\"v\":\"a\"}\n");
+    let err = s.fails(&["lookup-rows", "//home/t", "--versioned"], Some("{k=1}"));
+    assert!(err.contains("--versioned lookups"), "{err}");
+    s.ok(
+        &["delete-rows", "//home/t", "--atomicity", "full"],
+        Some("{k=2}"),
+    );
+    // Transactions: tablet ones only.
+    assert!(!s
+        .ok(&["start-tx", "--type", "tablet"], None)
+        .trim()
+        .is_empty());
+    let err = s.fails(&["start-tx", "--type", "master"], None);
+    assert!(
+        err.contains("master transactions are not supported"),
+        "{err}"
+    );
+    // get: a node, with attributes, and a directory.
+    assert_eq!(s.ok(&["get", "//home/t"], None), "#\n");
+    assert_eq!(
+        s.ok(&["get", "//home/t", "--attribute", "tablet_count"], None),
+        "<\"tablet_count\"=1;>#\n"
+    );
+    assert_eq!(s.ok(&["get", "//home"], None), "{\"t\"=#;}\n");
+    // set: the value on stdin.
+    s.ok(&["set", "//home/t/@max_data_versions"], Some("3\n"));
+    assert_eq!(s.ok(&["get", "//home/t/@max_data_versions"], None), "3u\n");
+    // alter-table --dynamic as a bare flag; remove -r of a table.
+    s.ok(&["unmount-table", "//home/t"], None);
+    s.ok(&["alter-table", "//home/t", "--dynamic"], None);
+    let err = s.fails(&["remove", "-r", "//home"], None);
+    assert!(err.contains("is a directory"), "{err}");
+    s.ok(&["remove", "-r", "//home/t"], None);
+    assert_eq!(s.ok(&["exists", "//home/t"], None), "false\n");
+    // --proxy names a cluster dynql does not have.
+    let err = s.fails(&["--proxy", "hahn", "list", "/"], None);
+    assert!(err.contains("no proxy"), "{err}");
+}
+
+#[test]
+fn statistics_print_as_a_yson_map() {
+    let s = store_with_rows();
+    let out = s.run(
+        &["select-rows", "k from [//home/t]", "--print-statistics"],
+        None,
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let statistics = dynql::yson::parse(stderr.trim().as_bytes()).expect("YSON statistics");
+    assert_eq!(statistics.get("rows_read"), Some(&dynql::Yson::Int64(2)));
+    assert_eq!(
+        statistics.get("incomplete_output"),
+        Some(&dynql::Yson::Boolean(false))
+    );
 }

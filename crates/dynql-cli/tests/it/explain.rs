@@ -185,8 +185,11 @@ fn statistics_show_that_a_point_query_reads_one_row() {
     );
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("rows_read=1 "), "{stderr}");
-    assert!(stderr.contains("tablets_read=1/2"), "{stderr}");
+    assert!(stderr.contains("\"rows_read\"=1;"), "{stderr}");
+    assert!(
+        stderr.contains("\"tablets_read\"=1;\"tablets\"=2;"),
+        "{stderr}"
+    );
     let out = store.run(
         &[
             "select-rows",
@@ -198,7 +201,7 @@ fn statistics_show_that_a_point_query_reads_one_row() {
         None,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("rows_read=200 "), "{stderr}");
+    assert!(stderr.contains("\"rows_read\"=200;"), "{stderr}");
 }
 
 #[test]
@@ -247,7 +250,7 @@ fn a_join_on_the_foreign_key_reads_only_the_matching_rows() {
     assert_eq!(stdout.lines().count(), 3, "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     // 4 fact rows, then the 2 distinct dim keys that exist (of 3 asked for).
-    assert!(stderr.contains("rows_read=6 "), "{stderr}");
+    assert!(stderr.contains("\"rows_read\"=6;"), "{stderr}");
 }
 
 #[test]

@@ -46,8 +46,11 @@ fn queries_over_exported_files_read_what_the_key_selects() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"bytes\":34}\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("rows_read=1 "), "{stderr}");
-    assert!(stderr.contains("chunks_read=1/3"), "{stderr}");
+    assert!(stderr.contains("\"rows_read\"=1;"), "{stderr}");
+    assert!(
+        stderr.contains("\"chunks_read\"=1;\"chunks\"=3;"),
+        "{stderr}"
+    );
     let explained = s.ok(&["explain-query", &q, "--format", "json"], None);
     let e: serde_json::Value = serde_json::from_str(&explained).unwrap();
     assert_eq!(e["read"]["chunks"], serde_json::json!([1, 3]));
