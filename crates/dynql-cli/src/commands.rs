@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use dynql::Timestamp;
 
-use crate::format::OutputFormat;
+use crate::format::FormatSpec;
 
 /// dynql: YTsaurus-style dynamic tables and YT QL, embedded.
 #[derive(Debug, Parser)]
@@ -164,8 +164,11 @@ pub enum Command {
             allow_hyphen_values = true
         )]
         query_option: Option<String>,
-        #[arg(long, value_enum, default_value = "yson")]
-        format: OutputFormat,
+        /// Output format as `yt` spells it: yson, <format=pretty>yson, json,
+        /// <encode_utf8=%true>json, schemaful_dsv, <columns=[a;b]>schemaful_dsv [default:
+        /// $YT_FORMAT, else yson].
+        #[arg(long, value_parser = crate::format::parse_format)]
+        format: Option<FormatSpec>,
         /// Most rows read (YT default 1000000).
         #[arg(long)]
         input_row_limit: Option<u64>,
@@ -211,7 +214,7 @@ pub enum Command {
         /// The query to explain, as select-rows takes it.
         #[arg(allow_hyphen_values = true)]
         query: String,
-        /// Output format (json).
+        /// Output format: json or yson.
         #[arg(long, default_value = "json")]
         format: String,
         /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.

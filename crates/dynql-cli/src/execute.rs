@@ -231,6 +231,7 @@ pub async fn execute(
             let query = query
                 .or(query_option)
                 .context("select-rows needs a query")?;
+            let format = crate::format::select_format(format)?;
             let mut options = SelectOptions::default();
             if let Some(v) = range_expansion_limit {
                 options.range_expansion_limit = v;
@@ -278,7 +279,9 @@ pub async fn execute(
             while let Some(rows) = stream.next_rows().await {
                 let rows = rows.map_err(|e| query_error(&query, e))?;
                 buf.clear();
-                crate::format::write_rows(&mut buf, stream.columns(), &rows, format)?;
+                let (columns, rows) =
+                    crate::format::project_columns(&format, stream.columns(), rows)?;
+                crate::format::write_rows(&mut buf, &columns, &rows, format.format)?;
                 stdout.write_all(&buf)?;
                 stdout.flush()?;
             }
@@ -317,8 +320,8 @@ pub async fn execute(
             timestamp,
             files,
         } => {
-            if format != "json" {
-                bail!("explain-query prints JSON only: use --format json, not {format:?}");
+            if format != "json" && format != "yson" {
+                bail!("explain-query prints json or yson, not {format:?}");
             }
             let mut options = SelectOptions {
                 files: files.file_tables()?,
@@ -343,7 +346,14 @@ pub async fn execute(
                 .explain_query(&query, &options)
                 .await
                 .map_err(|e| query_error(&query, e))?;
-            writeln!(stdout, "{}", explanation.to_json())?;
+            match format.as_str() {
+                "yson" => writeln!(
+                    stdout,
+                    "{}",
+                    dynql::yson::to_text(&Yson::from_json(&explanation.to_json()))
+                )?,
+                _ => writeln!(stdout, "{}", explanation.to_json())?,
+            }
         }
         Command::ReshardTable {
             path,

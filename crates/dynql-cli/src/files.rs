@@ -14,7 +14,7 @@ pub struct SqlArgs {
     #[arg(allow_hyphen_values = true)]
     pub query: String,
     /// Output format [default: yson; in the shell, the shell's \format].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = crate::format::parse_output_format)]
     pub format: Option<OutputFormat>,
     /// Read dynamic tables at this timestamp (a number, sync_last_committed or
     /// async_last_committed).

@@ -1,4 +1,6 @@
-//! Output formats of `select-rows`: json, yson, schemaful_dsv (as `yt` writes them).
+//! Output formats of `select-rows`: json, yson, schemaful_dsv (as `yt` writes them), named
+//! as `yt` names them, YSON attributes included (`<format=pretty>yson`,
+//! `<columns=[a;b]>schemaful_dsv`, `<encode_utf8=%false>json`).
 
 use std::io::Write;
 
@@ -8,18 +10,177 @@ use dynql::{LookupResult, SelectResult, Value, ValueType, Yson};
 use crate::commands::InputFormat;
 
 /// The supported output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[clap(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     /// JSON with strings as UTF-8 text (also spelled `<encode_utf8=%false>json`).
-    #[value(alias = "<encode_utf8=%false>json")]
     Json,
     /// YT's `encode_utf8` JSON: every byte of a string is the code point of the same number
     /// (U+0000..U+00FF), so any byte string round-trips.
-    #[value(name = "<encode_utf8=%true>json")]
     JsonBytes,
+    /// Text YSON, a row per line (`<format=text>yson`).
     Yson,
+    /// YSON indented, a row over several lines (`<format=pretty>yson`).
+    YsonPretty,
     SchemafulDsv,
+}
+
+/// A format as `select-rows --format` takes it: the format and, for schemaful_dsv, the
+/// columns to print in their order (`<columns=[a;b]>schemaful_dsv`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatSpec {
+    pub format: OutputFormat,
+    pub columns: Option<Vec<String>>,
+}
+
+/// The formats' names, for messages.
+pub const FORMAT_NAMES: &str =
+    "json, <encode_utf8=%true>json, yson, <format=pretty>yson, schemaful_dsv, <columns=[…]>schemaful_dsv";
+
+impl OutputFormat {
+    /// The format's name as `--format` and `\format` take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Json => "json",
+            OutputFormat::JsonBytes => "<encode_utf8=%true>json",
+            OutputFormat::Yson => "yson",
+            OutputFormat::YsonPretty => "<format=pretty>yson",
+            OutputFormat::SchemafulDsv => "schemaful_dsv",
+        }
+    }
+}
+
+/// Parses a format as `yt` spells it: a name with optional YSON attributes in front.
+/// Attributes dynql would not honour are refused, never ignored.
+pub fn parse_format(text: &str) -> std::result::Result<FormatSpec, String> {
+    let unknown = || format!("unknown format {text:?}: use one of {FORMAT_NAMES}");
+    let node = dynql::yson::parse(text.trim().as_bytes()).map_err(|_| unknown())?;
+    let (attributes, name) = match &node {
+        Yson::Attributed { attributes, value } => (attributes.as_slice(), value.as_str()),
+        other => (&[][..], other.as_str()),
+    };
+    let name = name.ok_or_else(unknown)?;
+    let mut spec = FormatSpec {
+        format: match name {
+            "json" => OutputFormat::Json,
+            "yson" => OutputFormat::Yson,
+            "schemaful_dsv" => OutputFormat::SchemafulDsv,
+            _ => return Err(unknown()),
+        },
+        columns: None,
+    };
+    for (key, value) in attributes {
+        let key = String::from_utf8_lossy(key);
+        match (spec.format, key.as_ref(), value) {
+            (OutputFormat::Json, "encode_utf8", Yson::Boolean(true)) => {
+                spec.format = OutputFormat::JsonBytes
+            }
+            (OutputFormat::Json, "encode_utf8", Yson::Boolean(false)) => {}
+            (OutputFormat::Yson, "format", v) => match v.as_str() {
+                Some("text") => {}
+                Some("pretty") => spec.format = OutputFormat::YsonPretty,
+                Some("binary") => {
+                    return Err("binary YSON is not supported by dynql: use <format=text>yson or <format=pretty>yson".into())
+                }
+                _ => return Err("the yson format attribute takes text, pretty or binary".into()),
+            },
+            (OutputFormat::SchemafulDsv, "columns", Yson::List(items)) => {
+                let columns = items
+                    .iter()
+                    .map(|c| c.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("schemaful_dsv's columns must be a list of column names")?;
+                spec.columns = Some(columns);
+            }
+            _ => {
+                return Err(format!(
+                    "the format attribute {key} of {name} is not supported by dynql (it takes encode_utf8 for json, format for yson, columns for schemaful_dsv)"
+                ))
+            }
+        }
+    }
+    Ok(spec)
+}
+
+/// [`parse_format`] for the places that take no column list (the shell, `sql`).
+pub fn parse_output_format(text: &str) -> std::result::Result<OutputFormat, String> {
+    let spec = parse_format(text)?;
+    if spec.columns.is_some() {
+        return Err("a column list (<columns=[…]>schemaful_dsv) is for select-rows only".into());
+    }
+    Ok(spec.format)
+}
+
+/// The format of a `select-rows`: `--format`, else `YT_FORMAT` (as `yt` reads it), else yson.
+pub fn select_format(given: Option<FormatSpec>) -> Result<FormatSpec> {
+    if let Some(spec) = given {
+        return Ok(spec);
+    }
+    match std::env::var("YT_FORMAT") {
+        Ok(text) if !text.trim().is_empty() => {
+            parse_format(&text).map_err(|e| anyhow::anyhow!("YT_FORMAT: {e}"))
+        }
+        _ => Ok(FormatSpec {
+            format: OutputFormat::Yson,
+            columns: None,
+        }),
+    }
+}
+
+/// Rows cut to `spec`'s column list, in its order (all columns without one).
+///
+/// # Errors
+/// A listed column the result does not have.
+pub fn project_columns(
+    spec: &FormatSpec,
+    columns: &[(String, ValueType)],
+    rows: Vec<Vec<Value>>,
+) -> Result<(Vec<(String, ValueType)>, Vec<Vec<Value>>)> {
+    let Some(wanted) = &spec.columns else {
+        return Ok((columns.to_vec(), rows));
+    };
+    let mut positions = Vec::with_capacity(wanted.len());
+    for name in wanted {
+        match columns.iter().position(|(n, _)| n == name) {
+            Some(p) => positions.push(p),
+            None => bail!("schemaful_dsv column {name:?} is not in the result"),
+        }
+    }
+    let projected = positions.iter().map(|&p| columns[p].clone()).collect();
+    let rows = rows
+        .into_iter()
+        .map(|row| positions.iter().map(|&p| row[p].clone()).collect())
+        .collect();
+    Ok((projected, rows))
+}
+
+/// `v` as pretty YSON: a map or list over several lines, indented by four spaces.
+fn pretty_yson(v: &Yson, indent: usize, out: &mut String) {
+    let pad = "    ".repeat(indent + 1);
+    match v {
+        Yson::Map(entries) if !entries.is_empty() => {
+            out.push_str("{\n");
+            for (k, value) in entries {
+                out.push_str(&pad);
+                out.push_str(&dynql::yson::to_text(&Yson::String(k.clone())));
+                out.push_str(" = ");
+                pretty_yson(value, indent + 1, out);
+                out.push_str(";\n");
+            }
+            out.push_str(&"    ".repeat(indent));
+            out.push('}');
+        }
+        Yson::List(items) if !items.is_empty() => {
+            out.push_str("[\n");
+            for item in items {
+                out.push_str(&pad);
+                pretty_yson(item, indent + 1, out);
+                out.push_str(";\n");
+            }
+            out.push_str(&"    ".repeat(indent));
+            out.push(']');
+        }
+        other => out.push_str(&dynql::yson::to_text(other)),
+    }
 }
 
 /// YT's `encode_utf8` rule for output: every byte of every string (map keys aside) becomes
@@ -134,7 +295,7 @@ pub fn write_rows(
                 out.write_all(b"\n")?;
             }
         }
-        OutputFormat::Yson => {
+        OutputFormat::Yson | OutputFormat::YsonPretty => {
             for row in rows {
                 let map = Yson::Map(
                     columns
@@ -143,7 +304,14 @@ pub fn write_rows(
                         .map(|((n, _), v)| (n.as_bytes().to_vec(), v.to_yson()))
                         .collect(),
                 );
-                out.write_all(dynql::yson::to_text(&map).as_bytes())?;
+                let text = if format == OutputFormat::Yson {
+                    dynql::yson::to_text(&map)
+                } else {
+                    let mut text = String::new();
+                    pretty_yson(&map, 0, &mut text);
+                    text
+                };
+                out.write_all(text.as_bytes())?;
                 out.write_all(b";\n")?;
             }
         }

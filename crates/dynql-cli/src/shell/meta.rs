@@ -3,12 +3,11 @@
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
-use clap::{CommandFactory, ValueEnum};
+use clap::CommandFactory;
 use dynql::{Database, TableSchema, Yson};
 
 use super::complete::Catalog;
 use super::{pretty, Flow, ResultFormat, Settings};
-use crate::format::OutputFormat;
 
 /// The meta commands with their arguments and what they do, as `\help` lists them.
 const META: &[(&str, &str, &str)] = &[
@@ -37,6 +36,7 @@ pub const FORMATS: &[&str] = &[
     "json",
     "<encode_utf8=%true>json",
     "yson",
+    "<format=pretty>yson",
     "schemaful_dsv",
 ];
 
@@ -94,11 +94,8 @@ pub async fn run(
             settings.format = match value.as_str() {
                 "pretty" => ResultFormat::Pretty,
                 other => {
-                    ResultFormat::Plain(OutputFormat::from_str(other, true).map_err(|_| {
-                        anyhow::anyhow!(
-                            "\\format takes one of {}, not {other:?}",
-                            FORMATS.join(", ")
-                        )
+                    ResultFormat::Plain(crate::format::parse_output_format(other).map_err(|e| {
+                        anyhow::anyhow!("\\format takes one of {}: {e}", FORMATS.join(", "))
                     })?)
                 }
             };

@@ -86,10 +86,7 @@ impl ResultFormat {
     pub fn name(self) -> &'static str {
         match self {
             ResultFormat::Pretty => "pretty",
-            ResultFormat::Plain(OutputFormat::Json) => "json",
-            ResultFormat::Plain(OutputFormat::JsonBytes) => "<encode_utf8=%true>json",
-            ResultFormat::Plain(OutputFormat::Yson) => "yson",
-            ResultFormat::Plain(OutputFormat::SchemafulDsv) => "schemaful_dsv",
+            ResultFormat::Plain(format) => format.name(),
         }
     }
 }

@@ -603,3 +603,44 @@ fn statistics_print_as_a_yson_map() {
         Some(&dynql::Yson::Boolean(false))
     );
 }
+
+#[test]
+fn formats_take_yt_attributes_and_yt_format() {
+    let s = store_with_rows();
+    let q = "k, v from [//home/t]";
+    let run = |format: &str| s.ok(&["select-rows", q, "--format", format], None);
+    assert_eq!(
+        run("<format=text>yson"),
+        "{\"k\"=1;\"v\"=\"a\";};\n{\"k\"=2;\"v\"=\"b\";};\n"
+    );
+    assert_eq!(
+        run("<format=pretty>yson"),
+        "{\n    \"k\" = 1;\n    \"v\" = \"a\";\n};\n{\n    \"k\" = 2;\n    \"v\" = \"b\";\n};\n"
+    );
+    assert_eq!(run("<columns=[v;k]>schemaful_dsv"), "a\t1\nb\t2\n");
+    assert_eq!(run("<encode_utf8=%false>json"), run("json"));
+    for (bad, says) in [
+        ("<format=binary>yson", "binary YSON is not supported"),
+        (
+            "<columns=[nope]>schemaful_dsv",
+            "\"nope\" is not in the result",
+        ),
+        (
+            "<indent=2>json",
+            "attribute indent of json is not supported",
+        ),
+        ("dsv", "unknown format \"dsv\""),
+    ] {
+        let err = s.fails(&["select-rows", q, "--format", bad], None);
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    // YT_FORMAT when --format is not given, as yt reads it.
+    let out = s.run_with_env(&["select-rows", q], None, &[("YT_FORMAT", "json")]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"k\":1,\"v\":\"a\"}\n{\"k\":2,\"v\":\"b\"}\n"
+    );
+    let explained = s.ok(&["explain-query", q, "--format", "yson"], None);
+    let node = dynql::yson::parse(explained.trim().as_bytes()).expect("YSON");
+    assert!(node.get("ranges").is_some(), "{explained}");
+}
