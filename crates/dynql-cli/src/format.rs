@@ -126,6 +126,9 @@ pub fn select_format(given: Option<FormatSpec>) -> Result<FormatSpec> {
     }
 }
 
+/// A result's columns (name, type) and rows.
+type Rows = (Vec<(String, ValueType)>, Vec<Vec<Value>>);
+
 /// Rows cut to `spec`'s column list, in its order (all columns without one).
 ///
 /// # Errors
@@ -134,7 +137,7 @@ pub fn project_columns(
     spec: &FormatSpec,
     columns: &[(String, ValueType)],
     rows: Vec<Vec<Value>>,
-) -> Result<(Vec<(String, ValueType)>, Vec<Vec<Value>>)> {
+) -> Result<Rows> {
     let Some(wanted) = &spec.columns else {
         return Ok((columns.to_vec(), rows));
     };
