@@ -560,6 +560,17 @@ async fn node(db: &Database, path: &str, attributes: &[String]) -> Result<Yson> 
 
 /// Adds the query line that holds the error position, with a caret under it.
 pub fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
+    if e.kind() == dynql::ErrorKind::LimitExceeded {
+        // YT's message, then how to raise the limit it names.
+        let which = if e.to_string().contains("excessive input") {
+            "input"
+        } else {
+            "output"
+        };
+        return anyhow::anyhow!(
+            "{e}\nhint: the {which} row limit is 1000000 rows unless set, as in YT: raise it with --{which}-row-limit N (in the shell, \\set {which}_row_limit N), or pass --fail-on-incomplete-result false for the rows up to it"
+        );
+    }
     match e.query_span().and_then(|span| caret_lines(query, span)) {
         Some(lines) => anyhow::anyhow!("{e}\n{lines}"),
         None => e.into(),

@@ -23,6 +23,16 @@ const META: &[(&str, &str, &str)] = &[
     ),
     ("\\timing", "[on|off]", "show how long each statement takes"),
     (
+        "\\maxrows",
+        "[N]",
+        "rows a pretty table shows at most (default 40; 0: all)",
+    ),
+    (
+        "\\set",
+        "[NAME VALUE]",
+        "a query option for the session: input_row_limit, output_row_limit, timestamp (no arguments: list them)",
+    ),
+    (
         "\\help",
         "[COMMAND]",
         "this text, or the options of a command",
@@ -105,7 +115,63 @@ pub async fn run(
                 format_args!("format is {}", settings.format.name()),
             )?;
         }
-        ("q" | "quit" | "exit" | "help" | "?" | "d" | "timing" | "format", _) => {
+        ("maxrows", []) => writeln!(out, "maxrows is {}", settings.max_rows)?,
+        ("maxrows", [n]) => {
+            settings.max_rows = n
+                .parse()
+                .map_err(|_| anyhow::anyhow!("\\maxrows takes a number of rows, not {n:?}"))?;
+            confirm(
+                settings,
+                out,
+                format_args!("maxrows is {}", settings.max_rows),
+            )?;
+        }
+        ("set", []) => {
+            let show = |v: Option<String>| v.unwrap_or_else(|| "default".into());
+            writeln!(
+                out,
+                "input_row_limit {}\noutput_row_limit {}\ntimestamp {}",
+                show(settings.input_row_limit.map(|n| n.to_string())),
+                show(settings.output_row_limit.map(|n| n.to_string())),
+                show(settings.timestamp.map(|t| t.to_string())),
+            )?;
+        }
+        ("set", [option, value]) => {
+            let unset = value == "default";
+            let number = || {
+                value.parse::<u64>().map_err(|_| {
+                    anyhow::anyhow!(
+                        "\\set {option} takes a number of rows or default, not {value:?}"
+                    )
+                })
+            };
+            match option.as_str() {
+                "input_row_limit" => {
+                    settings.input_row_limit = if unset { None } else { Some(number()?) }
+                }
+                "output_row_limit" => {
+                    settings.output_row_limit = if unset { None } else { Some(number()?) }
+                }
+                "timestamp" => {
+                    settings.timestamp = if unset {
+                        None
+                    } else {
+                        Some(
+                            crate::commands::parse_timestamp(value)
+                                .map_err(|e| anyhow::anyhow!(e))?,
+                        )
+                    }
+                }
+                other => bail!(
+                    "\\set takes input_row_limit, output_row_limit or timestamp, not {other:?}"
+                ),
+            }
+            confirm(settings, out, format_args!("{option} is {value}"))?;
+        }
+        (
+            "q" | "quit" | "exit" | "help" | "?" | "d" | "timing" | "format" | "maxrows" | "set",
+            _,
+        ) => {
             bail!("too many arguments to \\{name}: \\help shows its usage")
         }
         _ => bail!("unknown command \\{name}: \\help lists the commands"),

@@ -100,6 +100,44 @@ pub struct Settings {
     pub timing: bool,
     /// Confirm setting changes (`format is json`): on a terminal, not in a script's output.
     pub confirm: bool,
+    /// Rows a drawn table shows at most (`\maxrows`; 0: all); the rest are counted.
+    pub max_rows: usize,
+    /// Query options set with `\set`, for the session's queries.
+    pub input_row_limit: Option<u64>,
+    pub output_row_limit: Option<u64>,
+    pub timestamp: Option<dynql::Timestamp>,
+}
+
+/// Rows a drawn table shows by default, as DuckDB's and datafusion-cli's do.
+pub const DEFAULT_MAX_ROWS: usize = 40;
+
+impl Settings {
+    fn new(format: ResultFormat, timing: bool, confirm: bool) -> Settings {
+        Settings {
+            format,
+            timing,
+            confirm,
+            max_rows: DEFAULT_MAX_ROWS,
+            input_row_limit: None,
+            output_row_limit: None,
+            timestamp: None,
+        }
+    }
+
+    /// The options of the session's queries (`\set`), YT's defaults otherwise.
+    pub fn select_options(&self) -> SelectOptions {
+        let mut options = SelectOptions::default();
+        if let Some(n) = self.input_row_limit {
+            options.input_row_limit = n;
+        }
+        if let Some(n) = self.output_row_limit {
+            options.output_row_limit = n;
+        }
+        if let Some(t) = self.timestamp {
+            options.timestamp = t;
+        }
+        options
+    }
 }
 
 /// Whether the shell goes on after a statement.
@@ -119,22 +157,15 @@ pub enum Flow {
 pub async fn run(db: &Database, url: &str, new_store: bool) -> Result<()> {
     if std::io::stdin().is_terminal() {
         let pretty = std::io::stdout().is_terminal();
-        let settings = Settings {
-            format: if pretty {
-                ResultFormat::Pretty
-            } else {
-                ResultFormat::Plain(OutputFormat::Yson)
-            },
-            timing: pretty,
-            confirm: true,
+        let format = if pretty {
+            ResultFormat::Pretty
+        } else {
+            ResultFormat::Plain(OutputFormat::Yson)
         };
+        let settings = Settings::new(format, pretty, true);
         interactive(db, url, new_store, settings).await
     } else {
-        let settings = Settings {
-            format: ResultFormat::Plain(OutputFormat::Yson),
-            timing: false,
-            confirm: false,
-        };
+        let settings = Settings::new(ResultFormat::Plain(OutputFormat::Yson), false, false);
         script(db, settings).await
     }
 }
@@ -274,8 +305,16 @@ fn show(
     let elapsed = settings.timing.then(|| started.elapsed());
     match settings.format {
         ResultFormat::Pretty => {
-            writeln!(out, "{}", pretty::result_table(result))?;
-            writeln!(out, "{}", pretty::footer(result.rows.len(), elapsed))?;
+            let shown = match settings.max_rows {
+                0 => result.rows.len(),
+                n => n.min(result.rows.len()),
+            };
+            writeln!(out, "{}", pretty::result_table(result, shown))?;
+            writeln!(
+                out,
+                "{}",
+                pretty::footer_of(result.rows.len(), shown, elapsed)
+            )?;
         }
         ResultFormat::Plain(format) => {
             let mut buf = Vec::new();
@@ -331,7 +370,7 @@ async fn run_statement(
         }
         Parsed::Query(query) => {
             let mut stream = db
-                .select_stream(&query, &SelectOptions::default())
+                .select_stream(&query, &settings.select_options())
                 .await
                 .map_err(|e| query_error(&query, e))?;
             let ResultFormat::Plain(format) = settings.format else {

@@ -21,9 +21,10 @@ fn table(header: Vec<String>) -> Table {
 /// A query result as a table: a header of column names, numbers right-aligned, null as
 /// `null`, numbers and booleans plain, strings as text (invalid UTF-8 replaced, control
 /// characters escaped), `any` values as YSON text.
-pub fn result_table(result: &SelectResult) -> String {
+/// The result's first `shown` rows drawn as a table.
+pub fn result_table(result: &SelectResult, shown: usize) -> String {
     let mut t = table(result.columns.iter().map(|(n, _)| n.clone()).collect());
-    for row in &result.rows {
+    for row in result.rows.iter().take(shown) {
         t.add_row(row.iter().map(cell_text).collect::<Vec<_>>());
     }
     for (i, (_, ty)) in result.columns.iter().enumerate() {
@@ -106,6 +107,15 @@ pub fn schema_table(schema: &TableSchema) -> String {
 }
 
 /// `(3 rows, 2.1 ms)`, `(1 row)`: the line under a result.
+/// [`footer`] of a table that shows `shown` of `rows` rows: says how many were left out.
+pub fn footer_of(rows: usize, shown: usize, elapsed: Option<Duration>) -> String {
+    let footer = footer(rows, elapsed);
+    match rows - shown {
+        0 => footer,
+        left => format!("{footer}, {left} not shown (\\maxrows N shows more; 0 all)"),
+    }
+}
+
 pub fn footer(rows: usize, elapsed: Option<Duration>) -> String {
     let noun = if rows == 1 { "row" } else { "rows" };
     match elapsed {
@@ -141,7 +151,7 @@ mod tests {
             ],
             statistics: Default::default(),
         };
-        let text = result_table(&result);
+        let text = result_table(&result, result.rows.len());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines,

@@ -304,3 +304,44 @@ fn ctrl_c_cancels_the_running_statement_and_the_session_goes_on() {
     assert!(screen.contains("│ 2 ┆ x │"), "{screen}");
     t.line("\\q");
 }
+
+#[test]
+fn session_options_and_a_row_cap_for_drawn_tables() {
+    let s = TestStore::new();
+    let rows: String = (0..50).map(|k| format!("{{k={k};v=x}};")).collect();
+    let script = format!(
+        "{CREATE}
+insert-rows //home/t
+{rows}
+
+\\set input_row_limit 10
+\\set
+\\format json
+k from [//home/t] where k < 5;
+\\set input_row_limit default
+\\format pretty
+k from [//home/t];
+\\maxrows 0
+k from [//home/t] where k >= 48;
+\\set input_row_limit 10
+k from [//home/t];
+"
+    );
+    let out = s.run(&["shell"], Some(&script));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("input_row_limit 10\noutput_row_limit default\ntimestamp default\n"),
+        "{stdout}"
+    );
+    // A limit of 10 rows read is enough for k < 5 (one range read in key order).
+    assert!(stdout.contains("{\"k\":4}\n"), "{stdout}");
+    // Pretty tables show 40 rows and count the rest; \maxrows 0 shows all.
+    assert!(stdout.contains("(50 rows), 10 not shown"), "{stdout}");
+    assert!(stdout.contains("(2 rows)\n"), "{stdout}");
+    // The session's limit applies, and its error says how to raise it.
+    assert!(
+        stderr.contains("excessive input") && stderr.contains("\\set input_row_limit N"),
+        "{stderr}"
+    );
+}
