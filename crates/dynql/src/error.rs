@@ -74,6 +74,7 @@ impl Error {
                     ErrorKind::InvalidInput
                 }
                 dynql_exec::Error::Storage(s) => storage_kind(s),
+                dynql_exec::Error::DataFusion(_) if e.is_invalid_query() => ErrorKind::InvalidInput,
                 dynql_exec::Error::DataFusion(_) => ErrorKind::Internal,
                 dynql_exec::Error::LimitExceeded { .. } => ErrorKind::LimitExceeded,
             },

@@ -644,3 +644,16 @@ fn formats_take_yt_attributes_and_yt_format() {
     let node = dynql::yson::parse(explained.trim().as_bytes()).expect("YSON");
     assert!(node.get("ranges").is_some(), "{explained}");
 }
+
+#[test]
+fn sql_mistakes_read_once_as_the_query_s() {
+    let s = store_with_rows();
+    let err = s.fails(&["sql", "selec 1"], None);
+    assert_eq!(
+        err.matches("Expected: an SQL statement").count(),
+        1,
+        "{err}"
+    );
+    let err = s.fails(&["sql", "select nope from \"//home/t\""], None);
+    assert_eq!(err.matches("No field named nope").count(), 1, "{err}");
+}
