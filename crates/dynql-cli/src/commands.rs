@@ -151,64 +151,7 @@ pub enum Command {
     /// Abort a transaction.
     AbortTx { id: String },
     /// Run a YT QL query.
-    SelectRows {
-        /// The query: `columns FROM [//path] WHERE … GROUP BY … ORDER BY … LIMIT …`.
-        #[arg(allow_hyphen_values = true, required_unless_present = "query_option")]
-        query: Option<String>,
-        /// The query, given as an option instead (`--query '…'`).
-        #[arg(
-            long = "query",
-            id = "query_option",
-            value_name = "QUERY",
-            conflicts_with = "query",
-            allow_hyphen_values = true
-        )]
-        query_option: Option<String>,
-        /// Output format as `yt` spells it: yson, <format=pretty>yson, json,
-        /// <encode_utf8=%true>json, schemaful_dsv, <columns=[a;b]>schemaful_dsv [default:
-        /// $YT_FORMAT, else yson].
-        #[arg(long, value_parser = crate::format::parse_format)]
-        format: Option<FormatSpec>,
-        /// Most rows read (YT default 1000000).
-        #[arg(long)]
-        input_row_limit: Option<u64>,
-        /// Most rows written (YT default 1000000).
-        #[arg(long)]
-        output_row_limit: Option<u64>,
-        /// Fail (true, default) or truncate silently (false) when a row limit is hit.
-        #[arg(long, value_parser = parse_bool)]
-        fail_on_incomplete_result: Option<bool>,
-        /// Placeholder values: a YSON or JSON map.
-        #[arg(long)]
-        placeholder_values: Option<String>,
-        /// Allow joins that do not use a prefix of the foreign table's key.
-        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
-        allow_join_without_index: Option<bool>,
-        /// Comparisons with null yield null (SQL style).
-        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
-        use_canonical_null_relations: Option<bool>,
-        /// Parallelism cap (must be positive).
-        #[arg(long)]
-        max_subqueries: Option<u64>,
-        /// Print execution statistics to stderr.
-        #[arg(long)]
-        print_statistics: bool,
-        /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
-        #[arg(long, value_parser = parse_timestamp)]
-        timestamp: Option<Timestamp>,
-        /// Read at this transaction's start timestamp.
-        #[arg(long)]
-        tx: Option<String>,
-        /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
-        #[arg(long)]
-        range_expansion_limit: Option<u64>,
-        /// Whether a query may read the whole table when WHERE fixes no key prefix (default
-        /// true; false makes such a query fail instead).
-        #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
-        allow_full_scan: Option<bool>,
-        #[command(flatten)]
-        files: crate::files::FileArgs,
-    },
+    SelectRows(SelectRowsArgs),
     /// Show the key ranges a query reads, which tablets, chunks and row groups that selects, and the physical plan (`plan`).
     ExplainQuery {
         /// The query to explain, as select-rows takes it.
@@ -360,6 +303,67 @@ pub enum Command {
     /// and completion (`dynql` with no command on a terminal starts it too). With stdin not a
     /// terminal it runs the statements it reads and stops at the first error.
     Shell,
+}
+
+/// The arguments of `select-rows` (the shell runs them too).
+#[derive(Debug, clap::Args)]
+pub struct SelectRowsArgs {
+    /// The query: `columns FROM [//path] WHERE … GROUP BY … ORDER BY … LIMIT …`.
+    #[arg(allow_hyphen_values = true, required_unless_present = "query_option")]
+    pub query: Option<String>,
+    /// The query, given as an option instead (`--query '…'`).
+    #[arg(
+        long = "query",
+        id = "query_option",
+        value_name = "QUERY",
+        conflicts_with = "query",
+        allow_hyphen_values = true
+    )]
+    pub query_option: Option<String>,
+    /// Output format as `yt` spells it: yson, <format=pretty>yson, json,
+    /// <encode_utf8=%true>json, schemaful_dsv, <columns=[a;b]>schemaful_dsv [default:
+    /// $YT_FORMAT, else yson].
+    #[arg(long, value_parser = crate::format::parse_format)]
+    pub format: Option<FormatSpec>,
+    /// Most rows read (YT default 1000000).
+    #[arg(long)]
+    pub input_row_limit: Option<u64>,
+    /// Most rows written (YT default 1000000).
+    #[arg(long)]
+    pub output_row_limit: Option<u64>,
+    /// Fail (true, default) or truncate silently (false) when a row limit is hit.
+    #[arg(long, value_parser = parse_bool)]
+    pub fail_on_incomplete_result: Option<bool>,
+    /// Placeholder values: a YSON or JSON map.
+    #[arg(long)]
+    pub placeholder_values: Option<String>,
+    /// Allow joins that do not use a prefix of the foreign table's key.
+    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_join_without_index: Option<bool>,
+    /// Comparisons with null yield null (SQL style).
+    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub use_canonical_null_relations: Option<bool>,
+    /// Parallelism cap (must be positive).
+    #[arg(long)]
+    pub max_subqueries: Option<u64>,
+    /// Print execution statistics to stderr.
+    #[arg(long)]
+    pub print_statistics: bool,
+    /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
+    #[arg(long, value_parser = parse_timestamp)]
+    pub timestamp: Option<Timestamp>,
+    /// Read at this transaction's start timestamp.
+    #[arg(long)]
+    pub tx: Option<String>,
+    /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
+    #[arg(long)]
+    pub range_expansion_limit: Option<u64>,
+    /// Whether a query may read the whole table when WHERE fixes no key prefix (default
+    /// true; false makes such a query fail instead).
+    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_full_scan: Option<bool>,
+    #[command(flatten)]
+    pub files: crate::files::FileArgs,
 }
 
 pub(crate) fn parse_timestamp(s: &str) -> Result<Timestamp, String> {

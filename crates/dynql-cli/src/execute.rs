@@ -6,7 +6,7 @@ use std::io::{BufRead, Read, Write};
 use anyhow::{bail, Context, Result};
 use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
 
-use crate::commands::{Cli, Command, InputFormat};
+use crate::commands::{Cli, Command, InputFormat, SelectRowsArgs};
 
 /// Decoded row groups a single command keeps (enough for the lookups of a join, which read
 /// the same row groups batch after batch).
@@ -210,69 +210,9 @@ pub async fn execute(
                 None => db.delete_rows(&path, &rows).await?,
             }
         }
-        Command::SelectRows {
-            query,
-            query_option,
-            format,
-            input_row_limit,
-            output_row_limit,
-            fail_on_incomplete_result,
-            placeholder_values,
-            allow_join_without_index,
-            use_canonical_null_relations,
-            max_subqueries,
-            print_statistics,
-            timestamp,
-            tx,
-            range_expansion_limit,
-            allow_full_scan,
-            files,
-        } => {
-            let query = query
-                .or(query_option)
-                .context("select-rows needs a query")?;
-            let format = crate::format::select_format(format)?;
-            let mut options = SelectOptions::default();
-            if let Some(v) = range_expansion_limit {
-                options.range_expansion_limit = v;
-            }
-            if let Some(v) = allow_full_scan {
-                options.allow_full_scan = v;
-            }
-            if let Some(t) = timestamp {
-                options.timestamp = t;
-            }
-            if let Some(v) = input_row_limit {
-                options.input_row_limit = v;
-            }
-            if let Some(v) = output_row_limit {
-                options.output_row_limit = v;
-            }
-            if let Some(v) = fail_on_incomplete_result {
-                options.fail_on_incomplete_result = v;
-            }
-            if let Some(v) = allow_join_without_index {
-                options.allow_join_without_index = v;
-            }
-            if let Some(v) = use_canonical_null_relations {
-                options.use_canonical_null_relations = v;
-            }
-            options.max_subqueries = max_subqueries;
-            options.files = files.file_tables()?;
-            if let Some(text) = placeholder_values {
-                options.placeholder_values = Some(
-                    dynql::parse_document(&text)
-                        .context("--placeholder-values must be a YSON or JSON map")?,
-                );
-            }
-            let stream = match tx {
-                Some(id) => match db.transaction(&id).await {
-                    Ok(t) => t.select_stream(&query, &options).await,
-                    Err(e) => Err(e),
-                },
-                None => db.select_stream(&query, &options).await,
-            };
-            let mut stream = stream.map_err(|e| query_error(&query, e))?;
+        Command::SelectRows(args) => {
+            let format = crate::format::select_format(args.format.clone())?;
+            let (query, mut stream) = select_stream(db, &args, SelectOptions::default()).await?;
             // Rows are printed as they are computed; a query that fails later has printed
             // some and exits with its error.
             let mut buf = Vec::new();
@@ -285,7 +225,7 @@ pub async fn execute(
                 stdout.write_all(&buf)?;
                 stdout.flush()?;
             }
-            if print_statistics {
+            if args.print_statistics {
                 let s = stream.statistics().unwrap_or_default();
                 // As `yt` prints them: a YSON map on stderr (YT's names, then dynql's).
                 let count = |n: u64| Yson::Int64(n as i64);
@@ -522,6 +462,67 @@ pub async fn execute(
     }
     stdout.flush()?;
     Ok(())
+}
+
+/// A `select-rows`' query and its rows as they are computed: the command's options over
+/// `base` (the shell's `\\set` ones, or YT's defaults).
+///
+/// # Errors
+/// No query; a bad option; the query's error, with a caret under its position.
+pub async fn select_stream(
+    db: &Database,
+    args: &SelectRowsArgs,
+    base: SelectOptions,
+) -> Result<(String, dynql::SelectStream)> {
+    let query = args
+        .query
+        .clone()
+        .or_else(|| args.query_option.clone())
+        .context("select-rows needs a query")?;
+    let mut options = base;
+    if let Some(v) = args.range_expansion_limit {
+        options.range_expansion_limit = v;
+    }
+    if let Some(v) = args.allow_full_scan {
+        options.allow_full_scan = v;
+    }
+    if let Some(t) = args.timestamp {
+        options.timestamp = t;
+    }
+    if let Some(v) = args.input_row_limit {
+        options.input_row_limit = v;
+    }
+    if let Some(v) = args.output_row_limit {
+        options.output_row_limit = v;
+    }
+    if let Some(v) = args.fail_on_incomplete_result {
+        options.fail_on_incomplete_result = v;
+    }
+    if let Some(v) = args.allow_join_without_index {
+        options.allow_join_without_index = v;
+    }
+    if let Some(v) = args.use_canonical_null_relations {
+        options.use_canonical_null_relations = v;
+    }
+    if args.max_subqueries.is_some() {
+        options.max_subqueries = args.max_subqueries;
+    }
+    options.files = args.files.file_tables()?;
+    if let Some(text) = &args.placeholder_values {
+        options.placeholder_values = Some(
+            dynql::parse_document(text)
+                .context("--placeholder-values must be a YSON or JSON map")?,
+        );
+    }
+    let stream = match &args.tx {
+        Some(id) => match db.transaction(id).await {
+            Ok(t) => t.select_stream(&query, &options).await,
+            Err(e) => Err(e),
+        },
+        None => db.select_stream(&query, &options).await,
+    };
+    let stream = stream.map_err(|e| query_error(&query, e))?;
+    Ok((query, stream))
 }
 
 /// A node as `yt get PATH` prints it: a table is an entity (`#`) carrying the attributes

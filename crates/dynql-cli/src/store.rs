@@ -39,7 +39,7 @@ pub fn reads_only(command: &Command) -> bool {
     matches!(
         command,
         Command::LookupRows { .. }
-            | Command::SelectRows { .. }
+            | Command::SelectRows(_)
             | Command::ExplainQuery { .. }
             | Command::Sql(_)
             | Command::Get { .. }

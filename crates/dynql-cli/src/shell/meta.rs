@@ -37,6 +37,11 @@ const META: &[(&str, &str, &str)] = &[
         "[COMMAND]",
         "this text, or the options of a command",
     ),
+    (
+        "\\i",
+        "FILE",
+        "run the statements of a file in this session (stops at its first error)",
+    ),
     ("\\q", "", "quit (so does Ctrl-D)"),
 ];
 

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{CommandFactory, Parser};
 use dynql::{Database, SelectOptions};
 use rustyline::config::{Behavior, CompletionType, Config};
@@ -35,7 +35,7 @@ use rustyline::history::FileHistory;
 use rustyline::Editor;
 
 use crate::commands::Command;
-use crate::execute::{execute, query_error};
+use crate::execute::{execute, query_error, select_stream};
 use crate::format::{write_result, write_rows, OutputFormat};
 use complete::{Catalog, ShellHelper};
 use statement::{Parsed, Splitter, Statement};
@@ -339,6 +339,12 @@ async fn run_statement(
     let parsed = statement::parse(text, is_command)?;
     let started = Instant::now();
     match parsed {
+        Parsed::Meta { name, args } if name == "i" => {
+            let [file] = &args[..] else {
+                bail!("\\i takes one file: \\i FILE");
+            };
+            return run_file(db, settings, file, out).await;
+        }
         Parsed::Meta { name, args } => return meta::run(db, settings, &name, &args, out).await,
         Parsed::Command { words, rows } => {
             let line = match ShellLine::try_parse_from(&words) {
@@ -363,42 +369,89 @@ async fn run_statement(
                     return show(&result, settings, started, out).map(|_| Flow::Continue);
                 }
             }
+            // select-rows without --format shows its rows as queries do (the shell's \format).
+            if let crate::commands::Command::SelectRows(args) = &line.command {
+                if args.format.is_none() && !args.print_statistics {
+                    let (query, stream) =
+                        select_stream(db, args, settings.select_options()).await?;
+                    show_stream(&query, stream, settings, started, out).await?;
+                    return Ok(Flow::Continue);
+                }
+            }
             execute(db, line.command, &mut rows.as_bytes(), out).await?;
             if settings.timing {
                 eprintln!("({})", pretty::duration(started.elapsed()));
             }
         }
         Parsed::Query(query) => {
-            let mut stream = db
+            let stream = db
                 .select_stream(&query, &settings.select_options())
                 .await
                 .map_err(|e| query_error(&query, e))?;
-            let ResultFormat::Plain(format) = settings.format else {
-                // A table is drawn once its column widths are known.
-                let result = stream
-                    .into_result()
-                    .await
-                    .map_err(|e| query_error(&query, e))?;
-                show(&result, settings, started, out)?;
-                return Ok(Flow::Continue);
-            };
-            // Plain formats print rows as they are computed.
-            let mut count = 0;
-            let mut buf = Vec::new();
-            while let Some(rows) = stream.next_rows().await {
-                let rows = rows.map_err(|e| query_error(&query, e))?;
-                count += rows.len();
-                buf.clear();
-                write_rows(&mut buf, stream.columns(), &rows, format)?;
-                out.write_all(&buf)?;
-                out.flush()?;
-            }
-            if settings.timing {
-                eprintln!("{}", pretty::footer(count, Some(started.elapsed())));
-            }
+            show_stream(&query, stream, settings, started, out).await?;
         }
     }
     Ok(Flow::Continue)
+}
+
+/// Runs the statements of `file` in this session, as a script runs (`\\i FILE`): in order,
+/// stopping at the first error, which names the file and line.
+async fn run_file(
+    db: &Database,
+    settings: &mut Settings,
+    file: &str,
+    out: &mut dyn Write,
+) -> Result<Flow> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?;
+    let mut splitter = Splitter::new(is_command);
+    let mut statements = Vec::new();
+    for line in text.lines() {
+        statements.extend(splitter.push_line(line.trim_end_matches('\r')));
+    }
+    statements.extend(splitter.finish());
+    for st in statements {
+        // A file may include another: the recursion is boxed.
+        let flow = Box::pin(run_statement(db, settings, &st.text, out))
+            .await
+            .with_context(|| format!("{file}, line {}", st.line))?;
+        if flow == Flow::Quit {
+            return Ok(Flow::Quit);
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// Shows a query's rows in the shell's format: a drawn table once all are in, plain formats
+/// as they are computed.
+async fn show_stream(
+    query: &str,
+    mut stream: dynql::SelectStream,
+    settings: &Settings,
+    started: Instant,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let ResultFormat::Plain(format) = settings.format else {
+        // A table is drawn once its column widths are known.
+        let result = stream
+            .into_result()
+            .await
+            .map_err(|e| query_error(query, e))?;
+        return show(&result, settings, started, out);
+    };
+    let mut count = 0;
+    let mut buf = Vec::new();
+    while let Some(rows) = stream.next_rows().await {
+        let rows = rows.map_err(|e| query_error(query, e))?;
+        count += rows.len();
+        buf.clear();
+        write_rows(&mut buf, stream.columns(), &rows, format)?;
+        out.write_all(&buf)?;
+        out.flush()?;
+    }
+    if settings.timing {
+        eprintln!("{}", pretty::footer(count, Some(started.elapsed())));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -345,3 +345,43 @@ k from [//home/t];
         "{stderr}"
     );
 }
+
+#[test]
+fn files_run_in_the_session_and_select_rows_follows_the_shell_format() {
+    let s = TestStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("setup.ytql");
+    std::fs::write(
+        &file,
+        format!("{CREATE}\ninsert-rows //home/t\n{{k=1;v=a}};\n\n\\format json\n"),
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.ytql");
+    std::fs::write(&bad, "k from [//home/t];\nnot a query;\n").unwrap();
+    let script = format!(
+        "\\i {}
+select-rows 'k, v from [//home/t]';
+\\format pretty
+select-rows 'k from [//home/t]';
+select-rows 'k from [//home/t]' --format yson;
+\\i {}
+",
+        file.display(),
+        bad.display()
+    );
+    let out = s.run(&["shell"], Some(&script));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The file's \format json holds after it; select-rows without --format follows \format.
+    assert!(stdout.starts_with("{\"k\":1,\"v\":\"a\"}\n"), "{stdout}");
+    assert!(
+        stdout.contains("│ 1 │") && stdout.contains("(1 row)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("{\"k\"=1;};\n"), "{stdout}");
+    // An error in an included file names the file and its line.
+    assert!(
+        stderr.contains(&format!("{}, line 2", bad.display())),
+        "{stderr}"
+    );
+}
