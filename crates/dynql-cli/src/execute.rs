@@ -216,14 +216,18 @@ pub async fn execute(
             // Rows are printed as they are computed; a query that fails later has printed
             // some and exits with its error.
             let mut buf = Vec::new();
+            let (columns, _) = crate::format::project_columns(&format, stream.columns(), vec![])?;
+            crate::format::write_header(&mut buf, &columns, format.format)?;
+            stdout.write_all(&buf)?;
+            buf.clear();
             while let Some(rows) = stream.next_rows().await {
                 let rows = rows.map_err(|e| query_error(&query, e))?;
-                buf.clear();
                 let (columns, rows) =
                     crate::format::project_columns(&format, stream.columns(), rows)?;
                 crate::format::write_rows(&mut buf, &columns, &rows, format.format)?;
                 stdout.write_all(&buf)?;
                 stdout.flush()?;
+                buf.clear();
             }
             if args.print_statistics {
                 let s = stream.statistics().unwrap_or_default();

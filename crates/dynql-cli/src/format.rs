@@ -22,6 +22,11 @@ pub enum OutputFormat {
     /// YSON indented, a row over several lines (`<format=pretty>yson`).
     YsonPretty,
     SchemafulDsv,
+    /// Comma-separated values with a header line (RFC 4180 quoting; null is an empty field):
+    /// not a YT format, for spreadsheets and the tools that read them.
+    Csv,
+    /// Tab-separated values with a header line (escapes as schemaful_dsv's; null is empty).
+    Tsv,
 }
 
 /// A format as `select-rows --format` takes it: the format and, for schemaful_dsv, the
@@ -34,7 +39,7 @@ pub struct FormatSpec {
 
 /// The formats' names, for messages.
 pub const FORMAT_NAMES: &str =
-    "json, <encode_utf8=%true>json, yson, <format=pretty>yson, schemaful_dsv, <columns=[…]>schemaful_dsv";
+    "json, <encode_utf8=%true>json, yson, <format=pretty>yson, schemaful_dsv, <columns=[…]>schemaful_dsv, csv, tsv";
 
 impl OutputFormat {
     /// The format's name as `--format` and `\format` take it.
@@ -45,6 +50,8 @@ impl OutputFormat {
             OutputFormat::Yson => "yson",
             OutputFormat::YsonPretty => "<format=pretty>yson",
             OutputFormat::SchemafulDsv => "schemaful_dsv",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Tsv => "tsv",
         }
     }
 }
@@ -64,6 +71,8 @@ pub fn parse_format(text: &str) -> std::result::Result<FormatSpec, String> {
             "json" => OutputFormat::Json,
             "yson" => OutputFormat::Yson,
             "schemaful_dsv" => OutputFormat::SchemafulDsv,
+            "csv" => OutputFormat::Csv,
+            "tsv" => OutputFormat::Tsv,
             _ => return Err(unknown()),
         },
         columns: None,
@@ -269,7 +278,57 @@ pub fn write_result(
     result: &SelectResult,
     format: OutputFormat,
 ) -> Result<()> {
+    write_header(out, &result.columns, format)?;
     write_rows(out, &result.columns, &result.rows, format)
+}
+
+/// The header line of the formats that have one (csv, tsv): the column names. Written once,
+/// before the rows (which may come in several parts).
+pub fn write_header(
+    out: &mut impl Write,
+    columns: &[(String, ValueType)],
+    format: OutputFormat,
+) -> Result<()> {
+    let names = columns
+        .iter()
+        .map(|(n, _)| Value::String(n.clone().into_bytes()));
+    match format {
+        OutputFormat::Csv => {
+            let fields: Vec<Vec<u8>> = names.map(|v| csv_field(&v)).collect();
+            out.write_all(&fields.join(&b","[..]))?;
+            out.write_all(b"\n")?;
+        }
+        OutputFormat::Tsv => {
+            let fields: Vec<Vec<u8>> = names.map(|v| dsv_value(&v)).collect();
+            out.write_all(&fields.join(&b"\t"[..]))?;
+            out.write_all(b"\n")?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A value as a CSV field: quoted when it holds a comma, a quote or a line break.
+fn csv_field(v: &Value) -> Vec<u8> {
+    let raw: Vec<u8> = match v {
+        Value::Null => return Vec::new(),
+        Value::String(s) => s.clone(),
+        Value::Any(_) => v.to_string().into_bytes(),
+        other => dsv_value(other),
+    };
+    if !raw.iter().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+        return raw;
+    }
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    for b in raw {
+        if b == b'"' {
+            quoted.push(b'"');
+        }
+        quoted.push(b);
+    }
+    quoted.push(b'"');
+    quoted
 }
 
 /// Writes rows of a result with `columns` in `format`, one line each.
@@ -316,6 +375,20 @@ pub fn write_rows(
                 };
                 out.write_all(text.as_bytes())?;
                 out.write_all(b";\n")?;
+            }
+        }
+        OutputFormat::Csv => {
+            for row in rows {
+                let fields: Vec<Vec<u8>> = row.iter().map(csv_field).collect();
+                out.write_all(&fields.join(&b","[..]))?;
+                out.write_all(b"\n")?;
+            }
+        }
+        OutputFormat::Tsv => {
+            for row in rows {
+                let fields: Vec<Vec<u8>> = row.iter().map(dsv_value).collect();
+                out.write_all(&fields.join(&b"\t"[..]))?;
+                out.write_all(b"\n")?;
             }
         }
         OutputFormat::SchemafulDsv => {

@@ -53,6 +53,8 @@ pub const FORMATS: &[&str] = &[
     "yson",
     "<format=pretty>yson",
     "schemaful_dsv",
+    "csv",
+    "tsv",
 ];
 
 /// The meta command names, backslash included.

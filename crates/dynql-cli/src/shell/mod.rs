@@ -440,13 +440,16 @@ async fn show_stream(
     };
     let mut count = 0;
     let mut buf = Vec::new();
+    crate::format::write_header(&mut buf, stream.columns(), format)?;
+    out.write_all(&buf)?;
+    buf.clear();
     while let Some(rows) = stream.next_rows().await {
         let rows = rows.map_err(|e| query_error(query, e))?;
         count += rows.len();
-        buf.clear();
         write_rows(&mut buf, stream.columns(), &rows, format)?;
         out.write_all(&buf)?;
         out.flush()?;
+        buf.clear();
     }
     if settings.timing {
         eprintln!("{}", pretty::footer(count, Some(started.elapsed())));

@@ -657,3 +657,42 @@ fn sql_mistakes_read_once_as_the_query_s() {
     let err = s.fails(&["sql", "select nope from \"//home/t\""], None);
     assert_eq!(err.matches("No field named nope").count(), 1, "{err}");
 }
+
+#[test]
+fn csv_and_tsv_have_a_header_and_quote_what_needs_it() {
+    let s = store_with_rows();
+    s.ok(
+        &["insert-rows", "//home/t", "--format", "json"],
+        Some("{\"k\": 3, \"v\": \"x,\\\"y\\\"\"}\n"),
+    );
+    let q = "k, v from [//home/t]";
+    assert_eq!(
+        s.ok(&["select-rows", q, "--format", "csv"], None),
+        "k,v\n1,a\n2,b\n3,\"x,\"\"y\"\"\"\n"
+    );
+    assert_eq!(
+        s.ok(
+            &[
+                "select-rows",
+                "k, u from [//home/t] where k > 1",
+                "--format",
+                "tsv"
+            ],
+            None
+        ),
+        "k\tu\n2\t\n3\t\n"
+    );
+    // No rows: the header alone.
+    assert_eq!(
+        s.ok(
+            &[
+                "select-rows",
+                "k from [//home/t] where k > 9",
+                "--format",
+                "csv"
+            ],
+            None
+        ),
+        "k\n"
+    );
+}
