@@ -93,7 +93,12 @@ async fn run(
         if ctx.table_exist(reference.clone())? {
             continue;
         }
-        if let Some(location) = files.location(name) {
+        // DuckDB's `FROM 'x.parquet'` (a name ending in .parquet, globs included) reads files
+        // too, unless a dynamic table has that name.
+        let location = files
+            .location(name)
+            .or_else(|| parquet_path(name).filter(|_| !tables.contains_key(name)));
+        if let Some(location) = location {
             if tables.contains_key(name) {
                 return Err(Error::Storage(dynql_storage::Error::Invalid(format!(
                     "{name} names both a dynamic table and Parquet files ({location}); map the files to another name"
@@ -208,4 +213,9 @@ fn as_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch
     }
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
         .map_err(datafusion::error::DataFusionError::from)?)
+}
+
+/// A table name that is a Parquet path as DuckDB users write one (`'dump/*.parquet'`).
+fn parquet_path(name: &str) -> Option<&str> {
+    (!name.starts_with("//") && name.to_ascii_lowercase().ends_with(".parquet")).then_some(name)
 }

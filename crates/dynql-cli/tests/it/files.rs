@@ -148,3 +148,19 @@ fn sql_writes_files_only_when_allowed() {
     s.ok(&["sql", "--allow-writes", &copy], None);
     assert!(out.exists());
 }
+
+#[test]
+fn sql_reads_a_quoted_parquet_path_as_duckdb_does() {
+    let (s, glob) = exported();
+    let q = format!("SELECT count(*) AS n FROM '{glob}' WHERE host = 'b'");
+    assert_eq!(
+        s.ok(&["sql", &q, "--format", "json"], None),
+        "{\"n\":2000}\n"
+    );
+    let one = glob.replace("*.parquet", "part-00000.parquet");
+    let q = format!("SELECT count(*) AS n FROM '{one}'");
+    assert_eq!(
+        s.ok(&["sql", &q, "--format", "json"], None),
+        "{\"n\":2000}\n"
+    );
+}
