@@ -216,15 +216,13 @@ pub async fn execute(
             // Rows are printed as they are computed; a query that fails later has printed
             // some and exits with its error.
             let mut buf = Vec::new();
-            let (columns, _) = crate::format::project_columns(&format, stream.columns(), vec![])?;
-            crate::format::write_header(&mut buf, &columns, format.format)?;
+            let projection = crate::format::Projection::new(&format, stream.columns())?;
+            crate::format::write_header(&mut buf, &projection.columns, format.format)?;
             stdout.write_all(&buf)?;
             buf.clear();
             while let Some(rows) = stream.next_rows().await {
-                let rows = rows.map_err(|e| query_error(&query, e))?;
-                let (columns, rows) =
-                    crate::format::project_columns(&format, stream.columns(), rows)?;
-                crate::format::write_rows(&mut buf, &columns, &rows, format.format)?;
+                let rows = projection.rows(rows.map_err(|e| query_error(&query, e))?);
+                crate::format::write_rows(&mut buf, &projection.columns, &rows, format.format)?;
                 stdout.write_all(&buf)?;
                 stdout.flush()?;
                 buf.clear();
@@ -411,10 +409,11 @@ pub async fn execute(
             force,
             recursive: _,
         } => {
-            if force && !db.exists(&path).await? {
+            let exists = db.exists(&path).await?;
+            if force && !exists {
                 return Ok(());
             }
-            if db.exists(&path).await? && db.store().table(&path).await.is_err() {
+            if exists && db.store().table(&path).await.is_err() {
                 bail!("{path} is a directory: removing a directory (all its tables at once) is not supported by dynql yet; remove its tables one by one");
             }
             db.remove(&path).await?;

@@ -135,34 +135,47 @@ pub fn select_format(given: Option<FormatSpec>) -> Result<FormatSpec> {
     }
 }
 
-/// A result's columns (name, type) and rows.
-type Rows = (Vec<(String, ValueType)>, Vec<Vec<Value>>);
+/// The columns a format prints of a result: `spec`'s column list in its order, or all.
+pub struct Projection {
+    /// The printed columns (name, type).
+    pub columns: Vec<(String, ValueType)>,
+    /// Where each printed column is in the result's rows; `None`: all, as they are.
+    positions: Option<Vec<usize>>,
+}
 
-/// Rows cut to `spec`'s column list, in its order (all columns without one).
-///
-/// # Errors
-/// A listed column the result does not have.
-pub fn project_columns(
-    spec: &FormatSpec,
-    columns: &[(String, ValueType)],
-    rows: Vec<Vec<Value>>,
-) -> Result<Rows> {
-    let Some(wanted) = &spec.columns else {
-        return Ok((columns.to_vec(), rows));
-    };
-    let mut positions = Vec::with_capacity(wanted.len());
-    for name in wanted {
-        match columns.iter().position(|(n, _)| n == name) {
-            Some(p) => positions.push(p),
-            None => bail!("schemaful_dsv column {name:?} is not in the result"),
+impl Projection {
+    /// # Errors
+    /// A listed column the result does not have.
+    pub fn new(spec: &FormatSpec, columns: &[(String, ValueType)]) -> Result<Projection> {
+        let Some(wanted) = &spec.columns else {
+            return Ok(Projection {
+                columns: columns.to_vec(),
+                positions: None,
+            });
+        };
+        let mut positions = Vec::with_capacity(wanted.len());
+        for name in wanted {
+            match columns.iter().position(|(n, _)| n == name) {
+                Some(p) => positions.push(p),
+                None => bail!("schemaful_dsv column {name:?} is not in the result"),
+            }
+        }
+        Ok(Projection {
+            columns: positions.iter().map(|&p| columns[p].clone()).collect(),
+            positions: Some(positions),
+        })
+    }
+
+    /// `rows` cut to the printed columns.
+    pub fn rows(&self, rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
+        match &self.positions {
+            None => rows,
+            Some(positions) => rows
+                .into_iter()
+                .map(|row| positions.iter().map(|&p| row[p].clone()).collect())
+                .collect(),
         }
     }
-    let projected = positions.iter().map(|&p| columns[p].clone()).collect();
-    let rows = rows
-        .into_iter()
-        .map(|row| positions.iter().map(|&p| row[p].clone()).collect())
-        .collect();
-    Ok((projected, rows))
 }
 
 /// `v` as pretty YSON: a map or list over several lines, indented by four spaces.

@@ -281,8 +281,7 @@ impl Store {
         let mut tablet = 0;
         let mut writer: Option<ChunkEncoding> = None;
         let mut uploads = ChunkUploads::new(self.objects.clone());
-        // The merge runs on a thread of its own, each chunk is encoded on a thread of its own
-        // (consecutive chunks at once) and uploaded by a task of its own.
+        // Merged on a thread, each chunk encoded on one (two at once), uploaded by a task.
         let (mut merged, merging) = sorted.in_background()?;
         while let Some(batch) = merged.recv().await {
             let batch = batch?;
