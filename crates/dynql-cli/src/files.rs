@@ -3,14 +3,16 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use dynql::{Database, FileTables, SelectResult, Timestamp};
+use dynql::{Database, FileTables, SelectResult, SqlOptions, SqlSession, Timestamp};
 
 use crate::format::{write_result, OutputFormat};
 
 /// `dynql sql`.
 #[derive(Debug, Clone, Args)]
 pub struct SqlArgs {
-    /// One SQL statement, e.g. `SELECT host, count(*) FROM "//logs" GROUP BY host`.
+    /// SQL statements separated by `;`, e.g. `SELECT host, count(*) FROM "//logs" GROUP BY
+    /// host`. Each result prints in turn; `CREATE TABLE … AS SELECT` makes a table for the
+    /// statements after it.
     #[arg(allow_hyphen_values = true)]
     pub query: String,
     /// Output format [default: yson; in the shell, the shell's \format].
@@ -28,25 +30,53 @@ pub struct SqlArgs {
     pub files: FileArgs,
 }
 
-/// Runs `dynql sql`: the result in `--format`.
+/// Runs `dynql sql`: each statement's result in `--format`, one after another.
 pub async fn sql(db: &Database, args: SqlArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let result = sql_result(db, &args).await?;
+    let mut session = db.sql_session();
+    let results = sql_results(&mut session, &args).await;
     let mut buf = Vec::new();
-    write_result(&mut buf, &result, args.format.unwrap_or(OutputFormat::Yson))?;
+    for result in &results.results {
+        write_result(&mut buf, result, args.format.unwrap_or(OutputFormat::Yson))?;
+    }
     out.write_all(&buf)?;
-    Ok(())
+    results.error.map_or(Ok(()), Err)
 }
 
-/// The result of the statement of `args`.
-pub async fn sql_result(db: &Database, args: &SqlArgs) -> Result<SelectResult> {
-    let files = args.files.file_tables()?;
-    let timestamp = args.timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED);
-    if args.allow_writes {
-        return Ok(db
-            .sql_allowing_writes(&args.query, &files, timestamp)
-            .await?);
+/// The results of the statements of `args`, run in `session`, and the error that stopped
+/// them (naming the statement when there were several).
+pub async fn sql_results(session: &mut SqlSession, args: &SqlArgs) -> SqlResults {
+    let options = match args.files.file_tables() {
+        Ok(files) => SqlOptions {
+            files,
+            timestamp: args.timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED),
+            allow_writes: args.allow_writes,
+        },
+        Err(e) => {
+            return SqlResults {
+                results: Vec::new(),
+                error: Some(e),
+            }
+        }
+    };
+    let outcome = session.run(&args.query, &options).await;
+    SqlResults {
+        results: outcome.results,
+        error: outcome.error.map(|(n, e)| {
+            let e = anyhow::Error::from(e);
+            if outcome.statements > 1 {
+                e.context(format!("statement {n} of {}", outcome.statements))
+            } else {
+                e
+            }
+        }),
     }
-    Ok(db.sql(&args.query, &files, timestamp).await?)
+}
+
+/// What `dynql sql` shows: the results of the statements that ran, then the error that
+/// stopped the others.
+pub struct SqlResults {
+    pub results: Vec<SelectResult>,
+    pub error: Option<anyhow::Error>,
 }
 
 /// Parquet files to query as tables.

@@ -82,7 +82,7 @@ pub struct Statistics {
 }
 
 /// A query result: columns (name, type) and rows in output order.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct QueryResult {
     pub columns: Vec<(String, ValueType)>,
     pub rows: Vec<Vec<Value>>,

@@ -11,6 +11,7 @@ mod error;
 mod insert_columns;
 pub mod io;
 mod results;
+mod sql;
 mod table_attributes;
 mod transaction;
 
@@ -25,6 +26,7 @@ pub use dynql_storage::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use results::{LookupResult, SelectResult, SelectStream};
+pub use sql::{SqlOptions, SqlOutcome, SqlSession};
 pub use table_attributes::{parse_document, parse_pivot_keys};
 pub use transaction::Transaction;
 

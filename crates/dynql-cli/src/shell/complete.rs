@@ -15,7 +15,7 @@ use dynql::{Database, TableSchema};
 use rustyline::completion::Completer;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
 use super::statement::{first_word, split_words, Kind, Splitter};
@@ -336,11 +336,14 @@ pub fn is_complete(buffer: &str) -> bool {
     splitter.is_idle()
 }
 
-/// The rustyline helper: completion from a catalog snapshot, and multi-line input.
+/// The rustyline helper: completion from a catalog snapshot, in the light of the lines
+/// already typed for the statement.
 #[derive(Debug, Default)]
 pub struct ShellHelper {
     /// What table paths and columns complete to.
     pub catalog: Catalog,
+    /// The earlier lines of the statement being typed (empty on its first line).
+    pub pending: String,
 }
 
 impl Completer for ShellHelper {
@@ -352,19 +355,24 @@ impl Completer for ShellHelper {
         pos: usize,
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<String>)> {
-        Ok(complete(&self.catalog, line, pos))
-    }
-}
-
-impl Validator for ShellHelper {
-    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
-        Ok(if is_complete(ctx.input()) {
-            ValidationResult::Valid(None)
-        } else {
-            ValidationResult::Incomplete
+        if self.pending.is_empty() {
+            return Ok(complete(&self.catalog, line, pos));
+        }
+        // Completion sees the whole statement: the table named on an earlier line gives the
+        // columns on this one.
+        let text = format!("{}\n{line}", self.pending);
+        let offset = self.pending.len() + 1;
+        let (start, candidates) = complete(&self.catalog, &text, offset + pos);
+        Ok(match start.checked_sub(offset) {
+            Some(start) => (start, candidates),
+            None => (pos, Vec::new()),
         })
     }
 }
+
+// Each line is read on its own (the shell joins them into statements, with a continuation
+// prompt), so every line is complete to rustyline.
+impl Validator for ShellHelper {}
 
 impl Hinter for ShellHelper {
     type Hint = String;

@@ -37,7 +37,7 @@ use rustyline::Editor;
 use crate::commands::Command;
 use crate::execute::{execute, query_error, select_stream};
 use crate::format::{write_result, write_rows, OutputFormat};
-use complete::{Catalog, ShellHelper};
+use complete::{is_complete, Catalog, ShellHelper};
 use statement::{Parsed, Splitter, Statement};
 
 /// A command typed in the shell: the command line without `dynql` and `--store`.
@@ -91,8 +91,8 @@ impl ResultFormat {
     }
 }
 
-/// What `\format` and `\timing` set.
-#[derive(Debug, Clone, Copy)]
+/// What `\format`, `\timing` and `\set` set, and the session's SQL tables.
+#[derive(Debug)]
 pub struct Settings {
     /// How query results print.
     pub format: ResultFormat,
@@ -106,14 +106,17 @@ pub struct Settings {
     pub input_row_limit: Option<u64>,
     pub output_row_limit: Option<u64>,
     pub timestamp: Option<dynql::Timestamp>,
+    /// Where `sql` statements run: the tables they create last until the shell ends.
+    pub sql: dynql::SqlSession,
 }
 
 /// Rows a drawn table shows by default, as DuckDB's and datafusion-cli's do.
 pub const DEFAULT_MAX_ROWS: usize = 40;
 
 impl Settings {
-    fn new(format: ResultFormat, timing: bool, confirm: bool) -> Settings {
+    fn new(db: &Database, format: ResultFormat, timing: bool, confirm: bool) -> Settings {
         Settings {
+            sql: db.sql_session(),
             format,
             timing,
             confirm,
@@ -162,10 +165,10 @@ pub async fn run(db: &Database, url: &str, new_store: bool) -> Result<()> {
         } else {
             ResultFormat::Plain(OutputFormat::Yson)
         };
-        let settings = Settings::new(format, pretty, true);
+        let settings = Settings::new(db, format, pretty, true);
         interactive(db, url, new_store, settings).await
     } else {
-        let settings = Settings::new(ResultFormat::Plain(OutputFormat::Yson), false, false);
+        let settings = Settings::new(db, ResultFormat::Plain(OutputFormat::Yson), false, false);
         script(db, settings).await
     }
 }
@@ -208,6 +211,12 @@ fn history_path() -> Option<PathBuf> {
     }
 }
 
+/// The prompt of a statement's first line.
+const PROMPT: &str = "dynql> ";
+/// The prompt of the lines that continue a statement: as wide as [`PROMPT`], so a statement's
+/// lines line up.
+const CONTINUATION_PROMPT: &str = "   ..> ";
+
 /// The prompt loop on a terminal.
 async fn interactive(
     db: &Database,
@@ -225,6 +234,7 @@ async fn interactive(
     let mut editor: Editor<ShellHelper, FileHistory> = Editor::with_config(config)?;
     editor.set_helper(Some(ShellHelper {
         catalog: Catalog::load(db).await,
+        pending: String::new(),
     }));
     let history = history_path();
     if let Some(path) = &history {
@@ -241,17 +251,40 @@ async fn interactive(
         "dynql {} on {url}{new}. End statements with ; or an empty line; \\help for help, \\q to quit.",
         env!("CARGO_PKG_VERSION")
     );
+    // The statement typed so far: lines are read one at a time, the first after the prompt,
+    // the rest after the continuation prompt, until the statement is complete.
+    let mut pending = String::new();
     loop {
-        let buffer = match editor.readline("dynql> ") {
-            Ok(buffer) => buffer,
+        let prompt = if pending.is_empty() {
+            PROMPT
+        } else {
+            CONTINUATION_PROMPT
+        };
+        if let Some(helper) = editor.helper_mut() {
+            helper.pending.clone_from(&pending);
+        }
+        let line = match editor.readline(prompt) {
+            Ok(line) => line,
             // Ctrl-C drops the statement being typed, as in a shell.
-            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Interrupted) => {
+                pending.clear();
+                continue;
+            }
             Err(ReadlineError::Eof) => return Ok(()),
             Err(e) => return Err(e).context("reading the terminal"),
         };
-        if buffer.trim().is_empty() {
+        if pending.is_empty() && line.trim().is_empty() {
             continue;
         }
+        if !pending.is_empty() {
+            pending.push('\n');
+        }
+        pending.push_str(&line);
+        if !is_complete(&pending) {
+            continue;
+        }
+        let buffer = std::mem::take(&mut pending);
+        // History keeps the statement whole: recalled, it runs as typed.
         let _ = editor.add_history_entry(buffer.as_str());
         if let Some(path) = &history {
             // An unwritable history file is not worth interrupting anyone for.
@@ -362,12 +395,23 @@ async fn run_statement(
                     ));
                 }
             };
-            // SQL without --format shows its result as queries do (the shell's \format).
+            // SQL runs in the shell's SQL session, at the session's timestamp unless given;
+            // without --format its results show as queries do (the shell's \format).
             if let crate::commands::Command::Sql(args) = &line.command {
-                if args.format.is_none() {
-                    let result = crate::files::sql_result(db, args).await?;
-                    return show(&result, settings, started, out).map(|_| Flow::Continue);
+                let mut args = args.clone();
+                args.timestamp = args.timestamp.or(settings.timestamp);
+                let results = crate::files::sql_results(&mut settings.sql, &args).await;
+                for result in &results.results {
+                    match args.format {
+                        None => show(result, settings, started, out)?,
+                        Some(format) => {
+                            let mut buf = Vec::new();
+                            write_result(&mut buf, result, format)?;
+                            out.write_all(&buf)?;
+                        }
+                    }
                 }
+                return results.error.map_or(Ok(Flow::Continue), Err);
             }
             // select-rows without --format shows its rows as queries do (the shell's \format).
             if let crate::commands::Command::SelectRows(args) = &line.command {

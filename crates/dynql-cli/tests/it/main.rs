@@ -9,6 +9,7 @@ mod io;
 mod mvcc;
 mod queues;
 mod shell;
+mod sql;
 mod tablets;
 mod transactions;
 

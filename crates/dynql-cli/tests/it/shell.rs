@@ -217,10 +217,22 @@ fn a_person_at_a_terminal() {
     t.wait_for("timing is off", 1);
     t.line("select k, v");
     t.line("from [//home/t]");
+    // The lines after the first show the continuation prompt.
+    t.wait_for("   ..> from [//home/t]", 1);
     t.line("where k > 0;");
     let screen = t.wait_for("(2 rows)", 1);
+    assert!(
+        screen.contains("dynql> select k, v\n   ..> from [//home/t]\n   ..> where k > 0;\n"),
+        "{screen}"
+    );
     assert!(screen.contains("│ 1 ┆ alpha │"), "{screen}");
     assert!(screen.contains("│ 2 ┆ beta  │"), "{screen}");
+    // Keys typed ahead are kept from one line to the next: two Enters at once end the
+    // statement with an empty line.
+    t.type_text("v from [//home/t] where k = 1");
+    t.keys(&["Enter", "Enter"]);
+    let screen = t.wait_for("(1 row)", 1);
+    assert!(screen.contains("│ alpha │"), "{screen}");
     t.line("\\timing on");
     t.wait_for("timing is on", 1);
     t.line("k from [//home/t] where k = 2;");
@@ -257,6 +269,16 @@ fn a_person_at_a_terminal() {
     t.type_text("k = 1;");
     t.keys(&["Enter"]);
     t.wait_for("(1 row, ", 2);
+    // On a continuation line, columns complete from the table named on an earlier line.
+    t.line("select v from [//home/t]");
+    t.type_text("where ");
+    t.keys(&["Tab", "Tab"]);
+    let screen = t.wait_for("   ..> where", 2);
+    assert!(screen.contains("\nk  v\n"), "{screen}");
+    // Ctrl-C drops the statement being typed: the next line starts a new one.
+    t.keys(&["C-c"]);
+    t.line("k from [//home/t] where k = 1;");
+    t.wait_for("(1 row, ", 3);
     t.line("\\q");
     t.wait_for("[exited 0]", 1);
     let history = std::fs::read_to_string(&history).expect("the history file");

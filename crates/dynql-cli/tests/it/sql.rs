@@ -1,0 +1,156 @@
+//! `dynql sql` as DuckDB and datafusion-cli users type it: several statements per call,
+//! tables of the session (`CREATE TABLE … AS SELECT`), `read_parquet`, `COPY … TO` Parquet,
+//! and clear refusals of what SQL may not do to dynamic tables.
+
+use crate::TestStore;
+
+const SCHEMA: &str =
+    "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}";
+
+fn with_table() -> TestStore {
+    let s = TestStore::new();
+    s.ok(&["create", "table", "//t", "--attributes", SCHEMA], None);
+    s.ok(
+        &["insert-rows", "//t", "--format", "json"],
+        Some("{\"k\": 1, \"v\": \"a\"}\n{\"k\": 2, \"v\": \"b\"}\n{\"k\": 3, \"v\": \"c\"}\n"),
+    );
+    s
+}
+
+#[test]
+fn statements_run_in_order_and_session_tables_last_until_the_call_ends() {
+    let s = with_table();
+    let script = r#"CREATE TABLE c AS SELECT k * 10 AS a, v FROM "//t" WHERE k > 1;
+        SELECT count(*) AS n FROM c;
+        INSERT INTO c VALUES (40, 'd');
+        SELECT upper(v) AS u FROM c ORDER BY a DESC LIMIT 2"#;
+    let out = s.ok(&["sql", script, "--format", "json"], None);
+    // CREATE returns nothing; INSERT into a session table returns its count.
+    assert_eq!(
+        out,
+        "{\"n\":2}\n{\"count\":1}\n{\"u\":\"D\"}\n{\"u\":\"C\"}\n"
+    );
+    // The session ended with the call.
+    let err = s.fails(&["sql", "SELECT * FROM c"], None);
+    assert!(err.contains(".c' not found"), "{err}");
+    // An error names its statement; the results before it were printed.
+    let out = s.run(
+        &[
+            "sql",
+            "SELECT 1 AS a; SELECT nope; SELECT 3 AS c",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"a\":1}\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("statement 2 of 3") && err.contains("nope"),
+        "{err}"
+    );
+    // A script that does not parse runs nothing.
+    let err = s.fails(&["sql", "CREATE TABLE x AS SELECT 1; SELEC 2"], None);
+    assert!(err.contains("SELEC"), "{err}");
+}
+
+#[test]
+fn query_results_go_to_parquet_and_read_back_with_read_parquet() {
+    let s = with_table();
+    let out = s.dir.path().join("result.parquet");
+    let copy = format!(
+        r#"COPY (SELECT k, v FROM "//t" WHERE k >= 2) TO '{}'"#,
+        out.display()
+    );
+    let err = s.fails(&["sql", &copy], None);
+    assert!(err.contains("--allow-writes"), "{err}");
+    assert!(!out.exists(), "the refused COPY wrote its file");
+    assert_eq!(
+        s.ok(&["sql", "--allow-writes", &copy, "--format", "json"], None),
+        "{\"count\":2}\n"
+    );
+    let read = format!(
+        "SELECT sum(k) AS s, max(v) AS m FROM read_parquet('{}')",
+        out.display()
+    );
+    assert_eq!(
+        s.ok(&["sql", &read, "--format", "json"], None),
+        "{\"s\":5,\"m\":\"c\"}\n"
+    );
+    // A glob, joined with the dynamic table, and a whole table copied by name with options.
+    let all = s.dir.path().join("all.parquet");
+    let copy = format!(
+        r#"COPY "//t" TO '{}' STORED AS PARQUET OPTIONS (compression 'uncompressed')"#,
+        all.display()
+    );
+    s.ok(&["sql", "--allow-writes", &copy], None);
+    let join = format!(
+        r#"SELECT count(*) AS n FROM read_parquet('{}/*.parquet') f JOIN "//t" t ON f.k = t.k"#,
+        s.dir.path().display()
+    );
+    assert_eq!(
+        s.ok(&["sql", &join, "--format", "json"], None),
+        "{\"n\":5}\n"
+    );
+    // What the writer cannot do is refused, and nothing is left behind.
+    let zstd = format!(
+        r#"COPY "//t" TO '{}' OPTIONS (compression 'zstd')"#,
+        s.dir.path().join("z.parquet").display()
+    );
+    let err = s.fails(&["sql", "--allow-writes", &zstd], None);
+    assert!(err.contains("snappy or uncompressed"), "{err}");
+    assert!(!s.dir.path().join("z.parquet").exists());
+    let err = s.fails(&["sql", "SELECT * FROM read_parquet(1)"], None);
+    assert!(err.contains("read_parquet takes one location"), "{err}");
+    let err = s.fails(
+        &["sql", "SELECT * FROM read_parquet('nowhere/*.parquet')"],
+        None,
+    );
+    assert!(err.contains("nowhere"), "{err}");
+}
+
+#[test]
+fn sql_reads_dynamic_tables_and_says_how_to_change_them() {
+    let s = with_table();
+    for (sql, expected) in [
+        (r#"INSERT INTO "//t" VALUES (5, 'x')"#, "insert-rows"),
+        (r#"DROP TABLE "//t""#, "remove"),
+        (r#"CREATE TABLE "//x" AS SELECT 1 AS a"#, "create table"),
+        (
+            r#"CREATE VIEW w AS SELECT * FROM "//t""#,
+            "CREATE TABLE w AS SELECT",
+        ),
+    ] {
+        let err = s.fails(&["sql", sql], None);
+        assert!(err.contains(expected), "{sql}: {err}");
+    }
+    // Nothing changed.
+    assert_eq!(
+        s.ok(
+            &[
+                "sql",
+                r#"SELECT count(*) AS n FROM "//t""#,
+                "--format",
+                "json"
+            ],
+            None
+        ),
+        "{\"n\":3}\n"
+    );
+    assert!(s.fails(&["get", "//x/@schema"], None).contains("//x"));
+}
+
+#[test]
+fn the_shell_keeps_sql_tables_and_sees_writes_between_statements() {
+    let s = with_table();
+    let script = r#"\format json
+sql CREATE TABLE c AS SELECT k FROM "//t";
+insert-rows //t --format json
+{"k": 4, "v": "d"}
+
+sql SELECT (SELECT count(*) FROM c) AS copied, (SELECT count(*) FROM "//t") AS now;
+"#;
+    let out = s.ok(&["shell"], Some(script));
+    assert_eq!(out, "{\"copied\":3,\"now\":4}\n");
+}

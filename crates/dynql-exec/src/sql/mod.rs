@@ -1,0 +1,115 @@
+//! Standard SQL (DataFusion's dialect) over the same tables as YT QL: the store's dynamic
+//! tables by path (`SELECT * FROM "//home/t"`) and Parquet files (`FROM 'dump/*.parquet'`,
+//! `read_parquet('dump/*.parquet')`, `FROM "file:./dump/*.parquet"`, or a name mapped with
+//! [`FileTables`]).
+//!
+//! Only the tables a statement names are opened. Dynamic tables are read at one timestamp
+//! from one snapshot through [`StoreTable`](crate::provider::StoreTable), streamed tablet by
+//! tablet, with the key ranges the filters fix pushed into the scan; files through
+//! [`FileTableProvider`](crate::provider::FileTableProvider), streamed in key order through
+//! the same scan, pruned by the same ranges. String columns are UTF-8 text to SQL (its string
+//! functions need it); a value that is not UTF-8 fails the statement.
+//!
+//! Several `;`-separated statements run in a [`SqlSession`], where `CREATE TABLE … AS SELECT`,
+//! views and `SET` last until the session ends. SQL only reads dynamic tables.
+
+mod copy;
+mod read_parquet;
+mod result;
+mod session;
+
+pub use session::{SqlOutcome, SqlSession};
+
+use dynql_storage::{Store, Timestamp};
+
+use crate::error::Result;
+use crate::select::QueryResult;
+use crate::source::FileTables;
+
+/// What SQL statements may read and do.
+#[derive(Debug, Clone)]
+pub struct SqlOptions {
+    /// Names mapped to Parquet files, and their keys.
+    pub files: FileTables,
+    /// The timestamp dynamic tables are read at.
+    pub timestamp: Timestamp,
+    /// Whether statements may write files (`COPY … TO 'file'`, `INSERT INTO` an external
+    /// table). Off by default: an application passing user text cannot be made to write files.
+    pub allow_writes: bool,
+}
+
+impl Default for SqlOptions {
+    fn default() -> Self {
+        SqlOptions {
+            files: FileTables::default(),
+            timestamp: Timestamp::SYNC_LAST_COMMITTED,
+            allow_writes: false,
+        }
+    }
+}
+
+/// Runs SQL statements (DataFusion's dialect) over the store's tables read at `timestamp`
+/// and the Parquet files of `files` (and any `"file:LOCATION"` it names), in a session of
+/// their own, and returns the last result (no rows if no statement returns any).
+///
+/// # Example
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use dynql_exec::{sql::run_sql, FileTables};
+/// let store = dynql_storage::Store::open("memory://").unwrap();
+/// let r = run_sql(&store, "SELECT 1 + 1 AS two", &FileTables::default(),
+///     dynql_storage::Timestamp::SYNC_LAST_COMMITTED).await.unwrap();
+/// assert_eq!(r.rows, vec![vec![dynql_core::Value::Int64(2)]]);
+/// # });
+/// ```
+///
+/// # Errors
+/// SQL errors (parse, planning, execution) as DataFusion reports them, storage errors, and
+/// file errors of the named Parquet files.
+///
+/// The statements may only read: statements that write files (`COPY … TO`, `INSERT INTO` an
+/// external table) are refused; see [`run_sql_allowing_writes`].
+pub async fn run_sql(
+    store: &Store,
+    sql: &str,
+    files: &FileTables,
+    timestamp: Timestamp,
+) -> Result<QueryResult> {
+    let options = SqlOptions {
+        files: files.clone(),
+        timestamp,
+        allow_writes: false,
+    };
+    last_result(SqlSession::new().run(store, sql, &options).await)
+}
+
+/// [`run_sql`], also allowing statements that write files (`COPY … TO 'file'`, `INSERT INTO`
+/// an external table): only for callers that mean to let the SQL text write where it says.
+///
+/// # Errors
+/// As [`run_sql`].
+pub async fn run_sql_allowing_writes(
+    store: &Store,
+    sql: &str,
+    files: &FileTables,
+    timestamp: Timestamp,
+) -> Result<QueryResult> {
+    let options = SqlOptions {
+        files: files.clone(),
+        timestamp,
+        allow_writes: true,
+    };
+    last_result(SqlSession::new().run(store, sql, &options).await)
+}
+
+fn last_result(outcome: SqlOutcome) -> Result<QueryResult> {
+    if let Some((_, e)) = outcome.error {
+        return Err(e);
+    }
+    Ok(outcome.results.into_iter().next_back().unwrap_or_default())
+}
+
+/// A table name that is a Parquet path as DuckDB users write one (`'dump/*.parquet'`).
+fn parquet_path(name: &str) -> Option<&str> {
+    (!name.starts_with("//") && name.to_ascii_lowercase().ends_with(".parquet")).then_some(name)
+}
