@@ -1,7 +1,7 @@
 //! The command line's definitions (clap): global options, commands and their arguments, as
 //! `yt` spells them. `execute.rs` runs them.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use dynql::Timestamp;
 
 use crate::format::FormatSpec;
@@ -20,17 +20,19 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Input row formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Formats of the rows commands read from stdin (and `lookup-rows` prints), as `yt` spells
+/// them (`crate::format::parse_input_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputFormat {
     /// JSON with strings as UTF-8 text (also spelled `<encode_utf8=%false>json`).
-    #[value(alias = "<encode_utf8=%false>json")]
     Json,
     /// YT's `encode_utf8` JSON: every byte of a string is the code point of the same number
     /// (U+0000..U+00FF), so any byte string round-trips.
-    #[value(name = "<encode_utf8=%true>json")]
     JsonBytes,
+    /// YSON text (`yson`, `<format=text>yson`).
     Yson,
+    /// YSON read as `Yson`; `lookup-rows` prints it indented (`<format=pretty>yson`).
+    YsonPretty,
 }
 
 #[derive(Debug, Subcommand)]
@@ -58,8 +60,10 @@ pub enum Command {
     /// Insert (upsert) rows read from stdin.
     InsertRows {
         path: String,
-        #[arg(long, value_enum, default_value = "yson")]
-        format: InputFormat,
+        /// Row format: yson or json, with yt's attributes (`<format=pretty>yson`,
+        /// `<encode_utf8=%true>json`); default: YT_FORMAT, else yson.
+        #[arg(long, value_parser = crate::format::input_format_parser())]
+        format: Option<InputFormat>,
         /// Update mode: columns a row does not name keep their value.
         #[arg(long, overrides_with = "no_update")]
         update: bool,
@@ -83,8 +87,10 @@ pub enum Command {
     /// Look rows up by key (keys on stdin), without the query planner.
     LookupRows {
         path: String,
-        #[arg(long, value_enum, default_value = "yson")]
-        format: InputFormat,
+        /// Row format: yson or json, with yt's attributes (`<format=pretty>yson`,
+        /// `<encode_utf8=%true>json`); default: YT_FORMAT, else yson.
+        #[arg(long, value_parser = crate::format::input_format_parser())]
+        format: Option<InputFormat>,
         /// Columns to return: a comma-separated list or a YSON/JSON list.
         #[arg(long, conflicts_with = "column_name")]
         column_names: Option<String>,
@@ -111,8 +117,10 @@ pub enum Command {
     /// Delete rows by key; keys read from stdin.
     DeleteRows {
         path: String,
-        #[arg(long, value_enum, default_value = "yson")]
-        format: InputFormat,
+        /// Row format: yson or json, with yt's attributes (`<format=pretty>yson`,
+        /// `<encode_utf8=%true>json`); default: YT_FORMAT, else yson.
+        #[arg(long, value_parser = crate::format::input_format_parser())]
+        format: Option<InputFormat>,
         /// Stage the delete in this transaction.
         #[arg(long)]
         tx: Option<String>,
@@ -123,8 +131,10 @@ pub enum Command {
     /// Lock rows (keys on stdin) in a transaction until it commits.
     LockRows {
         path: String,
-        #[arg(long, value_enum, default_value = "yson")]
-        format: InputFormat,
+        /// Row format: yson or json, with yt's attributes (`<format=pretty>yson`,
+        /// `<encode_utf8=%true>json`); default: YT_FORMAT, else yson.
+        #[arg(long, value_parser = crate::format::input_format_parser())]
+        format: Option<InputFormat>,
         /// exclusive, shared_weak or shared_strong.
         #[arg(long, default_value = "exclusive")]
         lock_type: String,

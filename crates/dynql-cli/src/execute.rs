@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
 
 use crate::commands::{Cli, Command, InputFormat, SelectRowsArgs};
+use crate::format::input_format;
 
 /// Decoded row groups a single command keeps (enough for the lookups of a join, which read
 /// the same row groups batch after batch).
@@ -98,7 +99,7 @@ pub async fn execute(
             tx,
             ..
         } => {
-            let rows = read_rows(db, &path, format, input).await?;
+            let rows = read_rows(db, &path, input_format(format)?, input).await?;
             let options = WriteOptions { update, aggregate };
             match tx {
                 Some(id) => {
@@ -122,7 +123,7 @@ pub async fn execute(
             let mode = LockMode::parse(&lock_type).with_context(|| {
                 format!("--lock-type must be exclusive, shared_weak or shared_strong, not {lock_type:?}")
             })?;
-            let keys = read_rows(db, &path, format, input).await?;
+            let keys = read_rows(db, &path, input_format(format)?, input).await?;
             db.transaction(&tx)
                 .await?
                 .lock_rows(&path, &keys, mode, locks)
@@ -154,6 +155,7 @@ pub async fn execute(
             if versioned {
                 bail!("--versioned lookups (every version of a row with its timestamps) are not supported by dynql; read at a --timestamp instead");
             }
+            let format = input_format(format)?;
             let keys = read_rows(db, &path, format, input).await?;
             let column_names = match column_names {
                 None if !column_name.is_empty() => Some(column_name),
@@ -204,7 +206,7 @@ pub async fn execute(
         Command::DeleteRows {
             path, format, tx, ..
         } => {
-            let rows = read_rows(db, &path, format, input).await?;
+            let rows = read_rows(db, &path, input_format(format)?, input).await?;
             match tx {
                 Some(id) => db.transaction(&id).await?.delete_rows(&path, &rows).await?,
                 None => db.delete_rows(&path, &rows).await?,
@@ -630,7 +632,7 @@ async fn read_rows(
     input: &mut dyn Read,
 ) -> Result<Vec<Yson>> {
     let mut rows = parse_rows(format, input)?;
-    if format != InputFormat::Yson {
+    if matches!(format, InputFormat::Json | InputFormat::JsonBytes) {
         // JSON has no literals for NaN and the infinities: the output writes them as the
         // strings "nan", "inf" and "-inf", and they read back as doubles in double columns.
         if let Ok(entry) = db.store().table(path).await {
@@ -693,7 +695,7 @@ fn parse_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
             }
             Ok(rows)
         }
-        InputFormat::Yson => {
+        InputFormat::Yson | InputFormat::YsonPretty => {
             let mut text = Vec::new();
             input.read_to_end(&mut text).context("reading rows")?;
             Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)

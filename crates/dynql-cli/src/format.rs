@@ -119,6 +119,82 @@ pub fn parse_output_format(text: &str) -> std::result::Result<OutputFormat, Stri
     Ok(spec.format)
 }
 
+/// A `--format` value parser: `parse` checks the text, `names` are what help and the shell's
+/// completion offer (clap's possible values; any other spelling `parse` takes is accepted too).
+#[derive(Clone)]
+pub struct FormatParser<T> {
+    parse: fn(&str) -> std::result::Result<T, String>,
+    names: &'static [&'static str],
+}
+
+/// The row formats commands read, as completion offers them.
+pub const INPUT_FORMAT_NAMES: &[&str] = &[
+    "yson",
+    "<format=pretty>yson",
+    "json",
+    "<encode_utf8=%true>json",
+];
+
+/// The `--format` parser of the commands that read rows.
+pub fn input_format_parser() -> FormatParser<InputFormat> {
+    FormatParser {
+        parse: parse_input_format,
+        names: INPUT_FORMAT_NAMES,
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for FormatParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<T, clap::Error> {
+        // The function parser words the error as clap does for every option.
+        clap::builder::TypedValueParser::parse_ref(&self.parse, cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.names
+                .iter()
+                .map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
+    }
+}
+
+/// [`parse_format`] for rows read from stdin: yson or json.
+pub fn parse_input_format(text: &str) -> std::result::Result<InputFormat, String> {
+    match parse_format(text)?.format {
+        OutputFormat::Json => Ok(InputFormat::Json),
+        OutputFormat::JsonBytes => Ok(InputFormat::JsonBytes),
+        OutputFormat::Yson => Ok(InputFormat::Yson),
+        OutputFormat::YsonPretty => Ok(InputFormat::YsonPretty),
+        other => Err(format!(
+            "rows are read as yson or json (with their attributes), not {}",
+            other.name()
+        )),
+    }
+}
+
+/// The row format of a command that reads rows: `--format`, else `YT_FORMAT` (as `yt` reads
+/// it), else yson.
+pub fn input_format(given: Option<InputFormat>) -> Result<InputFormat> {
+    if let Some(format) = given {
+        return Ok(format);
+    }
+    match std::env::var("YT_FORMAT") {
+        Ok(text) if !text.trim().is_empty() => {
+            parse_input_format(&text).map_err(|e| anyhow::anyhow!("YT_FORMAT: {e}"))
+        }
+        _ => Ok(InputFormat::Yson),
+    }
+}
+
 /// The format of a `select-rows`: `--format`, else `YT_FORMAT` (as `yt` reads it), else yson.
 pub fn select_format(given: Option<FormatSpec>) -> Result<FormatSpec> {
     if let Some(spec) = given {
@@ -487,6 +563,12 @@ pub fn write_lookup(
             }
             InputFormat::Yson => {
                 out.write_all(dynql::yson::to_text(&node).as_bytes())?;
+                out.write_all(b";\n")?;
+            }
+            InputFormat::YsonPretty => {
+                let mut text = String::new();
+                pretty_yson(&node, 0, &mut text);
+                out.write_all(text.as_bytes())?;
                 out.write_all(b";\n")?;
             }
         }

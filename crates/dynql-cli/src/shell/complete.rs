@@ -465,6 +465,7 @@ mod tests {
                 25,
                 vec![
                     "<encode_utf8=%true>json".into(),
+                    "<format=pretty>yson".into(),
                     "json".into(),
                     "yson".into()
                 ]

@@ -646,6 +646,80 @@ fn formats_take_yt_attributes_and_yt_format() {
 }
 
 #[test]
+fn row_commands_take_yt_formats_and_yt_format() {
+    let s = store_with_rows();
+    let json = [("YT_FORMAT", "json")];
+    let out = s.run_with_env(
+        &["insert-rows", "//home/t"],
+        Some("{\"k\": 3, \"v\": \"c\"}\n"),
+        &json,
+    );
+    assert!(out.status.success(), "{out:?}");
+    s.ok(
+        &["insert-rows", "//home/t", "--format", "<format=text>yson"],
+        Some("{k=4;v=d};"),
+    );
+    // --format wins over YT_FORMAT; pretty YSON prints lookups indented.
+    let out = s.run_with_env(
+        &[
+            "lookup-rows",
+            "//home/t",
+            "--format",
+            "<format=pretty>yson",
+            "--column-name",
+            "k",
+            "--column-name",
+            "v",
+        ],
+        Some("{k=3};{k=4};"),
+        &json,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\n    \"k\" = 3;\n    \"v\" = \"c\";\n};\n{\n    \"k\" = 4;\n    \"v\" = \"d\";\n};\n"
+    );
+    let out = s.run_with_env(&["delete-rows", "//home/t"], Some("{\"k\": 3}\n"), &json);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        s.ok(
+            &["select-rows", "k from [//home/t]", "--format", "json"],
+            None
+        ),
+        "{\"k\":1}\n{\"k\":2}\n{\"k\":4}\n"
+    );
+    for bad in ["schemaful_dsv", "<format=binary>yson", "<indent=2>json"] {
+        let err = s.fails(
+            &["insert-rows", "//home/t", "--format", bad],
+            Some("{k=9};"),
+        );
+        assert!(err.contains("invalid value"), "{bad}: {err}");
+    }
+    let out = s.run_with_env(
+        &["insert-rows", "//home/t"],
+        Some("{k=9};"),
+        &[("YT_FORMAT", "csv")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("YT_FORMAT") && err.contains("not csv"),
+        "{err}"
+    );
+    // Nothing was written by the refused commands.
+    assert_eq!(
+        s.ok(
+            &[
+                "select-rows",
+                "k from [//home/t] where k = 9",
+                "--format",
+                "json"
+            ],
+            None
+        ),
+        ""
+    );
+}
+
+#[test]
 fn sql_mistakes_read_once_as_the_query_s() {
     let s = store_with_rows();
     let err = s.fails(&["sql", "selec 1"], None);
