@@ -110,7 +110,8 @@ pub enum Command {
         #[arg(long)]
         tx: Option<String>,
     },
-    /// Compact a table now: drop the row versions its retention settings allow.
+    /// Compact a table now: drop the row versions its retention settings allow; a table with
+    /// auto_partitioning_by_size first splits and merges its tablets by size.
     Compact { path: String },
     /// Print a fresh timestamp.
     GenerateTimestamp,
@@ -212,8 +213,9 @@ pub enum Command {
         /// Accepted for `yt` compatibility: resharding is synchronous in dynql.
         #[arg(long)]
         sync: bool,
-        /// Accepted for `yt` compatibility: with --tablet-count, dynql always picks the
-        /// pivots from the keys of the data (what slicing does in YT).
+        /// With --tablet-count: tablets of about equal size, the pivots cut at row-group keys
+        /// from the chunks' statistics, reading no data (without it, pivots split the rows
+        /// read evenly).
         #[arg(long)]
         enable_slicing: bool,
     },
@@ -266,7 +268,7 @@ pub enum Command {
         trimmed_row_count: u64,
     },
     /// Set a writable attribute: `set //t/@min_data_versions 0` (retention settings,
-    /// commit_ordering, mount_config/max_ordered_tablet_data_weight).
+    /// commit_ordering, mount_config/max_ordered_tablet_data_weight, auto_partitioning_*).
     Set {
         path: String,
         /// The value as YSON or JSON (`0`, `strong`, `"strong"`); read from stdin when left out.

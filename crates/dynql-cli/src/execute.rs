@@ -197,8 +197,13 @@ pub async fn execute(
             stdout.write_all(&buf)?;
         }
         Command::Compact { path } => {
+            let tablets = db.store().table(&path).await?.tablet_count;
             let (before, after) = db.compact(&path).await?;
             eprintln!("compacted {path}: {before} row versions -> {after}");
+            let now = db.store().table(&path).await?.tablet_count;
+            if now != tablets {
+                eprintln!("{path}: {tablets} tablets -> {now} (auto_partitioning_by_size)");
+            }
         }
         Command::GenerateTimestamp => {
             writeln!(stdout, "{}", db.generate_timestamp().await?)?;
@@ -308,7 +313,7 @@ pub async fn execute(
             last_tablet_index,
             trimmed_row_counts,
             sync: _,
-            enable_slicing: _,
+            enable_slicing,
         } => {
             let queue_options = first_tablet_index.is_some()
                 || last_tablet_index.is_some()
@@ -329,12 +334,18 @@ pub async fn execute(
                     last: last_tablet_index,
                     trimmed_row_counts,
                 },
+                (true, Some(count)) if enable_slicing && !uniform => {
+                    dynql::Reshard::Sliced { count }
+                }
                 (true, Some(count)) => dynql::Reshard::TabletCount { count, uniform },
                 (false, Some(_)) => bail!("give either pivot keys or --tablet-count, not both"),
                 (true, None) => bail!("give pivot keys or --tablet-count"),
             };
             if uniform && tablet_count.is_none() {
                 bail!("--uniform needs --tablet-count");
+            }
+            if enable_slicing && (uniform || tablet_count.is_none()) {
+                bail!("--enable-slicing picks the pivots of --tablet-count N from the chunks' statistics: give --tablet-count without --uniform");
             }
             db.reshard_table(&path, reshard).await?;
         }

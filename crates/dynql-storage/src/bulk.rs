@@ -53,8 +53,6 @@ pub struct BulkWrite {
     schema: dynql_core::TableSchema,
     /// The table as the write started: what staged rows are validated against.
     entry: crate::store::TableEntry,
-    /// The pivot keys the chunks are split at; the commit re-checks them.
-    pivot_keys: Vec<crate::key_range::PivotKey>,
     sort_memory: usize,
     /// The staged rows; `None` before the first and after they are written.
     sorter: Option<ExternalSorter>,
@@ -160,7 +158,6 @@ impl Store {
             path: path.to_string(),
             table_id: entry.id.clone(),
             schema: entry.schema.clone(),
-            pivot_keys: entry.pivot_keys.clone(),
             entry,
             sort_memory: DEFAULT_SORT_MEMORY,
             sorter: None,
@@ -235,7 +232,7 @@ impl Store {
     /// [`Store::commit_bulk_write`]; `progress` hears the rows written so far.
     ///
     /// # Errors
-    /// The table was removed, replaced or resharded since the write started; a failed spill
+    /// The table was removed or replaced since the write started; a failed spill
     /// file or chunk upload.
     pub async fn write_bulk_rows(
         &self,
@@ -344,8 +341,8 @@ impl Store {
         Ok(())
     }
 
-    /// The table of a bulk write, checked to be the one it started on: same id, schema and
-    /// pivot keys, still writable.
+    /// The table of a bulk write, checked to be the one it started on (same id and schema)
+    /// and still writable; its chunks are cut at its pivot keys of now.
     async fn bulk_table(&self, bulk: &BulkWrite) -> Result<crate::store::TableEntry> {
         let entry = self.table(&bulk.path).await?;
         if entry.id != bulk.table_id {
@@ -356,9 +353,6 @@ impl Store {
         if entry.schema != bulk.schema {
             return Err(crate::validate::schema_changed(&bulk.path));
         }
-        if entry.pivot_keys != bulk.pivot_keys {
-            return Err(resharded(&bulk.path));
-        }
         crate::tablets::check_writable(&entry, &bulk.path)?;
         Ok(entry)
     }
@@ -367,7 +361,7 @@ impl Store {
     /// log record; returns its timestamp (the last commit's when there was nothing to write).
     ///
     /// # Errors
-    /// The table was removed, replaced or resharded since the write started; the store
+    /// The table was removed or replaced since the write started; the store
     /// failed.
     pub async fn commit_bulk_write(&self, mut bulk: BulkWrite) -> Result<Timestamp> {
         self.write_bulk_rows(&mut bulk, &mut |_| {}).await?;
@@ -378,7 +372,6 @@ impl Store {
             path,
             table_id,
             schema,
-            pivot_keys,
             inline,
             chunks,
             ..
@@ -394,10 +387,10 @@ impl Store {
         }
         let timestamp = self
             .commit(|state| {
-                let (entry, _) = crate::validate::writable_table(state, &path, &table_id, &schema)?;
-                if entry.pivot_keys != pivot_keys {
-                    return Err(resharded(&path));
-                }
+                // Pivots that changed meanwhile (a split, a reshard) leave the chunks cut at the
+                // old ones straddling the new: reads select chunks by their keys, so results
+                // are the same, and compaction later cuts them per tablet.
+                crate::validate::writable_table(state, &path, &table_id, &schema)?;
                 Ok(actions.clone())
             })
             .await?;
@@ -406,14 +399,6 @@ impl Store {
         }
         Ok(timestamp)
     }
-}
-
-/// The error of a bulk write whose table was resharded while it wrote: its chunks were split
-/// at the old pivot keys.
-fn resharded(path: &str) -> Error {
-    Error::Invalid(format!(
-        "{path} was resharded during the bulk write; run it again"
-    ))
 }
 
 #[cfg(test)]
@@ -735,15 +720,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_reshard_during_the_bulk_write_fails_its_commit() {
+    async fn a_reshard_during_the_bulk_write_leaves_its_rows_readable() {
         use crate::tablets::{Reshard, TabletCommand};
         let store = Store::open("memory://").unwrap();
         two_tablets(&store).await;
         let mut bulk = store.start_bulk_write("//t").await.unwrap();
+        let n = LARGE_WRITE_ROWS as i64;
         store
-            .stage_bulk_rows(&mut bulk, rows(0..LARGE_WRITE_ROWS as i64, "a"))
+            .stage_bulk_rows(&mut bulk, rows(0..n, "a"))
             .await
             .unwrap();
+        // The chunks are cut at the pivots of the start ([], [5000]); the table is resharded
+        // at other pivots before the commit, as a split by size may do at any time.
         store
             .set_tablet_state("//t", TabletCommand::Unmount)
             .await
@@ -751,7 +739,11 @@ mod tests {
         store
             .reshard_table(
                 "//t",
-                Reshard::Pivots(vec![vec![], vec![Value::Int64(100)]]),
+                Reshard::Pivots(vec![
+                    vec![],
+                    vec![Value::Int64(100)],
+                    vec![Value::Int64(7000)],
+                ]),
             )
             .await
             .unwrap();
@@ -759,13 +751,28 @@ mod tests {
             .set_tablet_state("//t", TabletCommand::Mount)
             .await
             .unwrap();
-        let err = store.commit_bulk_write(bulk).await.unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("was resharded during the bulk write"),
-            "{err}"
-        );
-        assert!(latest(&store).await.is_empty());
+        store.commit_bulk_write(bulk).await.unwrap();
+        let now = latest(&store).await;
+        assert_eq!(now.len(), n as usize);
+        for (i, row) in now.iter().enumerate() {
+            assert_eq!(row[0], Value::Int64(i as i64));
+        }
+        // A compaction cuts the chunks at the new pivots; the rows stay.
+        store.compact("//t").await.unwrap();
+        assert_eq!(latest(&store).await, now);
+        let state = store.refresh().await.unwrap();
+        let (entry, data) = state.table_data("//t").unwrap();
+        let tablets = crate::scan::tablet_ranges(entry);
+        for chunk in &data.chunks {
+            let inside = tablets
+                .iter()
+                .any(|t| !t.lower.is_after(&chunk.min_key) && t.upper.is_after(&chunk.max_key));
+            assert!(
+                inside,
+                "{:?}..{:?} straddles a pivot",
+                chunk.min_key, chunk.max_key
+            );
+        }
     }
 
     #[tokio::test]

@@ -33,6 +33,8 @@ pub struct TableOptions {
     /// `mount_config/enable_compaction_and_partitioning` (default true): whether the table
     /// compacts on its own ([`crate::compaction_policy`]).
     pub enable_compaction_and_partitioning: Option<bool>,
+    /// `auto_partitioning_*` ([`crate::partitioning`]).
+    pub auto_partitioning: crate::partitioning::AutoPartitioning,
 }
 
 /// What the catalog records of a table.
@@ -68,6 +70,13 @@ pub struct TableEntry {
     /// own ([`crate::compaction_policy`]); `compact` and checkpoints compact it regardless.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub enable_compaction_and_partitioning: bool,
+    /// `auto_partitioning_*`: whether and how the table's tablets split and merge by size
+    /// ([`crate::partitioning`]).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::partitioning::AutoPartitioning::is_default"
+    )]
+    pub auto_partitioning: crate::partitioning::AutoPartitioning,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -102,6 +111,10 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "commit_ordering",
     "mount_config/max_ordered_tablet_data_weight",
     "mount_config/enable_compaction_and_partitioning",
+    "auto_partitioning_by_size",
+    "auto_partitioning_partition_size_mb",
+    "auto_partitioning_min_partitions_count",
+    "auto_partitioning_max_partitions_count",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -121,6 +134,16 @@ pub(crate) fn set_attribute(
         ))),
     };
     let mut next = entry.clone();
+    if crate::partitioning::ATTRIBUTES.contains(&name) {
+        if !entry.schema.is_sorted() {
+            return Err(Error::Invalid(format!(
+                "Attribute {name:?} is for sorted tables: an ordered table's tablets are resharded by hand"
+            )));
+        }
+        next.auto_partitioning.set(name, value)?;
+        *entry = next;
+        return Ok(());
+    }
     match name {
         "min_data_versions" => next.retention.min_data_versions = number()?,
         "max_data_versions" => next.retention.max_data_versions = number()?,
@@ -287,6 +310,11 @@ impl Store {
             }
             Some(counts) => counts.clone(),
         };
+        if !options.auto_partitioning.is_default() && !schema.is_sorted() {
+            return Err(Error::Invalid(
+                "auto_partitioning_* attributes are for sorted tables: an ordered table's tablets are resharded by hand".into(),
+            ));
+        }
         let retention = options.retention;
         if retention.min_data_versions > retention.max_data_versions
             || retention.min_data_ttl > retention.max_data_ttl
@@ -317,6 +345,7 @@ impl Store {
             enable_compaction_and_partitioning: options
                 .enable_compaction_and_partitioning
                 .unwrap_or(true),
+            auto_partitioning: options.auto_partitioning,
         };
         self.commit(|state| {
             check_new_path(state, path)?;

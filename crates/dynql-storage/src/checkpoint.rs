@@ -293,6 +293,16 @@ impl Store {
             })
             .map(|(p, _)| p.clone())
             .collect();
+        // Tables that partition by size split and merge here too (a compaction does it first).
+        let partitioned: Vec<String> = state
+            .tables
+            .iter()
+            .filter(|(p, (e, _))| e.auto_partitioning.by_size && !crowded.contains(p))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in partitioned {
+            self.partition_by_size(&path).await?;
+        }
         for path in crowded {
             self.compact(&path).await?;
         }

@@ -244,6 +244,15 @@ impl Store {
     /// chooses nothing (each run lowers some tablet's depth). Its failures are not the
     /// commit's: they are dropped, and the next commit that adds chunks tries again.
     pub(crate) async fn compact_after_commit(&self, path: &str) {
+        // Tablets split and merge first, so that what the policy merges is written per tablet
+        // of the new pivots. A failure is not the commit's: the next one tries again.
+        if self
+            .table(path)
+            .await
+            .is_ok_and(|e| e.enable_compaction_and_partitioning)
+        {
+            let _ = self.partition_by_size(path).await;
+        }
         for _ in 0..COMPACTION_ATTEMPTS {
             match self.compact_by_policy(path).await {
                 Ok(true) => continue,
@@ -256,6 +265,13 @@ impl Store {
     /// versions its retention allows (see [`crate::compaction`]). Returns the number of
     /// versions before and after.
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
+        // On demand, tablets split and merge by size first (if the table asks for it), over
+        // everything written (so the dynamic store is flushed first), and the compacted chunks
+        // are cut at the new pivots.
+        if self.table(path).await?.auto_partitioning.by_size {
+            self.flush_table(path).await?;
+            self.partition_by_size(path).await?;
+        }
         for attempt in 0..COMPACTION_ATTEMPTS {
             if attempt > 0 {
                 tokio::time::sleep(compaction_backoff(attempt - 1)).await;
@@ -306,6 +322,10 @@ impl Store {
             let stale = *stale.lock().unwrap_or_else(|p| p.into_inner());
             match committed {
                 Ok(_) if !stale => {
+                    // What compaction dropped may let tablets merge (or what it kept, split).
+                    if entry.auto_partitioning.by_size {
+                        self.partition_by_size(path).await?;
+                    }
                     let state = self.refresh().await?;
                     let after = state
                         .tables

@@ -33,6 +33,7 @@ pub mod mvcc;
 mod object_file;
 mod objects;
 mod page_index;
+pub mod partitioning;
 pub mod queue;
 mod read;
 mod replay;

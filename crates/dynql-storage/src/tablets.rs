@@ -132,6 +132,11 @@ pub enum Reshard {
     /// similar row counts (fewer tablets when there are fewer distinct keys, as YT does for
     /// small tables; an empty table with an integer first key column is split uniformly).
     TabletCount { count: usize, uniform: bool },
+    /// This many tablets of about equal size, the pivots cut at row-group keys from the
+    /// chunks' statistics, reading no data (`--enable-slicing`); fewer when the statistics
+    /// offer fewer keys. A table whose rows are all unflushed is sliced by its keys, as
+    /// `TabletCount` does.
+    Sliced { count: usize },
     /// Ordered tables: replace tablets `first..=last` (default: all) with `tablet_count`
     /// tablets. Growing keeps the existing tablets and adds empty ones after them, starting at
     /// `trimmed_row_counts` (one per new tablet, default 0); shrinking appends the rows of the
@@ -229,6 +234,15 @@ pub fn check_pivots(schema: &TableSchema, pivots: &[Vec<Value>]) -> Result<()> {
 /// checkpoint that carries the table and work at every open, so a count from a typo
 /// (`tablet_count=10000000`) is refused before anything is written.
 pub const MAX_TABLET_COUNT: usize = 10_000;
+
+/// Checks the tablet count a reshard asks for: positive and within the limit.
+fn check_count(count: usize) -> Result<()> {
+    check_tablet_count("\"tablet_count\"", count)?;
+    if count == 0 {
+        return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
+    }
+    Ok(())
+}
 
 /// Refuses a tablet count above [`MAX_TABLET_COUNT`]; `what` names the attribute or argument.
 pub(crate) fn check_tablet_count(what: &str, count: usize) -> Result<()> {
@@ -445,6 +459,46 @@ impl Store {
         Ok(())
     }
 
+    /// Pivots for `count` tablets of similar row counts, from the keys of the data (fewer
+    /// tablets when there are fewer distinct keys, as YT does for small tables); an empty
+    /// table with an integer first key column is split uniformly.
+    async fn pivots_from_keys(
+        &self,
+        path: &str,
+        schema: &TableSchema,
+        count: usize,
+    ) -> Result<Vec<Vec<Value>>> {
+        let integer_first = matches!(
+            schema.key_columns()[0].wire_type(),
+            ValueType::Int64 | ValueType::Uint64
+        );
+        let (tablets, _) = self.scan_ranges(path, None, Timestamp::MAX).await?;
+        let key_count = schema.key_column_count();
+        let keys: Vec<Vec<Value>> = tablets
+            .into_iter()
+            .flat_map(|t| t.rows)
+            .map(|mut r| {
+                r.truncate(key_count);
+                r
+            })
+            .collect();
+        if keys.is_empty() && integer_first {
+            return uniform_pivots(schema, count);
+        }
+        let mut pivots: Vec<Vec<Value>> = vec![vec![]];
+        for i in 1..count {
+            if let Some(k) = keys[i * keys.len() / count..].first() {
+                if pivots
+                    .last()
+                    .is_none_or(|p| compare_rows(p, k) == std::cmp::Ordering::Less)
+                {
+                    pivots.push(k.clone());
+                }
+            }
+        }
+        Ok(pivots)
+    }
+
     /// Changes a table's tablets. Returns the new tablet count.
     ///
     /// # Errors
@@ -474,44 +528,20 @@ impl Store {
                 p
             }
             Reshard::TabletCount { count, uniform } => {
-                check_tablet_count("\"tablet_count\"", count)?;
-                if count == 0 {
-                    return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
-                }
-                let integer_first = matches!(
-                    schema.key_columns()[0].wire_type(),
-                    ValueType::Int64 | ValueType::Uint64
-                );
+                check_count(count)?;
                 if uniform {
                     uniform_pivots(schema, count)?
                 } else {
-                    let (tablets, _) = self.scan_ranges(path, None, Timestamp::MAX).await?;
-                    let key_count = schema.key_column_count();
-                    let keys: Vec<Vec<Value>> = tablets
-                        .into_iter()
-                        .flat_map(|t| t.rows)
-                        .map(|mut r| {
-                            r.truncate(key_count);
-                            r
-                        })
-                        .collect();
-                    if keys.is_empty() && integer_first {
-                        uniform_pivots(schema, count)?
-                    } else {
-                        let mut pivots: Vec<Vec<Value>> = vec![vec![]];
-                        for i in 1..count {
-                            let key = &keys[i * keys.len() / count..];
-                            if let Some(k) = key.first() {
-                                if pivots
-                                    .last()
-                                    .is_none_or(|p| compare_rows(p, k) == std::cmp::Ordering::Less)
-                                {
-                                    pivots.push(k.clone());
-                                }
-                            }
-                        }
-                        pivots
-                    }
+                    self.pivots_from_keys(path, schema, count).await?
+                }
+            }
+            Reshard::Sliced { count } => {
+                check_count(count)?;
+                let chunks = self.chunks(path).await?;
+                if chunks.is_empty() {
+                    self.pivots_from_keys(path, schema, count).await?
+                } else {
+                    crate::partitioning::slice_pivots(&chunks, count)
                 }
             }
         };

@@ -26,6 +26,10 @@ pub const ATTRIBUTES: &[&str] = &[
     "max_data_versions",
     "min_data_ttl",
     "max_data_ttl",
+    "auto_partitioning_by_size",
+    "auto_partitioning_partition_size_mb",
+    "auto_partitioning_min_partitions_count",
+    "auto_partitioning_max_partitions_count",
 ];
 
 fn unwrap(v: &Yson) -> &Yson {
@@ -37,6 +41,24 @@ fn unwrap(v: &Yson) -> &Yson {
 
 fn text(s: &str) -> Yson {
     Yson::String(s.as_bytes().to_vec())
+}
+
+/// A scalar attribute value as the store takes it.
+pub(crate) fn attribute_value(name: &str, value: &Yson) -> Result<dynql_storage::AttributeValue> {
+    Ok(match unwrap(value) {
+        Yson::Int64(n) if *n >= 0 => dynql_storage::AttributeValue::Number(*n as u64),
+        Yson::Uint64(n) => dynql_storage::AttributeValue::Number(*n),
+        Yson::Boolean(b) => dynql_storage::AttributeValue::Boolean(*b),
+        Yson::String(s) => {
+            dynql_storage::AttributeValue::Text(String::from_utf8_lossy(s).into_owned())
+        }
+        other => {
+            return Err(Error::Invalid(format!(
+            "Attribute {name:?}: expected a non-negative integer, a boolean or a string, got {}",
+            dynql_core::yson::to_text(other)
+        )))
+        }
+    })
 }
 
 impl Database {
@@ -90,11 +112,20 @@ impl Database {
             "tablets" => {
                 let mut tablets = Vec::new();
                 if entry.schema.is_sorted() {
+                    let chunks = self.store().chunks(path).await?;
+                    let sizes =
+                        dynql_storage::partitioning::tablet_bytes(&entry.pivot_keys, &chunks);
                     for (i, p) in entry.pivot_keys.iter().enumerate() {
                         tablets.push(Yson::Map(vec![
                             (b"index".to_vec(), Yson::Int64(i as i64)),
                             (b"state".to_vec(), text(entry.tablet_state.name())),
                             (b"pivot_key".to_vec(), pivot_yson(p)),
+                            // What auto-partitioning weighs: the bytes of the chunk row groups
+                            // that start in the tablet.
+                            (
+                                b"compressed_data_size".to_vec(),
+                                Yson::Int64(sizes.get(i).copied().unwrap_or(0) as i64),
+                            ),
                         ]));
                     }
                 } else {
@@ -128,6 +159,16 @@ impl Database {
             "max_data_versions" => uint(entry.retention.max_data_versions),
             "min_data_ttl" => uint(entry.retention.min_data_ttl),
             "max_data_ttl" => uint(entry.retention.max_data_ttl),
+            "auto_partitioning_by_size" => Yson::Boolean(entry.auto_partitioning.by_size),
+            "auto_partitioning_partition_size_mb" => {
+                uint(entry.auto_partitioning.partition_size_mb)
+            }
+            "auto_partitioning_min_partitions_count" => {
+                uint(entry.auto_partitioning.min_partitions_count)
+            }
+            "auto_partitioning_max_partitions_count" => {
+                uint(entry.auto_partitioning.max_partitions_count)
+            }
             other => {
                 return Err(Error::Invalid(format!(
                     "Attribute {other:?} is not found (dynql knows: {})",
@@ -142,20 +183,7 @@ impl Database {
     /// `mount_config/max_ordered_tablet_data_weight`,
     /// `mount_config/enable_compaction_and_partitioning`. The value is a YSON or JSON scalar.
     pub async fn set_attribute(&self, path: &str, name: &str, value: &Yson) -> Result<()> {
-        let value = match unwrap(value) {
-            Yson::Int64(n) if *n >= 0 => dynql_storage::AttributeValue::Number(*n as u64),
-            Yson::Uint64(n) => dynql_storage::AttributeValue::Number(*n),
-            Yson::Boolean(b) => dynql_storage::AttributeValue::Boolean(*b),
-            Yson::String(s) => {
-                dynql_storage::AttributeValue::Text(String::from_utf8_lossy(s).into_owned())
-            }
-            other => {
-                return Err(Error::Invalid(format!(
-                    "Attribute {name:?}: expected a non-negative integer or a string, got {}",
-                    dynql_core::yson::to_text(other)
-                )))
-            }
-        };
+        let value = attribute_value(name, value)?;
         Ok(self.store().set_attribute(path, name, value).await?)
     }
 

@@ -503,7 +503,9 @@ impl Database {
     }
 
     /// Compacts a table now, dropping the versions its retention settings allow; returns the
-    /// number of stored versions before and after.
+    /// number of stored versions before and after. A table with `auto_partitioning_by_size`
+    /// first flushes and splits and merges its tablets by size
+    /// ([`dynql_storage::partitioning`]).
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
         Ok(self.store.compact(path).await?)
     }

@@ -117,10 +117,14 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             "max_data_versions" => options.retention.max_data_versions = non_negative(&key, v)?,
             "min_data_ttl" => options.retention.min_data_ttl = non_negative(&key, v)?,
             "max_data_ttl" => options.retention.max_data_ttl = non_negative(&key, v)?,
+            name if dynql_storage::partitioning::ATTRIBUTES.contains(&name) => {
+                let value = crate::attributes::attribute_value(name, v)?;
+                options.auto_partitioning.set(name, &value)?;
+            }
             other if IGNORED_ATTRIBUTES.contains(&other) => {}
             other => {
                 return Err(Error::Invalid(format!(
-                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl)"
+                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
                 )))
             }
         }

@@ -258,3 +258,174 @@ fn copy_and_move_keep_rows_and_history() {
     let err = store.fails(&["move", "//missing", "//x"], None);
     assert!(err.contains("no such table"), "{err}");
 }
+
+/// Rows `{k, v}` for keys `keys`, with values that compress badly (so a few hundred thousand
+/// rows are megabytes of chunks), as JSON lines.
+fn incompressible_rows(keys: std::ops::Range<u64>) -> String {
+    let mut out = String::new();
+    for k in keys {
+        let mut x = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+        let mut v = String::new();
+        for _ in 0..2 {
+            x ^= x >> 31;
+            x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            v.push_str(&format!("{x:016x}"));
+        }
+        out.push_str(&format!("{{\"k\": {k}, \"v\": \"{v}\"}}\n"));
+    }
+    out
+}
+
+#[test]
+fn tables_that_partition_by_size_split_as_they_grow_and_merge_as_they_shrink() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; auto_partitioning_by_size=ENABLED; auto_partitioning_partition_size_mb=1; auto_partitioning_max_partitions_count=64; min_data_ttl=0; max_data_ttl=0; schema=[{name=k; type=uint64; sort_order=ascending}; {name=v; type=string}]}",
+        ],
+        None,
+    );
+    assert_eq!(get(&store, "auto_partitioning_by_size"), json!(true));
+    assert_eq!(get(&store, "auto_partitioning_partition_size_mb"), json!(1));
+    let rows = store.dir.path().join("rows.json");
+    std::fs::write(&rows, incompressible_rows(0..100_000)).unwrap();
+    store.ok(
+        &[
+            "import",
+            "//t",
+            "--from",
+            rows.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    // The import's commit split the table: several megabytes at 1 MB per tablet (a row group
+    // of 16,384 rows, the finest cut, is about 0.7 MB here).
+    let tablets = get(&store, "tablet_count").as_u64().unwrap();
+    assert!((4..=16).contains(&tablets), "{tablets} tablets");
+    let sizes: Vec<u64> = get(&store, "tablets")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["compressed_data_size"].as_u64().unwrap())
+        .collect();
+    assert!(sizes.iter().all(|s| *s <= 1 << 20), "{sizes:?}");
+    // Results are whatever they were; a point query reads one tablet.
+    assert_eq!(
+        query(&store, "sum(1) as n, max(k) as m from [//t] group by 1"),
+        "{\"n\":100000,\"m\":99999}\n"
+    );
+    let out = store.run(
+        &[
+            "select-rows",
+            "k from [//t] where k = 77777",
+            "--format",
+            "json",
+            "--print-statistics",
+        ],
+        None,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"k\":77777}\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"tablets_read\"=1;"), "{stderr}");
+    // Deleting most rows and compacting merges tablets back, down to the minimum count.
+    store.ok(
+        &["set", "//t/@auto_partitioning_min_partitions_count", "2"],
+        None,
+    );
+    let keys: String = (0..99_000).map(|k| format!("{{\"k\": {k}}}\n")).collect();
+    store.ok(&["delete-rows", "//t", "--format", "json"], Some(&keys));
+    let out = store.run(&["compact", "//t"], None);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("tablets -> 2 (auto_partitioning_by_size)"),
+        "{stderr}"
+    );
+    assert_eq!(get(&store, "tablet_count"), json!(2));
+    assert_eq!(
+        query(&store, "sum(1) as n from [//t] group by 1"),
+        "{\"n\":1000}\n"
+    );
+    // Turned off, nothing changes any more; ordered tables refuse the settings.
+    store.ok(&["set", "//t/@auto_partitioning_by_size", "DISABLED"], None);
+    assert_eq!(get(&store, "auto_partitioning_by_size"), json!(false));
+    let err = store.fails(
+        &["set", "//t/@auto_partitioning_partition_size_mb", "0"],
+        None,
+    );
+    assert!(err.contains("positive integer"), "{err}");
+    let err = store.fails(
+        &[
+            "create",
+            "table",
+            "//q",
+            "--attributes",
+            "{dynamic=%true; auto_partitioning_by_size=%true; schema=[{name=a; type=int64}]}",
+        ],
+        None,
+    );
+    assert!(err.contains("for sorted tables"), "{err}");
+}
+
+#[test]
+fn slicing_cuts_tablets_of_equal_size_from_the_statistics() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=uint64; sort_order=ascending}; {name=v; type=string}]}",
+        ],
+        None,
+    );
+    let rows = store.dir.path().join("rows.json");
+    std::fs::write(&rows, incompressible_rows(0..200_000)).unwrap();
+    store.ok(
+        &[
+            "import",
+            "//t",
+            "--from",
+            rows.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    store.ok(&["unmount-table", "//t"], None);
+    store.ok(
+        &[
+            "reshard-table",
+            "//t",
+            "--tablet-count",
+            "4",
+            "--enable-slicing",
+        ],
+        None,
+    );
+    store.ok(&["mount-table", "//t"], None);
+    // Row groups of 16,384 rows: the cuts fall at row-group starts near each quarter.
+    let pivots = get(&store, "pivot_keys");
+    let cuts: Vec<u64> = pivots.as_array().unwrap()[1..]
+        .iter()
+        .map(|p| p[0].as_u64().unwrap())
+        .collect();
+    assert_eq!(cuts.len(), 3, "{pivots}");
+    for (i, cut) in cuts.iter().enumerate() {
+        let quarter = (i as u64 + 1) * 50_000;
+        assert!(cut.abs_diff(quarter) <= 16_384, "{cuts:?}");
+    }
+    assert_eq!(
+        query(&store, "sum(1) as n from [//t] group by 1"),
+        "{\"n\":200000}\n"
+    );
+    let err = store.fails(&["reshard-table", "//t", "--enable-slicing"], None);
+    assert!(err.contains("--tablet-count"), "{err}");
+}
