@@ -82,7 +82,8 @@ pub fn check_readable(entry: &TableEntry, path: &str) -> Result<()> {
 }
 
 /// A schema change `alter-table` accepts: the old columns unchanged and first, new columns
-/// nullable, not key, not computed, not aggregating; ordered tables only for now.
+/// nullable, not key, not computed, not aggregating (or the system columns `$timestamp` and
+/// `$cumulative_data_weight`); ordered tables only for now.
 fn check_compatible(path: &str, old: &TableSchema, new: &TableSchema) -> Result<()> {
     if old.is_sorted() {
         if old == new {
@@ -112,9 +113,16 @@ fn check_compatible(path: &str, old: &TableSchema, new: &TableSchema) -> Result<
                 c.name
             ));
         }
-        if c.name.starts_with('$') {
+        // `$timestamp` and `$cumulative_data_weight` may be added (null in the rows before;
+        // the running weight goes on from what the tablet held, as the seed says).
+        let system_type = match c.name.as_str() {
+            "$timestamp" => Some(ValueType::Uint64),
+            "$cumulative_data_weight" => Some(ValueType::Int64),
+            _ => None,
+        };
+        if c.name.starts_with('$') && system_type != Some(c.wire_type()) {
             return incompatible(format!(
-                "system column {:?} cannot be added to an existing table",
+                "system column {:?} cannot be added to an existing table (only $timestamp of type uint64 and $cumulative_data_weight of type int64 can)",
                 c.name
             ));
         }

@@ -354,3 +354,46 @@ fn retention_trims_expired_commits_and_the_data_weight_limit_refuses_appends() {
         Some(&format!("{{s=\"{}\"}}", "x".repeat(90))),
     );
 }
+
+#[test]
+fn cumulative_data_weight_added_later_goes_on_from_what_the_tablet_held() {
+    let store = TestStore::new();
+    create(&store, "{dynamic=%true; schema=[{name=a; type=int64}]}");
+    // Each row weighs 1 byte plus 8 for `a`: the tablet holds 18 bytes.
+    store.ok(&["insert-rows", "//q"], Some("{a=1}; {a=2}"));
+    store.ok(&["unmount-table", "//q"], None);
+    let with = |columns: &str| format!("[{{name=a; type=int64}}; {columns}]");
+    let err = store.fails(
+        &[
+            "alter-table",
+            "//q",
+            "--schema",
+            &with("{name=\"$cumulative_data_weight\"; type=string}"),
+        ],
+        None,
+    );
+    assert!(err.contains("type int64"), "{err}");
+    store.ok(
+        &[
+            "alter-table",
+            "//q",
+            "--schema",
+            &with("{name=\"$cumulative_data_weight\"; type=int64}; {name=\"$timestamp\"; type=uint64}"),
+        ],
+        None,
+    );
+    store.ok(&["mount-table", "//q"], None);
+    // A new row weighs 1 + 8 (a) + 8 (itself) + 8 ($timestamp): 25, after the 18 before.
+    store.ok(&["insert-rows", "//q"], Some("{a=3}"));
+    let read = rows(&store, "a, [$cumulative_data_weight] as w from [//q]");
+    assert_eq!(
+        read,
+        vec![
+            json!({"a": 1, "w": null}),
+            json!({"a": 2, "w": null}),
+            json!({"a": 3, "w": 43})
+        ]
+    );
+    let stamped = rows(&store, "a from [//q] where not is_null([$timestamp])");
+    assert_eq!(stamped, vec![json!({"a": 3})]);
+}
