@@ -268,7 +268,8 @@ pub enum Command {
         trimmed_row_count: u64,
     },
     /// Set a writable attribute: `set //t/@min_data_versions 0` (retention settings,
-    /// commit_ordering, mount_config/max_ordered_tablet_data_weight, auto_partitioning_*).
+    /// commit_ordering, mount_config/max_ordered_tablet_data_weight, auto_partitioning_*,
+    /// auto_compaction_period, forced_compaction_revision).
     Set {
         path: String,
         /// The value as YSON or JSON (`0`, `strong`, `"strong"`); read from stdin when left out.

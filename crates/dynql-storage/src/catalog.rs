@@ -35,6 +35,8 @@ pub struct TableOptions {
     pub enable_compaction_and_partitioning: Option<bool>,
     /// `auto_partitioning_*` ([`crate::partitioning`]).
     pub auto_partitioning: crate::partitioning::AutoPartitioning,
+    /// `auto_compaction_period` in milliseconds (positive).
+    pub auto_compaction_period: Option<u64>,
 }
 
 /// What the catalog records of a table.
@@ -77,6 +79,13 @@ pub struct TableEntry {
         skip_serializing_if = "crate::partitioning::AutoPartitioning::is_default"
     )]
     pub auto_partitioning: crate::partitioning::AutoPartitioning,
+    /// `auto_compaction_period` (milliseconds): a full compaction once the last one is this
+    /// old ([`crate::compaction`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_compaction_period: Option<u64>,
+    /// `forced_compaction_revision`: setting it compacts the table fully at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced_compaction_revision: Option<u64>,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -115,6 +124,9 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "auto_partitioning_partition_size_mb",
     "auto_partitioning_min_partitions_count",
     "auto_partitioning_max_partitions_count",
+    "auto_compaction_period",
+    "mount_config/auto_compaction_period",
+    "forced_compaction_revision",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -149,6 +161,15 @@ pub(crate) fn set_attribute(
         "max_data_versions" => next.retention.max_data_versions = number()?,
         "min_data_ttl" => next.retention.min_data_ttl = number()?,
         "max_data_ttl" => next.retention.max_data_ttl = number()?,
+        "auto_compaction_period" | "mount_config/auto_compaction_period" => match number()? {
+            0 => {
+                return Err(Error::Invalid(format!(
+                    "Attribute {name:?} must be a positive number of milliseconds"
+                )))
+            }
+            ms => next.auto_compaction_period = Some(ms),
+        },
+        "forced_compaction_revision" => next.forced_compaction_revision = Some(number()?),
         "mount_config/max_ordered_tablet_data_weight" => {
             next.max_ordered_tablet_data_weight = Some(number()?)
         }
@@ -247,6 +268,9 @@ impl Store {
     ///
     /// # Errors
     /// No such table, an attribute that cannot be set, or a value of the wrong kind.
+    ///
+    /// Setting `forced_compaction_revision` compacts the table fully at once (YT does at the
+    /// next remount).
     pub async fn set_attribute(&self, path: &str, name: &str, value: AttributeValue) -> Result<()> {
         self.commit(|state| {
             // A damaged table takes no change but its removal (replay would not apply one).
@@ -260,6 +284,9 @@ impl Store {
             }])
         })
         .await?;
+        if name == "forced_compaction_revision" {
+            self.compact(path).await?;
+        }
         Ok(())
     }
 
@@ -346,6 +373,16 @@ impl Store {
                 .enable_compaction_and_partitioning
                 .unwrap_or(true),
             auto_partitioning: options.auto_partitioning,
+            auto_compaction_period: match options.auto_compaction_period {
+                Some(0) => {
+                    return Err(Error::Invalid(
+                        "\"auto_compaction_period\" must be a positive number of milliseconds"
+                            .into(),
+                    ))
+                }
+                period => period,
+            },
+            forced_compaction_revision: None,
         };
         self.commit(|state| {
             check_new_path(state, path)?;

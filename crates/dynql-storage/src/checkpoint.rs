@@ -65,6 +65,9 @@ struct TableCheckpoint {
     /// See `TableData::compaction_horizon`.
     #[serde(default)]
     compaction_horizon: u64,
+    /// See `TableData::last_compaction`.
+    #[serde(default)]
+    last_compaction: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -201,6 +204,7 @@ async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Res
         let mut data = TableData {
             chunks: t.chunks,
             compaction_horizon: Timestamp(t.compaction_horizon),
+            last_compaction: Timestamp(t.last_compaction),
             ..TableData::default()
         };
         let mut stored = Vec::new();
@@ -279,12 +283,14 @@ impl Store {
         }
         self.flush_tables(None).await?;
         let state = self.refresh().await?;
+        let now = Timestamp::now();
         let crowded: Vec<String> = state
             .tables
             .iter()
             .filter(|(_, (e, d))| {
                 crate::compaction_policy::depth(&crate::scan::tablet_ranges(e), &d.chunks)
                     > AUTO_COMPACTION_CHUNKS
+                    || crate::compaction::periodic_compaction_due(e, d, now)
                     // Ordered tables whose retention allows deleting rows: compaction trims
                     // the expired commits (it rewrites nothing).
                     || (!e.schema.is_sorted()
@@ -369,6 +375,7 @@ impl Store {
                 locks,
                 queues,
                 compaction_horizon: data.compaction_horizon.0,
+                last_compaction: data.last_compaction.0,
             });
         }
         let manifest = Manifest {
@@ -605,6 +612,46 @@ mod tests {
             reader.read_rows("//t", Timestamp::MAX).await.unwrap().len(),
             5
         );
+    }
+
+    #[tokio::test]
+    async fn the_last_compaction_survives_a_checkpoint_and_paces_auto_compaction_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let s = Store::open(&url).unwrap();
+        let options = TableOptions {
+            auto_compaction_period: Some(3_600_000),
+            ..TableOptions::default()
+        };
+        s.create_table("//t", schema(), options).await.unwrap();
+        s.write_rows(
+            "//t",
+            WriteKind::Overwrite,
+            false,
+            vec![vec![Some(Value::Int64(1)), None, None]],
+        )
+        .await
+        .unwrap();
+        let due = |s: &Store| {
+            let s = s.clone();
+            async move {
+                let state = s.refresh().await.unwrap();
+                let (e, d) = &state.tables["//t"];
+                (
+                    crate::compaction::periodic_compaction_due(e, d, Timestamp::now()),
+                    d.last_compaction,
+                )
+            }
+        };
+        // Never compacted, with data: due.
+        assert!(due(&s).await.0);
+        s.compact("//t").await.unwrap();
+        let (is_due, last) = due(&s).await;
+        assert!(!is_due && last > Timestamp::MIN);
+        // A checkpoint, then a store opened from it (the log before it collected), keep it.
+        s.checkpoint().await.unwrap();
+        let reopened = Store::open(&url).unwrap();
+        assert_eq!(due(&reopened).await, (false, last));
     }
 
     #[tokio::test]

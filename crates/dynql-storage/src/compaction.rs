@@ -67,6 +67,22 @@ impl Retention {
 }
 
 /// Milliseconds since the epoch of a timestamp.
+/// Whether `auto_compaction_period` asks for a full compaction of the table at `now`: its last
+/// full compaction (ever, for a table never compacted) is at least the period old, and it has
+/// stored data.
+pub(crate) fn periodic_compaction_due(
+    entry: &crate::store::TableEntry,
+    data: &crate::store::TableData,
+    now: Timestamp,
+) -> bool {
+    entry.auto_compaction_period.is_some_and(|period| {
+        timestamp_ms(now).saturating_sub(timestamp_ms(data.last_compaction)) >= period
+            && (!data.chunks.is_empty()
+                || !data.sorted.is_empty()
+                || data.queues.iter().any(|q| !q.rows.is_empty()))
+    })
+}
+
 pub fn timestamp_ms(t: Timestamp) -> u64 {
     t.unix_seconds() * 1000 + (t.0 & ((1 << crate::timestamp::COUNTER_BITS) - 1)) / 1_000_000
 }

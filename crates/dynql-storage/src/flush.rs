@@ -252,6 +252,17 @@ impl Store {
             .is_ok_and(|e| e.enable_compaction_and_partitioning)
         {
             let _ = self.partition_by_size(path).await;
+            // `auto_compaction_period`: a full compaction once the last one is that old.
+            if let Ok(state) = self.refresh().await {
+                let due = state.tables.get(path).is_some_and(|(e, d)| {
+                    crate::compaction::periodic_compaction_due(e, d, Timestamp::now())
+                });
+                if due {
+                    // Boxed: a compaction may flush, and a flush compacts after its commit.
+                    let _ = Box::pin(self.compact(path)).await;
+                    return;
+                }
+            }
         }
         for _ in 0..COMPACTION_ATTEMPTS {
             match self.compact_by_policy(path).await {

@@ -391,6 +391,7 @@ fn apply_action(
         } => {
             let (entry, data) = target(state, path, table_id)?;
             let now = Timestamp(*now);
+            data.last_compaction = data.last_compaction.max(now);
             match up_to {
                 // The compacted chunk replaces the named chunks and the dynamic store up
                 // to `up_to`; it is older than everything that remains.

@@ -27,6 +27,8 @@ pub(crate) struct TableData {
     /// The newest compaction horizon applied (see [`Action::Compact`]): a transaction that
     /// started before it may have lost the evidence of a conflict, so its commit is refused.
     pub(crate) compaction_horizon: Timestamp,
+    /// When the last full compaction ran (its `now`): `auto_compaction_period` counts from it.
+    pub(crate) last_compaction: Timestamp,
     /// Why the table's state is unknown (a log record it depends on does not apply or cannot
     /// be read, a chunk a logged write names is damaged): reads and writes of it fail with
     /// [`Error::Damaged`], later actions on it are not applied, and it can be removed.

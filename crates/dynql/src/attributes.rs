@@ -30,6 +30,8 @@ pub const ATTRIBUTES: &[&str] = &[
     "auto_partitioning_partition_size_mb",
     "auto_partitioning_min_partitions_count",
     "auto_partitioning_max_partitions_count",
+    "auto_compaction_period",
+    "forced_compaction_revision",
 ];
 
 fn unwrap(v: &Yson) -> &Yson {
@@ -168,6 +170,10 @@ impl Database {
             }
             "auto_partitioning_max_partitions_count" => {
                 uint(entry.auto_partitioning.max_partitions_count)
+            }
+            "auto_compaction_period" => entry.auto_compaction_period.map_or(Yson::Entity, uint),
+            "forced_compaction_revision" => {
+                entry.forced_compaction_revision.map_or(Yson::Entity, uint)
             }
             other => {
                 return Err(Error::Invalid(format!(

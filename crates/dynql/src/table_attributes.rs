@@ -87,6 +87,10 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                     options.max_ordered_tablet_data_weight =
                         Some(non_negative("max_ordered_tablet_data_weight", w)?);
                 }
+                if let Some(p) = config.get("auto_compaction_period") {
+                    options.auto_compaction_period =
+                        Some(non_negative("auto_compaction_period", p)?);
+                }
                 if let Some(b) = config.get("enable_compaction_and_partitioning") {
                     match unwrap_attributes(b) {
                         Yson::Boolean(b) => {
@@ -117,6 +121,9 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             "max_data_versions" => options.retention.max_data_versions = non_negative(&key, v)?,
             "min_data_ttl" => options.retention.min_data_ttl = non_negative(&key, v)?,
             "max_data_ttl" => options.retention.max_data_ttl = non_negative(&key, v)?,
+            "auto_compaction_period" => {
+                options.auto_compaction_period = Some(non_negative(&key, v)?)
+            }
             name if dynql_storage::partitioning::ATTRIBUTES.contains(&name) => {
                 let value = crate::attributes::attribute_value(name, v)?;
                 options.auto_partitioning.set(name, &value)?;
@@ -124,7 +131,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             other if IGNORED_ATTRIBUTES.contains(&other) => {}
             other => {
                 return Err(Error::Invalid(format!(
-                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
+                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
                 )))
             }
         }
@@ -147,6 +154,7 @@ const MOUNT_CONFIG_KEYS: &[&str] = &[
     "max_ordered_tablet_data_weight",
     "enable_compaction_and_partitioning",
     "enable_key_filter_for_lookup",
+    "auto_compaction_period",
 ];
 
 /// Refuses the `mount_config` keys dynql would not honour: every key either has its effect

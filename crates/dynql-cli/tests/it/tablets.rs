@@ -429,3 +429,68 @@ fn slicing_cuts_tablets_of_equal_size_from_the_statistics() {
     let err = store.fails(&["reshard-table", "//t", "--enable-slicing"], None);
     assert!(err.contains("--tablet-count"), "{err}");
 }
+
+#[test]
+fn forced_compaction_revision_and_auto_compaction_period_compact() {
+    let store = TestStore::new();
+    let schema = "schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=int64}]";
+    let create = |path: &str, extra: &str| {
+        store.ok(
+            &[
+                "create",
+                "table",
+                path,
+                "--attributes",
+                &format!("{{dynamic=%true; {extra} {schema}}}"),
+            ],
+            None,
+        )
+    };
+    create("//t", "");
+    create("//periodic", "mount_config={auto_compaction_period=1};");
+    // Two large writes of the same keys: two layers of chunks, which the size-tiered policy
+    // leaves alone (it merges three).
+    for round in 0..2 {
+        let rows: String = (0..10_000)
+            .map(|k| format!("{{\"k\": {k}, \"v\": {round}}}\n"))
+            .collect();
+        for path in ["//t", "//periodic"] {
+            store.ok(&["insert-rows", path, "--format", "json"], Some(&rows));
+        }
+    }
+    let chunks = |path: &str| {
+        let out = store.ok(&["get", &format!("{path}/@chunk_count")], None);
+        out.trim().parse::<u64>().unwrap()
+    };
+    assert_eq!(chunks("//t"), 2);
+    // The period (1 ms) has passed since //periodic last compacted (never): each write's
+    // commit compacted it fully.
+    assert_eq!(chunks("//periodic"), 1);
+    assert_eq!(
+        store
+            .ok(&["get", "//periodic/@auto_compaction_period"], None)
+            .trim(),
+        "1u"
+    );
+    // Setting forced_compaction_revision compacts at once.
+    assert_eq!(
+        store
+            .ok(&["get", "//t/@forced_compaction_revision"], None)
+            .trim(),
+        "#"
+    );
+    store.ok(&["set", "//t/@forced_compaction_revision", "1"], None);
+    assert_eq!(chunks("//t"), 1);
+    assert_eq!(
+        store
+            .ok(&["get", "//t/@forced_compaction_revision"], None)
+            .trim(),
+        "1u"
+    );
+    assert_eq!(
+        query(&store, "sum(v) as s, sum(1) as n from [//t] group by 1"),
+        "{\"s\":10000,\"n\":10000}\n"
+    );
+    let err = store.fails(&["set", "//t/@auto_compaction_period", "0"], None);
+    assert!(err.contains("positive number of milliseconds"), "{err}");
+}
