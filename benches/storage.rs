@@ -1,7 +1,8 @@
 //! Storage benchmarks, each side by side with its baseline in one run:
 //!
 //! 1. bulk `insert_rows` of N rows vs writing the same rows to one Parquet file;
-//! 2. `lookup_rows` of 10k random keys on an N-row table vs SQLite primary-key lookups;
+//! 2. `lookup_rows` of 10k random keys on an N-row table vs SQLite primary-key lookups, and
+//!    10k lookups of a hot 1% of the keys through the lookup row cache vs without it;
 //! 3. a full-scan aggregate over a table with 8 uncompacted delta layers vs the same table
 //!    compacted;
 //! 4. cold point scans (one per row group, nothing cached) reading page windows chosen by
@@ -140,6 +141,36 @@ fn main() {
         lookup,
         "sqlite pk lookups",
         sqlite_lookup,
+    );
+
+    // 2b. 10k lookups of a hot 1% of the keys through the lookup row cache (room for 2% of
+    // the rows) vs the same lookups without it, on the same table.
+    rt.block_on(db.set_attribute(
+        "//t",
+        "mount_config/lookup_cache_rows_ratio",
+        &Yson::Double(0.02),
+    ))
+    .unwrap();
+    let hot: Vec<Yson> = (0..10_000)
+        .map(|_| {
+            let k = (rng.next() % (n as u64 / 100).max(1)) as i64 * 100;
+            Yson::Map(vec![(b"k".to_vec(), Yson::Int64(k))])
+        })
+        .collect();
+    let lookup_with = |cache: bool| {
+        let options = LookupOptions {
+            use_lookup_cache: Some(cache),
+            ..LookupOptions::default()
+        };
+        let r = rt.block_on(db.lookup_rows("//t", &hot, &options)).unwrap();
+        assert_eq!(r.rows.len(), hot.len());
+    };
+    let (cached, uncached) = median_pair(runs, || lookup_with(true), || lookup_with(false));
+    report(
+        "lookup_rows 10k of a hot 1%, cache",
+        cached,
+        "without the cache",
+        uncached,
     );
 
     // 4 (after 3's setup of the lookup table). Cold point scans, one per row group of the

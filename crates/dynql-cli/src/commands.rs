@@ -103,6 +103,13 @@ pub enum Command {
         /// Print null (json) or # (yson) for keys without a row.
         #[arg(long)]
         keep_missing_rows: bool,
+        /// Use the table's lookup row cache (mount_config/lookup_cache_rows_ratio): true or
+        /// false; default: the table's mount_config/enable_lookup_cache_by_default.
+        #[arg(long, value_parser = parse_bool)]
+        use_lookup_cache: Option<bool>,
+        /// Print rows_looked_up, cache_hits and cache_misses to stderr, as a YSON map.
+        #[arg(long)]
+        print_statistics: bool,
         /// Read at this timestamp (a number, sync_last_committed or async_last_committed).
         #[arg(long, value_parser = parse_timestamp)]
         timestamp: Option<Timestamp>,

@@ -149,6 +149,8 @@ pub async fn execute(
             column_name,
             versioned,
             keep_missing_rows,
+            use_lookup_cache,
+            print_statistics,
             timestamp,
             tx,
         } => {
@@ -182,6 +184,7 @@ pub async fn execute(
                 timestamp: timestamp.unwrap_or(Timestamp::SYNC_LAST_COMMITTED),
                 column_names,
                 keep_missing_rows,
+                use_lookup_cache,
             };
             let result = match tx {
                 Some(id) => {
@@ -195,6 +198,13 @@ pub async fn execute(
             let mut buf = Vec::new();
             crate::format::write_lookup(&mut buf, &result, format)?;
             stdout.write_all(&buf)?;
+            if print_statistics {
+                let s = result.statistics;
+                eprintln!(
+                    "{{\"rows_looked_up\"={};\"cache_hits\"={};\"cache_misses\"={};}}",
+                    s.rows_looked_up, s.cache_hits, s.cache_misses
+                );
+            }
         }
         Command::Compact { path } => {
             let tablets = db.store().table(&path).await?.tablet_count;

@@ -37,6 +37,10 @@ pub struct TableOptions {
     pub auto_partitioning: crate::partitioning::AutoPartitioning,
     /// `auto_compaction_period` in milliseconds (positive).
     pub auto_compaction_period: Option<u64>,
+    /// `mount_config/lookup_cache_rows_ratio` (0 to 1).
+    pub lookup_cache_rows_ratio: Option<f64>,
+    /// `mount_config/enable_lookup_cache_by_default`.
+    pub enable_lookup_cache_by_default: Option<bool>,
 }
 
 /// What the catalog records of a table.
@@ -86,6 +90,21 @@ pub struct TableEntry {
     /// `forced_compaction_revision`: setting it compacts the table fully at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forced_compaction_revision: Option<u64>,
+    /// `mount_config/lookup_cache_rows_ratio`: the share of the table's versions the lookup
+    /// row cache holds (0: no cache; [`crate::lookup_cache`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lookup_cache_rows_ratio: f64,
+    /// `mount_config/enable_lookup_cache_by_default`: lookups that do not say use the cache.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_lookup_cache_by_default: bool,
+}
+
+fn is_zero(f: &f64) -> bool {
+    *f == 0.0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_true(b: &bool) -> bool {
@@ -101,12 +120,14 @@ fn yes() -> bool {
 }
 
 /// The value of a writable attribute (`set PATH/@NAME`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum AttributeValue {
     Number(u64),
     Text(String),
     Boolean(bool),
+    /// A fraction (`mount_config/lookup_cache_rows_ratio`); integers are `Number`.
+    Double(f64),
 }
 
 /// Attributes `set` can change: the retention settings, `commit_ordering`,
@@ -127,6 +148,8 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "auto_compaction_period",
     "mount_config/auto_compaction_period",
     "forced_compaction_revision",
+    "mount_config/lookup_cache_rows_ratio",
+    "mount_config/enable_lookup_cache_by_default",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -143,6 +166,9 @@ pub(crate) fn set_attribute(
         ))),
         AttributeValue::Boolean(b) => Err(Error::Invalid(format!(
             "Attribute {name:?} must be a non-negative integer, not %{b}"
+        ))),
+        AttributeValue::Double(f) => Err(Error::Invalid(format!(
+            "Attribute {name:?} must be a non-negative integer, not {f}"
         ))),
     };
     let mut next = entry.clone();
@@ -170,6 +196,21 @@ pub(crate) fn set_attribute(
             ms => next.auto_compaction_period = Some(ms),
         },
         "forced_compaction_revision" => next.forced_compaction_revision = Some(number()?),
+        "mount_config/lookup_cache_rows_ratio" => {
+            next.lookup_cache_rows_ratio = lookup_cache_rows_ratio(match value {
+                AttributeValue::Double(f) => *f,
+                AttributeValue::Number(n) => *n as f64,
+                _ => f64::NAN,
+            })?
+        }
+        "mount_config/enable_lookup_cache_by_default" => match value {
+            AttributeValue::Boolean(b) => next.enable_lookup_cache_by_default = *b,
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "Attribute {name:?} must be %true or %false"
+                )))
+            }
+        },
         "mount_config/max_ordered_tablet_data_weight" => {
             next.max_ordered_tablet_data_weight = Some(number()?)
         }
@@ -207,6 +248,17 @@ pub(crate) fn set_attribute(
     }
     *entry = next;
     Ok(())
+}
+
+/// Checks `mount_config/lookup_cache_rows_ratio`: a fraction from 0 to 1.
+fn lookup_cache_rows_ratio(ratio: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&ratio) {
+        Ok(ratio)
+    } else {
+        Err(Error::Invalid(
+            "mount_config/lookup_cache_rows_ratio must be a number from 0 to 1".into(),
+        ))
+    }
 }
 
 /// Checks that a table can be created at `path`: nothing is there, and no table is a parent.
@@ -383,6 +435,10 @@ impl Store {
                 period => period,
             },
             forced_compaction_revision: None,
+            lookup_cache_rows_ratio: lookup_cache_rows_ratio(
+                options.lookup_cache_rows_ratio.unwrap_or(0.0),
+            )?,
+            enable_lookup_cache_by_default: options.enable_lookup_cache_by_default.unwrap_or(false),
         };
         self.commit(|state| {
             check_new_path(state, path)?;

@@ -28,6 +28,7 @@ mod garbage;
 mod key_range;
 mod key_search;
 pub mod log;
+mod lookup_cache;
 mod merge;
 pub mod mvcc;
 mod object_file;
@@ -60,6 +61,7 @@ pub use error::{Error, Result};
 pub use key_range::PivotKey;
 pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
+pub use read::LookupStatistics;
 pub use row_group_filter::{ColumnStatistics, RowGroupFilter};
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{

@@ -15,6 +15,15 @@ use crate::mvcc::{resolve_versions, RowDelta};
 use crate::store::{KeyOrd, Store};
 use crate::timestamp::Timestamp;
 
+/// What a lookup did: keys asked for, and (with the lookup row cache) how many rows came from
+/// it and how many were resolved from the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LookupStatistics {
+    pub rows_looked_up: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+}
+
 impl Store {
     /// The decoded versions of `chunks` (from the cache or the object store), in order.
     pub(crate) async fn chunk_runs(
@@ -96,22 +105,96 @@ impl Store {
     }
 
     /// Looks full keys up (values of all key columns in key order); `None` for a missing row.
-    /// Only chunks whose key and timestamp bounds admit a key are searched for it.
+    /// Only chunks whose key and timestamp bounds admit a key are searched for it. Never
+    /// uses the lookup row cache (see [`Store::lookup_rows_with`]).
     pub async fn lookup_rows(
         &self,
         path: &str,
         keys: &[Vec<Value>],
         timestamp: Timestamp,
     ) -> Result<Vec<Option<Vec<Value>>>> {
+        Ok(self
+            .lookup_rows_with(path, keys, timestamp, Some(false))
+            .await?
+            .0)
+    }
+
+    /// [`Store::lookup_rows`] through the table's lookup row cache ([`crate::lookup_cache`])
+    /// when `use_cache` says so (`None`: the table's `enable_lookup_cache_by_default`), the
+    /// table has a `lookup_cache_rows_ratio` and the read is at the latest timestamp. Returns
+    /// the rows and how many came from the cache.
+    pub async fn lookup_rows_with(
+        &self,
+        path: &str,
+        keys: &[Vec<Value>],
+        timestamp: Timestamp,
+        use_cache: Option<bool>,
+    ) -> Result<(Vec<Option<Vec<Value>>>, LookupStatistics)> {
         let state = self.refresh().await?;
         let (entry, data) = state.table_data(path)?;
         crate::tablets::check_readable(entry, path)?;
-        let schema = &entry.schema;
-        if !schema.is_sorted() {
+        if !entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "lookup_rows needs a sorted table; {path} is ordered"
             )));
         }
+        let cached = timestamp.is_latest()
+            && entry.lookup_cache_rows_ratio > 0.0
+            && use_cache.unwrap_or(entry.enable_lookup_cache_by_default);
+        let mut statistics = LookupStatistics {
+            rows_looked_up: keys.len() as u64,
+            ..LookupStatistics::default()
+        };
+        if !cached {
+            let rows = self.lookup_in(entry, data, keys, timestamp).await?;
+            return Ok((rows, statistics));
+        }
+        let chunks: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
+        let capacity = (entry.lookup_cache_rows_ratio * data.version_count() as f64) as usize;
+        let hits = self
+            .lookup_cache
+            .get(&entry.id, &chunks, capacity, keys, |k| {
+                data.sorted
+                    .get(k)
+                    .and_then(|v| v.last())
+                    .map(|d| d.timestamp)
+            });
+        let missed: Vec<Vec<Value>> = keys
+            .iter()
+            .zip(&hits)
+            .filter(|(_, h)| h.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        statistics.cache_hits = (keys.len() - missed.len()) as u64;
+        statistics.cache_misses = missed.len() as u64;
+        let found = self.lookup_in(entry, data, &missed, timestamp).await?;
+        // Resolved at the latest timestamp of this state: the row as of its last commit.
+        self.lookup_cache.put(
+            &entry.id,
+            &chunks,
+            state.last_timestamp,
+            missed.into_iter().zip(found.iter().cloned()),
+        );
+        let mut found = found.into_iter();
+        let rows = hits
+            .into_iter()
+            .map(|hit| match hit {
+                Some(row) => row,
+                None => found.next().flatten(),
+            })
+            .collect();
+        Ok((rows, statistics))
+    }
+
+    /// The rows of `keys` in a table's chunks and dynamic store, resolved at `timestamp`.
+    async fn lookup_in(
+        &self,
+        entry: &crate::store::TableEntry,
+        data: &crate::store::TableData,
+        keys: &[Vec<Value>],
+        timestamp: Timestamp,
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let schema = &entry.schema;
         let key_count = schema.key_column_count();
         let needed = data
             .chunks

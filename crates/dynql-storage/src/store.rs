@@ -60,6 +60,8 @@ pub struct Store {
     url: String,
     pub(crate) state: Arc<Mutex<Arc<State>>>,
     pub(crate) cache: Arc<ChunkCache>,
+    /// Rows lookups resolved ([`crate::lookup_cache`]).
+    pub(crate) lookup_cache: Arc<crate::lookup_cache::LookupCache>,
     /// How long garbage collection spares a chunk nothing references (it may be in flight).
     pub(crate) gc_grace_ms: u64,
     /// The directory of a `file://` store: the freshness check stats log records directly
@@ -168,6 +170,7 @@ impl Store {
             url: url.to_string(),
             state: Arc::new(Mutex::new(Arc::new(State::default()))),
             cache: Arc::new(ChunkCache::default()),
+            lookup_cache: Arc::default(),
             gc_grace_ms: GC_GRACE_MS,
             local_root: None,
             page_windows: true,

@@ -51,6 +51,7 @@ pub(crate) fn attribute_value(name: &str, value: &Yson) -> Result<dynql_storage:
         Yson::Int64(n) if *n >= 0 => dynql_storage::AttributeValue::Number(*n as u64),
         Yson::Uint64(n) => dynql_storage::AttributeValue::Number(*n),
         Yson::Boolean(b) => dynql_storage::AttributeValue::Boolean(*b),
+        Yson::Double(f) => dynql_storage::AttributeValue::Double(*f),
         Yson::String(s) => {
             dynql_storage::AttributeValue::Text(String::from_utf8_lossy(s).into_owned())
         }

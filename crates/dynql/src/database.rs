@@ -321,9 +321,9 @@ impl Database {
                 })
                 .collect::<Result<_>>()?,
         };
-        let found = self
+        let (found, statistics) = self
             .store
-            .lookup_rows(path, &lookup, options.timestamp)
+            .lookup_rows_with(path, &lookup, options.timestamp, options.use_lookup_cache)
             .await?;
         let rows = found
             .into_iter()
@@ -339,7 +339,11 @@ impl Database {
                 )
             })
             .collect();
-        Ok(LookupResult { columns, rows })
+        Ok(LookupResult {
+            columns,
+            rows,
+            statistics,
+        })
     }
 
     /// Full keys (computed key columns filled) from maps of the non-computed key columns.
@@ -665,6 +669,10 @@ pub struct LookupOptions {
     pub column_names: Option<Vec<String>>,
     /// Return `None` for keys without a row instead of skipping them.
     pub keep_missing_rows: bool,
+    /// Use the table's lookup row cache (`mount_config/lookup_cache_rows_ratio`); `None`:
+    /// as the table's `mount_config/enable_lookup_cache_by_default` says. Only lookups at the
+    /// latest timestamp use it.
+    pub use_lookup_cache: Option<bool>,
 }
 
 impl Default for LookupOptions {
@@ -673,6 +681,7 @@ impl Default for LookupOptions {
             timestamp: Timestamp::SYNC_LAST_COMMITTED,
             column_names: None,
             keep_missing_rows: false,
+            use_lookup_cache: None,
         }
     }
 }

@@ -22,7 +22,7 @@ pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Explanation, FileTables, SelectOptions, Statistics};
 pub use dynql_storage::{
-    CheckReport, Damage, LockMode, Reshard, TabletCommand, TabletState, Timestamp,
+    CheckReport, Damage, LockMode, LookupStatistics, Reshard, TabletCommand, TabletState, Timestamp,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use results::{LookupResult, SelectResult, SelectStream};

@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 pub struct LookupResult {
     pub columns: Vec<(String, ValueType)>,
     pub rows: Vec<Option<Vec<Value>>>,
+    /// Keys looked up, and the rows the lookup row cache gave and did not.
+    pub statistics: dynql_storage::LookupStatistics,
 }
 
 /// The result of `select_rows`.

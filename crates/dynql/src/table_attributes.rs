@@ -87,6 +87,30 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                     options.max_ordered_tablet_data_weight =
                         Some(non_negative("max_ordered_tablet_data_weight", w)?);
                 }
+                if let Some(r) = config.get("lookup_cache_rows_ratio") {
+                    options.lookup_cache_rows_ratio = Some(match unwrap_attributes(r) {
+                        Yson::Double(f) => *f,
+                        Yson::Int64(n) => *n as f64,
+                        Yson::Uint64(n) => *n as f64,
+                        _ => {
+                            return Err(Error::Invalid(
+                                "mount_config/lookup_cache_rows_ratio must be a number from 0 to 1"
+                                    .into(),
+                            ))
+                        }
+                    });
+                }
+                if let Some(b) = config.get("enable_lookup_cache_by_default") {
+                    match unwrap_attributes(b) {
+                        Yson::Boolean(b) => options.enable_lookup_cache_by_default = Some(*b),
+                        _ => {
+                            return Err(Error::Invalid(
+                                "mount_config/enable_lookup_cache_by_default must be %true or %false"
+                                    .into(),
+                            ))
+                        }
+                    }
+                }
                 if let Some(p) = config.get("auto_compaction_period") {
                     options.auto_compaction_period =
                         Some(non_negative("auto_compaction_period", p)?);
@@ -155,6 +179,8 @@ const MOUNT_CONFIG_KEYS: &[&str] = &[
     "enable_compaction_and_partitioning",
     "enable_key_filter_for_lookup",
     "auto_compaction_period",
+    "lookup_cache_rows_ratio",
+    "enable_lookup_cache_by_default",
 ];
 
 /// Refuses the `mount_config` keys dynql would not honour: every key either has its effect

@@ -109,8 +109,10 @@ impl Transaction {
         options: &LookupOptions,
     ) -> Result<LookupResult> {
         self.db.store.transaction(&self.id).await?;
+        // At the start timestamp, never through the lookup row cache (it serves the latest).
         let options = LookupOptions {
             timestamp: self.start,
+            use_lookup_cache: Some(false),
             ..options.clone()
         };
         self.db.lookup_rows(path, keys, &options).await

@@ -494,3 +494,72 @@ fn forced_compaction_revision_and_auto_compaction_period_compact() {
     let err = store.fails(&["set", "//t/@auto_compaction_period", "0"], None);
     assert!(err.contains("positive number of milliseconds"), "{err}");
 }
+
+#[test]
+fn the_lookup_cache_serves_repeated_lookups_and_never_a_stale_row() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; mount_config={lookup_cache_rows_ratio=0.5; enable_lookup_cache_by_default=%true}; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+        ],
+        None,
+    );
+    let rows: String = (0..100).map(|k| format!("{{k={k}; v=v{k}}};")).collect();
+    store.ok(&["insert-rows", "//t"], Some(&rows));
+    // One process: the cache lives as long as the shell's store.
+    let script = "lookup-rows //t --format json --print-statistics
+{\"k\": 1}
+{\"k\": 2}
+
+lookup-rows //t --format json --print-statistics
+{\"k\": 1}
+{\"k\": 2}
+
+insert-rows //t
+{k=1; v=new};
+
+lookup-rows //t --format json --print-statistics
+{\"k\": 1}
+{\"k\": 2}
+
+lookup-rows //t --format json --print-statistics --use-lookup-cache false
+{\"k\": 1}
+";
+    let out = store.run(&["shell"], Some(script));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"k\":1,\"v\":\"v1\"}\n{\"k\":2,\"v\":\"v2\"}\n\
+         {\"k\":1,\"v\":\"v1\"}\n{\"k\":2,\"v\":\"v2\"}\n\
+         {\"k\":1,\"v\":\"new\"}\n{\"k\":2,\"v\":\"v2\"}\n\
+         {\"k\":1,\"v\":\"new\"}\n"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stats: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cache_hits"))
+        .collect();
+    assert_eq!(
+        stats,
+        [
+            "{\"rows_looked_up\"=2;\"cache_hits\"=0;\"cache_misses\"=2;}",
+            "{\"rows_looked_up\"=2;\"cache_hits\"=2;\"cache_misses\"=0;}",
+            "{\"rows_looked_up\"=2;\"cache_hits\"=1;\"cache_misses\"=1;}",
+            "{\"rows_looked_up\"=1;\"cache_hits\"=0;\"cache_misses\"=0;}",
+        ],
+        "{stderr}"
+    );
+    store.ok(
+        &["set", "//t/@mount_config/lookup_cache_rows_ratio", "0.25"],
+        None,
+    );
+    let err = store.fails(
+        &["set", "//t/@mount_config/lookup_cache_rows_ratio", "2"],
+        None,
+    );
+    assert!(err.contains("from 0 to 1"), "{err}");
+}
