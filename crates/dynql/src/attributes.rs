@@ -32,6 +32,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "auto_partitioning_max_partitions_count",
     "auto_compaction_period",
     "forced_compaction_revision",
+    "mount_config",
 ];
 
 fn unwrap(v: &Yson) -> &Yson {
@@ -43,6 +44,45 @@ fn unwrap(v: &Yson) -> &Yson {
 
 fn text(s: &str) -> Yson {
     Yson::String(s.as_bytes().to_vec())
+}
+
+/// The `mount_config` settings dynql honours, as a map (`get PATH/@mount_config`).
+fn mount_config(entry: &dynql_storage::TableEntry) -> Yson {
+    let mut map = vec![(
+        b"enable_compaction_and_partitioning".to_vec(),
+        Yson::Boolean(entry.enable_compaction_and_partitioning),
+    )];
+    if let Some(w) = entry.max_ordered_tablet_data_weight {
+        map.push((b"max_ordered_tablet_data_weight".to_vec(), Yson::Uint64(w)));
+    }
+    if let Some(p) = entry.auto_compaction_period {
+        map.push((b"auto_compaction_period".to_vec(), Yson::Uint64(p)));
+    }
+    if entry.schema.is_sorted() {
+        map.push((
+            b"lookup_cache_rows_ratio".to_vec(),
+            Yson::Double(entry.lookup_cache_rows_ratio),
+        ));
+        map.push((
+            b"enable_lookup_cache_by_default".to_vec(),
+            Yson::Boolean(entry.enable_lookup_cache_by_default),
+        ));
+        map.push((
+            b"enable_key_filter_for_lookup".to_vec(),
+            Yson::Boolean(false),
+        ));
+    }
+    Yson::Map(map)
+}
+
+fn mount_config_keys(entry: &dynql_storage::TableEntry) -> Vec<String> {
+    match mount_config(entry) {
+        Yson::Map(m) => m
+            .iter()
+            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A scalar attribute value as the store takes it.
@@ -175,6 +215,19 @@ impl Database {
             "auto_compaction_period" => entry.auto_compaction_period.map_or(Yson::Entity, uint),
             "forced_compaction_revision" => {
                 entry.forced_compaction_revision.map_or(Yson::Entity, uint)
+            }
+            "mount_config" => mount_config(&entry),
+            other if other.starts_with("mount_config/") => {
+                let key = &other["mount_config/".len()..];
+                match mount_config(&entry).get(key) {
+                    Some(value) => value.clone(),
+                    None => {
+                        return Err(Error::Invalid(format!(
+                            "Attribute {other:?} is not found: mount_config holds {}",
+                            mount_config_keys(&entry).join(", ")
+                        )))
+                    }
+                }
             }
             other => {
                 return Err(Error::Invalid(format!(

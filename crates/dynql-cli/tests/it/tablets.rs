@@ -557,6 +557,17 @@ lookup-rows //t --format json --print-statistics --use-lookup-cache false
         &["set", "//t/@mount_config/lookup_cache_rows_ratio", "0.25"],
         None,
     );
+    assert_eq!(
+        store
+            .ok(&["get", "//t/@mount_config/lookup_cache_rows_ratio"], None)
+            .trim(),
+        "0.25"
+    );
+    let config = get(&store, "mount_config");
+    assert_eq!(config["enable_lookup_cache_by_default"], json!(true));
+    assert_eq!(config["enable_compaction_and_partitioning"], json!(true));
+    let err = store.fails(&["get", "//t/@mount_config/nope"], None);
+    assert!(err.contains("mount_config holds"), "{err}");
     let err = store.fails(
         &["set", "//t/@mount_config/lookup_cache_rows_ratio", "2"],
         None,
