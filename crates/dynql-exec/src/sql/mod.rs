@@ -75,12 +75,7 @@ pub async fn run_sql(
     files: &FileTables,
     timestamp: Timestamp,
 ) -> Result<QueryResult> {
-    let options = SqlOptions {
-        files: files.clone(),
-        timestamp,
-        allow_writes: false,
-    };
-    last_result(SqlSession::new().run(store, sql, &options).await)
+    run_once(store, sql, files, timestamp, false).await
 }
 
 /// [`run_sql`], also allowing statements that write files (`COPY … TO 'file'`, `INSERT INTO`
@@ -94,15 +89,23 @@ pub async fn run_sql_allowing_writes(
     files: &FileTables,
     timestamp: Timestamp,
 ) -> Result<QueryResult> {
+    run_once(store, sql, files, timestamp, true).await
+}
+
+/// Runs `sql` in a session of its own; the last result, or the first error.
+async fn run_once(
+    store: &Store,
+    sql: &str,
+    files: &FileTables,
+    timestamp: Timestamp,
+    allow_writes: bool,
+) -> Result<QueryResult> {
     let options = SqlOptions {
         files: files.clone(),
         timestamp,
-        allow_writes: true,
+        allow_writes,
     };
-    last_result(SqlSession::new().run(store, sql, &options).await)
-}
-
-fn last_result(outcome: SqlOutcome) -> Result<QueryResult> {
+    let outcome = SqlSession::new().run(store, sql, &options).await;
     if let Some((_, e)) = outcome.error {
         return Err(e);
     }
