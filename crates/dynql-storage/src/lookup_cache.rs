@@ -14,7 +14,8 @@
 //! written stays a miss once it is.
 //!
 //! Lookups at an explicit timestamp and inside transactions never use the cache. Capacity is
-//! `lookup_cache_rows_ratio` times the table's stored versions when its cache is (re)built,
+//! `lookup_cache_rows_ratio` times the table's stored versions (chunk versions and keys in the
+//! dynamic store), taken at each lookup,
 //! evicting by the clock algorithm (a row looked up since the hand last passed is spared once).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -150,7 +150,10 @@ impl Store {
             return Ok((rows, statistics));
         }
         let chunks: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
-        let capacity = (entry.lookup_cache_rows_ratio * data.version_count() as f64) as usize;
+        // The table's size without walking its dynamic store on every lookup: chunk versions
+        // plus the keys in memory.
+        let stored = data.chunks.iter().map(|c| c.rows).sum::<u64>() + data.sorted.len() as u64;
+        let capacity = (entry.lookup_cache_rows_ratio * stored as f64) as usize;
         let hits = self
             .lookup_cache
             .get(&entry.id, &chunks, capacity, keys, |k| {
