@@ -107,7 +107,8 @@ pub enum Command {
         /// false; default: the table's mount_config/enable_lookup_cache_by_default.
         #[arg(long, value_parser = parse_bool)]
         use_lookup_cache: Option<bool>,
-        /// Print rows_looked_up, cache_hits and cache_misses to stderr, as a YSON map.
+        /// Print rows_looked_up, cache_hits, cache_misses and chunks_skipped_by_key_filter to
+        /// stderr, as a YSON map.
         #[arg(long)]
         print_statistics: bool,
         /// Read at this timestamp (a number, sync_last_committed or async_last_committed).

@@ -201,8 +201,8 @@ pub async fn execute(
             if print_statistics {
                 let s = result.statistics;
                 eprintln!(
-                    "{{\"rows_looked_up\"={};\"cache_hits\"={};\"cache_misses\"={};}}",
-                    s.rows_looked_up, s.cache_hits, s.cache_misses
+                    "{{\"rows_looked_up\"={};\"cache_hits\"={};\"cache_misses\"={};\"chunks_skipped_by_key_filter\"={};}}",
+                    s.rows_looked_up, s.cache_hits, s.cache_misses, s.chunks_skipped_by_key_filter
                 );
             }
         }
@@ -262,6 +262,10 @@ pub async fn execute(
                         ("row_groups_read", count(s.scan.row_groups.0 as u64)),
                         ("row_groups", count(s.scan.row_groups.1 as u64)),
                         ("rows_decoded", count(s.scan.rows_decoded)),
+                        (
+                            "chunks_skipped_by_key_filter",
+                            count(s.scan.chunks_skipped_by_key_filter),
+                        ),
                     ]
                     .into_iter()
                     .map(|(k, v)| (k.as_bytes().to_vec(), v))

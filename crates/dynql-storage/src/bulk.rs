@@ -321,6 +321,7 @@ impl Store {
                             new_chunk_path(&entry.id, "bulk"),
                             schema,
                             capacity,
+                            entry.chunk_writer.filters(schema.key_column_count()),
                         )?))
                     }
                 };

@@ -17,6 +17,7 @@ use crate::chunk::{
     RowGroupRef, ROW_GROUP_ROWS,
 };
 use crate::error::{Error, Result};
+use crate::key_filter::KeyFilterBuilder;
 use crate::mvcc::WriteKind;
 
 /// The key of row `row` of `rows` (key columns first, of `types`).
@@ -135,6 +136,15 @@ pub(crate) struct BulkChunkWriter {
     /// Bytes to reserve for the encoded file up front (a guess: growing the buffer as the
     /// file grows copies it over and over).
     capacity: usize,
+    /// The chunk's key filters, when the table asks for them ([`crate::key_filter`]).
+    key_filter: Option<KeyFilterBuilder>,
+}
+
+/// A bulk chunk encoded: its reference, its file and its key filter file.
+pub(crate) struct EncodedChunk {
+    pub(crate) chunk: ChunkRef,
+    pub(crate) bytes: bytes::Bytes,
+    pub(crate) key_filter: Option<bytes::Bytes>,
 }
 
 impl BulkChunkWriter {
@@ -144,9 +154,11 @@ impl BulkChunkWriter {
         path: String,
         schema: &TableSchema,
         capacity: usize,
+        key_filters: Vec<(usize, u8)>,
     ) -> Result<BulkChunkWriter> {
         Ok(BulkChunkWriter {
             capacity,
+            key_filter: KeyFilterBuilder::new(key_filters),
             path,
             schema: schema.clone(),
             key_types: schema.key_columns().iter().map(|c| c.wire_type()).collect(),
@@ -193,6 +205,14 @@ impl BulkChunkWriter {
             let end = (start + ROW_GROUP_ROWS - in_group).min(n);
             let part = rows.slice(start, end - start);
             let last = key_at(rows, &self.key_types, end - 1);
+            if let Some(filter) = &mut self.key_filter {
+                if in_group == 0 && self.rows > 0 {
+                    filter.finish_group();
+                }
+                for i in start..end {
+                    filter.add(&key_at(rows, &self.key_types, i));
+                }
+            }
             if in_group == 0 {
                 self.row_groups.push(RowGroupRef {
                     rows: 0,
@@ -236,7 +256,7 @@ impl BulkChunkWriter {
 
     /// Finishes encoding the chunk: its reference and its bytes, to upload with
     /// [`crate::chunk::put_encoded`]; `None` when no row was written.
-    pub(crate) fn encode(self) -> Result<Option<(ChunkRef, bytes::Bytes)>> {
+    pub(crate) fn encode(self) -> Result<Option<EncodedChunk>> {
         if self.rows == 0 {
             return Ok(None);
         }
@@ -244,6 +264,14 @@ impl BulkChunkWriter {
             return Ok(None);
         };
         let (bytes, checksum) = encoder.finish()?;
+        let (key_filter, key_filter_bytes) = match self.key_filter {
+            Some(mut filter) => {
+                filter.finish_group();
+                let (bytes, reference) = filter.finish();
+                (Some(reference), Some(bytes))
+            }
+            None => (None, None),
+        };
         let chunk = ChunkRef {
             path: self.path,
             rows: self.rows as u64,
@@ -255,8 +283,13 @@ impl BulkChunkWriter {
             row_groups: self.row_groups,
             checksum: Some(checksum),
             commit_timestamp: None,
+            key_filter,
         };
-        Ok(Some((chunk, bytes)))
+        Ok(Some(EncodedChunk {
+            chunk,
+            bytes,
+            key_filter: key_filter_bytes,
+        }))
     }
 }
 

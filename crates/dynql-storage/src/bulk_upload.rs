@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
-use bytes::Bytes;
 use object_store::ObjectStore;
 use tokio::sync::{mpsc, oneshot};
 
@@ -32,7 +31,7 @@ const QUEUED_BATCHES: usize = 32;
 const CHUNKS_IN_FLIGHT: usize = 2;
 
 /// What a chunk's encoding thread gives: the chunk and its file, or nothing without rows.
-type Encoded = Result<Option<(ChunkRef, Bytes)>>;
+type Encoded = Result<Option<crate::bulk_chunk::EncodedChunk>>;
 
 /// One chunk of a bulk write, encoded on a thread of its own (one of the runtime's blocking
 /// threads) as its rows arrive.
@@ -60,8 +59,8 @@ impl ChunkEncoding {
                 }
             }
             let outcome = result.and_then(|()| writer.encode());
-            if let Ok(Some((_, bytes))) = &outcome {
-                largest.fetch_max(bytes.len(), Ordering::Relaxed);
+            if let Ok(Some(encoded)) = &outcome {
+                largest.fetch_max(encoded.bytes.len(), Ordering::Relaxed);
             }
             // Nobody waits when the write failed elsewhere: nothing to tell.
             let _ = done.send(outcome);
@@ -139,11 +138,15 @@ impl ChunkUploads {
         }
         let objects = self.objects.clone();
         self.in_flight.push_back(tokio::spawn(async move {
-            let Some((chunk, bytes)) = encoding.finish().await? else {
+            let Some(encoded) = encoding.finish().await? else {
                 return Ok(None);
             };
-            crate::chunk::put_encoded(objects.as_ref(), &chunk.path, bytes).await?;
-            Ok(Some(chunk))
+            if let Some(filter) = encoded.key_filter {
+                let path = crate::key_filter::filter_path(&encoded.chunk.path);
+                crate::chunk::put_encoded(objects.as_ref(), &path, filter).await?;
+            }
+            crate::chunk::put_encoded(objects.as_ref(), &encoded.chunk.path, encoded.bytes).await?;
+            Ok(Some(encoded.chunk))
         }));
         Ok(())
     }

@@ -41,6 +41,11 @@ pub struct TableOptions {
     pub lookup_cache_rows_ratio: Option<f64>,
     /// `mount_config/enable_lookup_cache_by_default`.
     pub enable_lookup_cache_by_default: Option<bool>,
+    /// `chunk_writer`: key filters written with the table's chunks ([`crate::key_filter`]).
+    pub chunk_writer: Option<crate::key_filter::ChunkWriterSettings>,
+    /// `mount_config/enable_key_filter_for_lookup`: lookups and key-prefix selects consult
+    /// the chunks' key filters.
+    pub enable_key_filter_for_lookup: Option<bool>,
 }
 
 /// What the catalog records of a table.
@@ -97,6 +102,17 @@ pub struct TableEntry {
     /// `mount_config/enable_lookup_cache_by_default`: lookups that do not say use the cache.
     #[serde(default, skip_serializing_if = "is_false")]
     pub enable_lookup_cache_by_default: bool,
+    /// `chunk_writer`: the key filters new chunks carry ([`crate::key_filter`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub chunk_writer: crate::key_filter::ChunkWriterSettings,
+    /// `mount_config/enable_key_filter_for_lookup`: lookups and key-prefix selects skip the
+    /// row groups whose key filters rule their keys out.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_key_filter_for_lookup: bool,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 fn is_zero(f: &f64) -> bool {
@@ -150,6 +166,8 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "forced_compaction_revision",
     "mount_config/lookup_cache_rows_ratio",
     "mount_config/enable_lookup_cache_by_default",
+    "mount_config/enable_key_filter_for_lookup",
+    "chunk_writer",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -203,6 +221,27 @@ pub(crate) fn set_attribute(
                 _ => f64::NAN,
             })?
         }
+        "mount_config/enable_key_filter_for_lookup" => match value {
+            AttributeValue::Boolean(b) => next.enable_key_filter_for_lookup = *b,
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "Attribute {name:?} must be %true or %false"
+                )))
+            }
+        },
+        "chunk_writer" => {
+            next.chunk_writer = crate::key_filter::ChunkWriterSettings::from_yson(
+                &attribute_yson(value),
+                entry.schema.key_column_count(),
+            )?
+        }
+        leaf if leaf.starts_with("chunk_writer/") => {
+            next.chunk_writer = entry.chunk_writer.with(
+                &leaf["chunk_writer/".len()..],
+                attribute_yson(value),
+                entry.schema.key_column_count(),
+            )?
+        }
         "mount_config/enable_lookup_cache_by_default" => match value {
             AttributeValue::Boolean(b) => next.enable_lookup_cache_by_default = *b,
             _ => {
@@ -248,6 +287,19 @@ pub(crate) fn set_attribute(
     }
     *entry = next;
     Ok(())
+}
+
+/// An attribute value as YSON: text is parsed as YSON (maps and lists are set as their
+/// text), or else kept as a string.
+fn attribute_yson(value: &AttributeValue) -> dynql_core::Yson {
+    use dynql_core::Yson;
+    match value {
+        AttributeValue::Number(n) => Yson::Int64(*n as i64),
+        AttributeValue::Boolean(b) => Yson::Boolean(*b),
+        AttributeValue::Double(f) => Yson::Double(*f),
+        AttributeValue::Text(t) => dynql_core::yson::parse(t.as_bytes())
+            .unwrap_or_else(|_| Yson::String(t.as_bytes().to_vec())),
+    }
 }
 
 /// Checks `mount_config/lookup_cache_rows_ratio`: a fraction from 0 to 1.
@@ -439,6 +491,8 @@ impl Store {
                 options.lookup_cache_rows_ratio.unwrap_or(0.0),
             )?,
             enable_lookup_cache_by_default: options.enable_lookup_cache_by_default.unwrap_or(false),
+            chunk_writer: options.chunk_writer.clone().unwrap_or_default(),
+            enable_key_filter_for_lookup: options.enable_key_filter_for_lookup.unwrap_or(false),
         };
         self.commit(|state| {
             check_new_path(state, path)?;

@@ -348,6 +348,8 @@ impl Store {
                 new_chunk_path(&entry.id, "tail"),
                 &entry.schema,
                 &refs,
+                // The dynamic store's image is read back whole, never looked up in.
+                Vec::new(),
             )
             .await?;
             let (chunk, chunk_checksum) = match chunk {

@@ -60,6 +60,10 @@ pub struct ChunkRef {
     /// they decode with this ([`ChunkRef::stamp`]). Absent for every other chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_timestamp: Option<u64>,
+    /// The chunk's key filters, in a file beside it ([`crate::key_filter`]); absent for
+    /// chunks written without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_filter: Option<crate::key_filter::KeyFilterRef>,
 }
 
 /// Key bounds of one row group of a chunk, and whether it is clean.
@@ -163,6 +167,28 @@ impl ChunkRef {
         self.min_timestamp <= timestamp
             && dynql_core::compare_rows(&self.min_key, key) != Ordering::Greater
             && dynql_core::compare_rows(key, &self.max_key) != Ordering::Greater
+    }
+
+    /// The row groups whose key bounds admit `key` (a full key), in key order: one, or
+    /// more when the key's versions straddle them.
+    pub(crate) fn row_groups_admitting(&self, key: &[Value]) -> std::ops::Range<usize> {
+        let count = self.row_group_count();
+        let (mut lo, mut hi) = (0, count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if dynql_core::compare_rows(self.row_group_bound(mid).1, key) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut end = lo;
+        while end < count
+            && dynql_core::compare_rows(self.row_group_bound(end).0, key) != Ordering::Greater
+        {
+            end += 1;
+        }
+        lo..end
     }
 
     /// Number of units a scan can decode separately (row groups, or 1).
@@ -568,6 +594,7 @@ pub(crate) async fn write_versioned_chunk(
     path: String,
     schema: &TableSchema,
     versions: &[&RowDelta],
+    key_filters: Vec<(usize, u8)>,
 ) -> Result<Option<ChunkRef>> {
     let (Some(first), Some(last)) = (versions.first(), versions.last()) else {
         return Ok(None);
@@ -588,6 +615,18 @@ pub(crate) async fn write_versioned_chunk(
             nan_columns: Some(nan_columns(schema, g)),
         })
         .collect();
+    let key_filter = match crate::key_filter::KeyFilterBuilder::new(key_filters) {
+        Some(mut filter) => {
+            for group in versions.chunks(ROW_GROUP_ROWS) {
+                for d in group {
+                    filter.add(&version_key(d, key_count));
+                }
+                filter.finish_group();
+            }
+            Some(filter.upload(objects, &path).await?)
+        }
+        None => None,
+    };
     let (size, checksum) = put_chunk(objects, &path, batch).await?;
     Ok(Some(ChunkRef {
         path,
@@ -600,6 +639,7 @@ pub(crate) async fn write_versioned_chunk(
         row_groups,
         checksum: Some(checksum),
         commit_timestamp: None,
+        key_filter,
     }))
 }
 

@@ -664,6 +664,7 @@ mod tests {
             "c.parquet".into(),
             &schema,
             &refs,
+            Vec::new(),
         )
         .await
         .unwrap()

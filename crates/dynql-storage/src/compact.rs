@@ -140,11 +140,17 @@ struct VersionChunkWriter {
     max_key: Vec<dynql_core::Value>,
     min_timestamp: u64,
     max_timestamp: u64,
+    key_filter: Option<crate::key_filter::KeyFilterBuilder>,
 }
 
 impl VersionChunkWriter {
-    fn new(path: String, schema: &TableSchema) -> Result<VersionChunkWriter> {
+    fn new(
+        path: String,
+        schema: &TableSchema,
+        key_filters: Vec<(usize, u8)>,
+    ) -> Result<VersionChunkWriter> {
         Ok(VersionChunkWriter {
+            key_filter: crate::key_filter::KeyFilterBuilder::new(key_filters),
             path,
             schema: schema.clone(),
             encoder: ChunkEncoder::new(&crate::chunk::versioned_schema(schema))?,
@@ -197,6 +203,12 @@ impl VersionChunkWriter {
             self.min_timestamp = self.min_timestamp.min(d.timestamp.0);
             self.max_timestamp = self.max_timestamp.max(d.timestamp.0);
         }
+        if let Some(filter) = &mut self.key_filter {
+            for d in &refs {
+                filter.add(&version_key(d, key_count));
+            }
+            filter.finish_group();
+        }
         self.encoder.write(&encode_versions(&self.schema, &refs)?)?;
         self.rows += refs.len() as u64;
         self.row_groups.push(group);
@@ -212,6 +224,10 @@ impl VersionChunkWriter {
         }
         let (bytes, checksum) = self.encoder.finish()?;
         let size = bytes.len() as u64;
+        let key_filter = match self.key_filter {
+            Some(filter) => Some(filter.upload(store.objects.as_ref(), &self.path).await?),
+            None => None,
+        };
         crate::chunk::put_encoded(store.objects.as_ref(), &self.path, bytes).await?;
         Ok(Some(ChunkRef {
             path: self.path,
@@ -224,6 +240,7 @@ impl VersionChunkWriter {
             row_groups: self.row_groups,
             checksum: Some(checksum),
             commit_timestamp: None,
+            key_filter,
         }))
     }
 }
@@ -335,6 +352,7 @@ impl Store {
                         None => writer.insert(VersionChunkWriter::new(
                             new_chunk_path(&entry.id, "compact"),
                             schema,
+                            entry.chunk_writer.filters(schema.key_column_count()),
                         )?),
                     };
                     for d in kept {

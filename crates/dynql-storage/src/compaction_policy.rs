@@ -164,6 +164,7 @@ mod tests {
             row_groups: vec![],
             checksum: None,
             commit_timestamp: None,
+            key_filter: None,
         }
     }
 

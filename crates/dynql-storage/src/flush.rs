@@ -55,6 +55,7 @@ pub(crate) async fn write_tablet_chunks(
     let tablets = tablet_ranges(entry);
     let mut out = Vec::new();
     let mut rest = versions;
+    let filters = entry.chunk_writer.filters(key_count);
     for (i, tablet) in tablets.iter().enumerate() {
         let end = if i + 1 == tablets.len() {
             rest.len()
@@ -64,8 +65,14 @@ pub(crate) async fn write_tablet_chunks(
         let (part, tail) = rest.split_at(end);
         rest = tail;
         let path = new_chunk_path(&entry.id, kind);
-        if let Some(c) =
-            write_versioned_chunk(store.objects.as_ref(), path, &entry.schema, part).await?
+        if let Some(c) = write_versioned_chunk(
+            store.objects.as_ref(),
+            path,
+            &entry.schema,
+            part,
+            filters.clone(),
+        )
+        .await?
         {
             out.push(c);
         }

@@ -109,7 +109,9 @@ impl Store {
             crate::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables")).await?;
         let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
         for c in chunks {
-            if referenced.contains(c.location.as_ref()) {
+            // A key filter file lives as long as its chunk.
+            let owner = crate::key_filter::filtered_chunk(c.location.as_ref());
+            if referenced.contains(owner.unwrap_or(c.location.as_ref())) {
                 continue;
             }
             let created = c.location.filename().and_then(chunk_created_ms);

@@ -414,6 +414,7 @@ mod tests {
             row_groups,
             checksum: None,
             commit_timestamp: None,
+            key_filter: None,
         }
     }
 

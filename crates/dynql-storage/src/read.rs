@@ -10,6 +10,7 @@ use dynql_core::{TableSchema, Value};
 
 use crate::chunk::{compare_version_key, ChunkRef};
 use crate::error::{Error, Result};
+use crate::key_filter::prefix_hash;
 use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::mvcc::{resolve_versions, RowDelta};
 use crate::store::{KeyOrd, Store};
@@ -22,6 +23,9 @@ pub struct LookupStatistics {
     pub rows_looked_up: u64,
     pub cache_hits: u64,
     pub cache_misses: u64,
+    /// Chunks a key's lookup skipped because their key filters ruled the key out (one per
+    /// key and chunk).
+    pub chunks_skipped_by_key_filter: u64,
 }
 
 impl Store {
@@ -146,7 +150,9 @@ impl Store {
             ..LookupStatistics::default()
         };
         if !cached {
-            let rows = self.lookup_in(entry, data, keys, timestamp).await?;
+            let rows = self
+                .lookup_in(entry, data, keys, timestamp, &mut statistics)
+                .await?;
             return Ok((rows, statistics));
         }
         let chunks: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
@@ -170,7 +176,9 @@ impl Store {
             .collect();
         statistics.cache_hits = (keys.len() - missed.len()) as u64;
         statistics.cache_misses = missed.len() as u64;
-        let found = self.lookup_in(entry, data, &missed, timestamp).await?;
+        let found = self
+            .lookup_in(entry, data, &missed, timestamp, &mut statistics)
+            .await?;
         // Resolved at the latest timestamp of this state: the row as of its last commit.
         self.lookup_cache.put(
             &entry.id,
@@ -190,31 +198,56 @@ impl Store {
     }
 
     /// The rows of `keys` in a table's chunks and dynamic store, resolved at `timestamp`.
+    /// Per key, only the row groups whose key bounds admit it are read, and with
+    /// `enable_key_filter_for_lookup` only those whose key filter does not rule it out
+    /// ([`crate::key_filter`]); chunks so skipped are counted in `statistics`.
     async fn lookup_in(
         &self,
         entry: &crate::store::TableEntry,
         data: &crate::store::TableData,
         keys: &[Vec<Value>],
         timestamp: Timestamp,
+        statistics: &mut LookupStatistics,
     ) -> Result<Vec<Option<Vec<Value>>>> {
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
-        let needed = data
-            .chunks
-            .iter()
-            .filter(|c| keys.iter().any(|k| c.may_contain(k, timestamp.0)));
-        let needed: Vec<&ChunkRef> = needed.collect();
-        let runs = self.chunk_runs(schema, &needed).await?;
+        let filtered = |c: &ChunkRef| {
+            entry.enable_key_filter_for_lookup
+                && c.key_filter
+                    .as_ref()
+                    .is_some_and(|f| f.lengths.contains(&key_count))
+        };
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
             let mut history: Vec<RowDelta> = Vec::new();
-            for (c, run) in needed.iter().zip(&runs) {
-                if !c.may_contain(key, timestamp.0) {
-                    continue;
+            let mut hash = None;
+            for c in data
+                .chunks
+                .iter()
+                .filter(|c| c.may_contain(key, timestamp.0))
+            {
+                let mut groups: Vec<usize> = c.row_groups_admitting(key).collect();
+                if filtered(c) {
+                    if let Some(filter) = self.key_filter(c).await? {
+                        let h = *hash.get_or_insert_with(|| prefix_hash(key, key_count));
+                        groups.retain(|&g| filter.may_contain(g, key_count, h));
+                        if groups.is_empty() {
+                            statistics.chunks_skipped_by_key_filter += 1;
+                            continue;
+                        }
+                    }
                 }
-                let lo = run.partition_point(|d| compare_version_key(d, key, key_count).is_lt());
-                let hi = run.partition_point(|d| !compare_version_key(d, key, key_count).is_gt());
-                history.extend_from_slice(&run[lo..hi]);
+                for g in groups {
+                    let run = self
+                        .cache
+                        .row_group(&self.objects, schema, c, g, None)
+                        .await?;
+                    let lo =
+                        run.partition_point(|d| compare_version_key(d, key, key_count).is_lt());
+                    let hi =
+                        run.partition_point(|d| !compare_version_key(d, key, key_count).is_gt());
+                    history.extend_from_slice(&run[lo..hi]);
+                }
             }
             if let Some(memory) = data.sorted.get(&KeyOrd(key.clone())) {
                 history.extend_from_slice(memory);

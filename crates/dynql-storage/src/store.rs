@@ -62,6 +62,8 @@ pub struct Store {
     pub(crate) cache: Arc<ChunkCache>,
     /// Rows lookups resolved ([`crate::lookup_cache`]).
     pub(crate) lookup_cache: Arc<crate::lookup_cache::LookupCache>,
+    /// Decoded key filters of chunks ([`crate::key_filter`]).
+    pub(crate) key_filters: Arc<crate::key_filter::KeyFilterCache>,
     /// How long garbage collection spares a chunk nothing references (it may be in flight).
     pub(crate) gc_grace_ms: u64,
     /// The directory of a `file://` store: the freshness check stats log records directly
@@ -171,6 +173,7 @@ impl Store {
             state: Arc::new(Mutex::new(Arc::new(State::default()))),
             cache: Arc::new(ChunkCache::default()),
             lookup_cache: Arc::default(),
+            key_filters: Arc::default(),
             gc_grace_ms: GC_GRACE_MS,
             local_root: None,
             page_windows: true,

@@ -33,6 +33,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "auto_compaction_period",
     "forced_compaction_revision",
     "mount_config",
+    "chunk_writer",
 ];
 
 fn unwrap(v: &Yson) -> &Yson {
@@ -69,7 +70,7 @@ fn mount_config(entry: &dynql_storage::TableEntry) -> Yson {
         ));
         map.push((
             b"enable_key_filter_for_lookup".to_vec(),
-            Yson::Boolean(false),
+            Yson::Boolean(entry.enable_key_filter_for_lookup),
         ));
     }
     Yson::Map(map)
@@ -88,6 +89,10 @@ fn mount_config_keys(entry: &dynql_storage::TableEntry) -> Vec<String> {
 /// A scalar attribute value as the store takes it.
 pub(crate) fn attribute_value(name: &str, value: &Yson) -> Result<dynql_storage::AttributeValue> {
     Ok(match unwrap(value) {
+        // `chunk_writer` and its parts are maps and lists: the store takes their text.
+        v @ (Yson::Map(_) | Yson::List(_)) if name.starts_with("chunk_writer") => {
+            dynql_storage::AttributeValue::Text(dynql_core::yson::to_text(v))
+        }
         Yson::Int64(n) if *n >= 0 => dynql_storage::AttributeValue::Number(*n as u64),
         Yson::Uint64(n) => dynql_storage::AttributeValue::Number(*n),
         Yson::Boolean(b) => dynql_storage::AttributeValue::Boolean(*b),
@@ -228,6 +233,21 @@ impl Database {
                         )))
                     }
                 }
+            }
+            "chunk_writer" => entry.chunk_writer.to_yson(),
+            other if other.starts_with("chunk_writer/") => {
+                let mut node = entry.chunk_writer.to_yson();
+                for part in other.split('/').skip(1) {
+                    node = match node.get(part) {
+                        Some(v) => v.clone(),
+                        None => {
+                            return Err(Error::Invalid(format!(
+                                "Attribute {other:?} is not found: chunk_writer holds key_filter/{{enable, false_positive_rate, bits_per_key}} and key_filter_prefix/{{enable, false_positive_rate, bits_per_key, prefix_lengths}}"
+                            )))
+                        }
+                    };
+                }
+                node
             }
             other => {
                 return Err(Error::Invalid(format!(

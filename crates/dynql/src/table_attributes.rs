@@ -33,6 +33,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
     let mut schema = None;
     let mut dynamic = false;
     let mut options = TableOptions::default();
+    let mut chunk_writer = None;
     for (k, v) in entries {
         let key = String::from_utf8_lossy(k);
         match key.as_ref() {
@@ -65,6 +66,8 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                         .to_string(),
                 )
             }
+            // Checked against the key once the schema is known.
+            "chunk_writer" => chunk_writer = Some(v),
             "in_memory_mode" => match unwrap_attributes(v).as_str() {
                 // The default: chunks are read from the store as needed.
                 Some("none") => {}
@@ -106,6 +109,17 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                         _ => {
                             return Err(Error::Invalid(
                                 "mount_config/enable_lookup_cache_by_default must be %true or %false"
+                                    .into(),
+                            ))
+                        }
+                    }
+                }
+                if let Some(b) = config.get("enable_key_filter_for_lookup") {
+                    match unwrap_attributes(b) {
+                        Yson::Boolean(b) => options.enable_key_filter_for_lookup = Some(*b),
+                        _ => {
+                            return Err(Error::Invalid(
+                                "mount_config/enable_key_filter_for_lookup must be %true or %false"
                                     .into(),
                             ))
                         }
@@ -155,7 +169,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             other if IGNORED_ATTRIBUTES.contains(&other) => {}
             other => {
                 return Err(Error::Invalid(format!(
-                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
+                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, chunk_writer, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
                 )))
             }
         }
@@ -168,6 +182,12 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
     let schema = schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
     if let Some(pivots) = &mut options.pivot_keys {
         crate::attributes::adapt_pivots(&schema, pivots);
+    }
+    if let Some(v) = chunk_writer {
+        options.chunk_writer = Some(dynql_storage::key_filter::ChunkWriterSettings::from_yson(
+            v,
+            schema.key_column_count(),
+        )?);
     }
     ComputedColumns::compile(&schema)?;
     Ok((schema, options))
@@ -191,20 +211,13 @@ fn check_mount_config(config: &Yson) -> Result<()> {
             "Attribute \"mount_config\" must be a map".into(),
         ));
     };
-    for (k, v) in entries {
+    for (k, _) in entries {
         let key = String::from_utf8_lossy(k);
         if !MOUNT_CONFIG_KEYS.contains(&key.as_ref()) {
             return Err(Error::Invalid(format!(
                 "mount_config/{key} is not supported by dynql (supported: {})",
                 MOUNT_CONFIG_KEYS.join(", ")
             )));
-        }
-        if key == "enable_key_filter_for_lookup"
-            && !matches!(unwrap_attributes(v), Yson::Boolean(false))
-        {
-            return Err(Error::Invalid(
-                "mount_config/enable_key_filter_for_lookup=%true is not supported by dynql: lookups find their row groups by the chunks' key bounds and page index, without key filters (pass %false or leave it out)".into(),
-            ));
         }
     }
     Ok(())
@@ -278,7 +291,8 @@ mod tests {
         // Honoured, or with no effect by their very meaning.
         for ok in [
             "in_memory_mode=none",
-            "mount_config={enable_key_filter_for_lookup=%false}",
+            "mount_config={enable_key_filter_for_lookup=%true}",
+            "chunk_writer={key_filter={enable=%true; bits_per_key=12}}",
             "mount_config={enable_compaction_and_partitioning=%false}",
             "optimize_for=scan",
         ] {
@@ -294,8 +308,12 @@ mod tests {
                 "must be none, compressed or uncompressed",
             ),
             (
-                "mount_config={enable_key_filter_for_lookup=%true}",
-                "enable_key_filter_for_lookup=%true is not supported",
+                "mount_config={enable_key_filter_for_lookup=1}",
+                "enable_key_filter_for_lookup must be %true or %false",
+            ),
+            (
+                "chunk_writer={key_filter={enable=%true; bits_per_key=0.5}}",
+                "bits_per_key must be an integer from 1 to 64",
             ),
             (
                 "mount_config={lookup_cache_rows_per_tablet=100}",

@@ -6,6 +6,7 @@ mod damage;
 mod explain;
 mod files;
 mod io;
+mod key_filters;
 mod mvcc;
 mod queues;
 mod shell;

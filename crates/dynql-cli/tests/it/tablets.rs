@@ -546,10 +546,10 @@ lookup-rows //t --format json --print-statistics --use-lookup-cache false
     assert_eq!(
         stats,
         [
-            "{\"rows_looked_up\"=2;\"cache_hits\"=0;\"cache_misses\"=2;}",
-            "{\"rows_looked_up\"=2;\"cache_hits\"=2;\"cache_misses\"=0;}",
-            "{\"rows_looked_up\"=2;\"cache_hits\"=1;\"cache_misses\"=1;}",
-            "{\"rows_looked_up\"=1;\"cache_hits\"=0;\"cache_misses\"=0;}",
+            "{\"rows_looked_up\"=2;\"cache_hits\"=0;\"cache_misses\"=2;\"chunks_skipped_by_key_filter\"=0;}",
+            "{\"rows_looked_up\"=2;\"cache_hits\"=2;\"cache_misses\"=0;\"chunks_skipped_by_key_filter\"=0;}",
+            "{\"rows_looked_up\"=2;\"cache_hits\"=1;\"cache_misses\"=1;\"chunks_skipped_by_key_filter\"=0;}",
+            "{\"rows_looked_up\"=1;\"cache_hits\"=0;\"cache_misses\"=0;\"chunks_skipped_by_key_filter\"=0;}",
         ],
         "{stderr}"
     );

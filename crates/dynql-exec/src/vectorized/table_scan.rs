@@ -158,6 +158,7 @@ pub(crate) async fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistic
     for read in streams {
         if let Some(s) = read.finished().await {
             total.rows_decoded += s.rows_decoded;
+            total.chunks_skipped_by_key_filter += s.chunks_skipped_by_key_filter;
             total.tablets.0 = total.tablets.0.max(s.tablets.0);
             total.tablets.1 = s.tablets.1;
             total.chunks.0 += s.chunks.0;
