@@ -46,6 +46,8 @@ pub struct TableOptions {
     /// `mount_config/enable_key_filter_for_lookup`: lookups and key-prefix selects consult
     /// the chunks' key filters.
     pub enable_key_filter_for_lookup: Option<bool>,
+    /// `in_memory_mode` ([`crate::in_memory`]).
+    pub in_memory_mode: Option<crate::in_memory::InMemoryMode>,
 }
 
 /// What the catalog records of a table.
@@ -109,6 +111,13 @@ pub struct TableEntry {
     /// row groups whose key filters rule their keys out.
     #[serde(default, skip_serializing_if = "is_false")]
     pub enable_key_filter_for_lookup: bool,
+    /// `in_memory_mode`: a long-lived process holds the table's chunks in memory
+    /// ([`crate::in_memory`]).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::in_memory::InMemoryMode::is_none"
+    )]
+    pub in_memory_mode: crate::in_memory::InMemoryMode,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -168,6 +177,7 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "mount_config/enable_lookup_cache_by_default",
     "mount_config/enable_key_filter_for_lookup",
     "chunk_writer",
+    "in_memory_mode",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -227,6 +237,16 @@ pub(crate) fn set_attribute(
                 return Err(Error::Invalid(format!(
                     "Attribute {name:?} must be %true or %false"
                 )))
+            }
+        },
+        "in_memory_mode" => match value {
+            AttributeValue::Text(t) => {
+                next.in_memory_mode = crate::in_memory::InMemoryMode::parse(t)?
+            }
+            _ => {
+                return Err(Error::Invalid(
+                    "Attribute \"in_memory_mode\" must be none, compressed or uncompressed".into(),
+                ))
             }
         },
         "chunk_writer" => {
@@ -493,6 +513,7 @@ impl Store {
             enable_lookup_cache_by_default: options.enable_lookup_cache_by_default.unwrap_or(false),
             chunk_writer: options.chunk_writer.clone().unwrap_or_default(),
             enable_key_filter_for_lookup: options.enable_key_filter_for_lookup.unwrap_or(false),
+            in_memory_mode: options.in_memory_mode.unwrap_or_default(),
         };
         self.commit(|state| {
             check_new_path(state, path)?;

@@ -201,6 +201,8 @@ impl Entries {
 pub(crate) struct ChunkCache {
     entries: Mutex<Entries>,
     budget: usize,
+    /// Files and row groups of in-memory tables, outside the budget ([`crate::in_memory`]).
+    pub(crate) in_memory: crate::in_memory::InMemoryChunks,
 }
 
 impl Default for ChunkCache {
@@ -216,6 +218,7 @@ impl ChunkCache {
         ChunkCache {
             entries: Mutex::default(),
             budget,
+            in_memory: Default::default(),
         }
     }
 
@@ -268,14 +271,10 @@ impl ChunkCache {
         if let Some(v) = self.get_versions(&chunk.path, part) {
             return Ok(v);
         }
-        let bytes = objects
-            .get(&ObjectPath::from(chunk.path.as_str()))
-            .await?
-            .bytes()
-            .await?;
-        if let Some(c) = &chunk.checksum {
-            crate::checksum::verify_chunk(&chunk.path, &bytes, c)?;
-        }
+        let bytes = match self.in_memory.file(&chunk.path) {
+            Some(pinned) => pinned,
+            None => crate::in_memory::fetch_verified(objects, chunk).await?,
+        };
         let mut versions = decode_versioned_chunk(&chunk.path, schema, bytes)?;
         chunk.stamp(&mut versions);
         let versions = Arc::new(versions);
@@ -295,6 +294,11 @@ impl ChunkCache {
     ) -> Result<Arc<Vec<RowDelta>>> {
         if chunk.row_groups.is_empty() {
             return self.versions(objects.as_ref(), schema, chunk).await;
+        }
+        if rows.is_none() {
+            if let Some(v) = self.in_memory.row_group(&chunk.path, index) {
+                return Ok(v);
+            }
         }
         let part = (index, What::Versions, window_rows(&rows));
         if let Some(v) = self.get_versions(&chunk.path, part) {
@@ -552,6 +556,7 @@ impl ChunkCache {
             checksum: chunk.checksum,
             tail: None,
             blocks: None,
+            pinned: self.in_memory.file(&chunk.path),
         };
         let cached_footer = self.lock().footers.get(&chunk.path).cloned();
         let (footer, blocks) = match cached_footer {

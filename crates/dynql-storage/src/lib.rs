@@ -25,6 +25,7 @@ mod external_sort;
 pub mod files;
 mod flush;
 mod garbage;
+pub mod in_memory;
 pub mod key_filter;
 mod key_range;
 mod key_search;

@@ -30,6 +30,9 @@ pub(crate) struct ObjectFile {
     pub(crate) tail: Option<Bytes>,
     /// The hashes of the data blocks, from the verified footer.
     pub(crate) blocks: Option<Arc<Vec<u64>>>,
+    /// The whole file, verified, when its table is kept in memory ([`crate::in_memory`]):
+    /// reads are slices of it.
+    pub(crate) pinned: Option<Bytes>,
 }
 
 impl ObjectFile {
@@ -42,7 +45,23 @@ impl ObjectFile {
             checksum: None,
             tail: None,
             blocks: None,
+            pinned: None,
         }
+    }
+
+    /// `range` of the pinned file, if there is one.
+    fn pinned_slice(&self, range: &std::ops::Range<u64>) -> Option<parquet::errors::Result<Bytes>> {
+        let file = self.pinned.as_ref()?;
+        Some(
+            if range.start <= range.end && range.end <= file.len() as u64 {
+                Ok(file.slice(range.start as usize..range.end as usize))
+            } else {
+                Err(self.corrupt(format!(
+                    "a read of bytes {range:?} past the end of the file ({} bytes)",
+                    file.len()
+                )))
+            },
+        )
     }
 
     fn corrupt(&self, message: String) -> ParquetError {
@@ -96,6 +115,9 @@ impl ObjectFile {
 
     /// Reads `range`, verified.
     async fn read(&mut self, range: std::ops::Range<u64>) -> parquet::errors::Result<Bytes> {
+        if let Some(slice) = self.pinned_slice(&range) {
+            return slice;
+        }
         let Some(c) = self.checksum else {
             return self
                 .objects
@@ -165,6 +187,12 @@ impl AsyncFileReader for ObjectFile {
         ranges: Vec<std::ops::Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         async move {
+            if self.pinned.is_some() {
+                return ranges
+                    .iter()
+                    .map(|r| self.pinned_slice(r).expect("pinned"))
+                    .collect();
+            }
             let Some(c) = self.checksum else {
                 return self
                     .objects

@@ -80,6 +80,7 @@ impl Store {
                 .map(|(_, r)| r.clone())
                 .collect());
         }
+        self.keep_in_memory(entry, data).await?;
         let key_count = schema.key_column_count();
         // Chunks whose oldest version is newer than the read see nothing.
         let visible: Vec<&ChunkRef> = data
@@ -142,6 +143,7 @@ impl Store {
                 "lookup_rows needs a sorted table; {path} is ordered"
             )));
         }
+        self.keep_in_memory(entry, data).await?;
         let cached = timestamp.is_latest()
             && entry.lookup_cache_rows_ratio > 0.0
             && use_cache.unwrap_or(entry.enable_lookup_cache_by_default);

@@ -399,6 +399,7 @@ impl Store {
             }
             return Ok(statistics);
         }
+        self.keep_in_memory(entry, data).await?;
         let made;
         let plan = match planned {
             Some(plan) => plan,

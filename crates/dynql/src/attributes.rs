@@ -34,6 +34,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "forced_compaction_revision",
     "mount_config",
     "chunk_writer",
+    "in_memory_mode",
 ];
 
 fn unwrap(v: &Yson) -> &Yson {
@@ -235,6 +236,7 @@ impl Database {
                 }
             }
             "chunk_writer" => entry.chunk_writer.to_yson(),
+            "in_memory_mode" => text(entry.in_memory_mode.name()),
             other if other.starts_with("chunk_writer/") => {
                 let mut node = entry.chunk_writer.to_yson();
                 for part in other.split('/').skip(1) {

@@ -68,21 +68,15 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             }
             // Checked against the key once the schema is known.
             "chunk_writer" => chunk_writer = Some(v),
-            "in_memory_mode" => match unwrap_attributes(v).as_str() {
-                // The default: chunks are read from the store as needed.
-                Some("none") => {}
-                Some(mode @ ("compressed" | "uncompressed")) => {
-                    return Err(Error::Invalid(format!(
-                        "in_memory_mode={mode} is not supported by dynql: tables are read from the store and their decoded row groups kept in the chunk cache; leave the attribute out (or pass none)"
-                    )))
-                }
-                _ => {
-                    return Err(Error::Invalid(
+            "in_memory_mode" => {
+                let mode = unwrap_attributes(v).as_str().ok_or_else(|| {
+                    Error::Invalid(
                         "Attribute \"in_memory_mode\" must be none, compressed or uncompressed"
                             .into(),
-                    ))
-                }
-            },
+                    )
+                })?;
+                options.in_memory_mode = Some(dynql_storage::in_memory::InMemoryMode::parse(mode)?);
+            }
             "mount_config" => {
                 let config = unwrap_attributes(v);
                 check_mount_config(config)?;
@@ -169,7 +163,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             other if IGNORED_ATTRIBUTES.contains(&other) => {}
             other => {
                 return Err(Error::Invalid(format!(
-                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, chunk_writer, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
+                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, chunk_writer, in_memory_mode, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
                 )))
             }
         }
@@ -291,6 +285,8 @@ mod tests {
         // Honoured, or with no effect by their very meaning.
         for ok in [
             "in_memory_mode=none",
+            "in_memory_mode=compressed",
+            "in_memory_mode=uncompressed",
             "mount_config={enable_key_filter_for_lookup=%true}",
             "chunk_writer={key_filter={enable=%true; bits_per_key=12}}",
             "mount_config={enable_compaction_and_partitioning=%false}",
@@ -299,10 +295,6 @@ mod tests {
             define(&format!("{{dynamic=%true; {ok}; {SCHEMA}}}")).unwrap();
         }
         for (refused, says) in [
-            (
-                "in_memory_mode=uncompressed",
-                "in_memory_mode=uncompressed is not supported",
-            ),
             (
                 "in_memory_mode=sometimes",
                 "must be none, compressed or uncompressed",

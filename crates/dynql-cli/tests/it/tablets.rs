@@ -574,3 +574,26 @@ lookup-rows //t --format json --print-statistics --use-lookup-cache false
     );
     assert!(err.contains("from 0 to 1"), "{err}");
 }
+
+#[test]
+fn in_memory_mode_is_set_at_creation_and_with_set() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; in_memory_mode=compressed; schema=[{name=k; type=int64; sort_order=ascending}; {name=v; type=string}]}",
+        ],
+        None,
+    );
+    assert_eq!(get(&store, "in_memory_mode"), "compressed");
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=a};{k=2; v=b};"));
+    store.ok(&["compact", "//t"], None);
+    store.ok(&["set", "//t/@in_memory_mode", "uncompressed"], None);
+    assert_eq!(get(&store, "in_memory_mode"), "uncompressed");
+    assert_eq!(query(&store, "v from [//t] where k = 2"), "{\"v\":\"b\"}\n");
+    let err = store.fails(&["set", "//t/@in_memory_mode", "always"], None);
+    assert!(err.contains("none, compressed or uncompressed"), "{err}");
+}
