@@ -648,56 +648,6 @@ impl Store {
 }
 
 /// Hands a batch of rows to `sink`, counting it as read; false when the sink stops the scan.
-impl Store {
-    /// `in_range` (chunk, row group) pairs of a scan of `range` without those whose key
-    /// filters rule the range out: when the range is every key of one prefix (a point of
-    /// the key, or of a prefix filtered by `key_filter_prefix`). Counts the chunks so
-    /// skipped, and takes them and their row groups off the read counts.
-    async fn drop_filtered_out(
-        &self,
-        data: &TableData,
-        range: &KeyRange,
-        mut in_range: Vec<(usize, usize)>,
-        statistics: &mut ScanStatistics,
-    ) -> Result<Vec<(usize, usize)>> {
-        let prefix = &range.lower.prefix;
-        let n = prefix.len();
-        let one_prefix = n > 0
-            && !range.lower.after
-            && range.upper.after
-            && range.upper.prefix.len() == n
-            && dynql_core::compare_rows(prefix, &range.upper.prefix).is_eq();
-        if !one_prefix {
-            return Ok(in_range);
-        }
-        let hash = crate::key_filter::prefix_hash(prefix, n);
-        let mut chunks: Vec<usize> = in_range.iter().map(|&(ci, _)| ci).collect();
-        chunks.dedup();
-        for ci in chunks {
-            let chunk = &data.chunks[ci];
-            if !chunk
-                .key_filter
-                .as_ref()
-                .is_some_and(|f| f.lengths.contains(&n))
-            {
-                continue;
-            }
-            let Some(filter) = self.key_filter(chunk).await? else {
-                continue;
-            };
-            let before = in_range.len();
-            in_range.retain(|&(c, g)| c != ci || filter.may_contain(g, n, hash));
-            let dropped = before - in_range.len();
-            statistics.row_groups.0 = statistics.row_groups.0.saturating_sub(dropped);
-            if dropped > 0 && !in_range.iter().any(|&(c, _)| c == ci) {
-                statistics.chunks_skipped_by_key_filter += 1;
-                statistics.chunks.0 = statistics.chunks.0.saturating_sub(1);
-            }
-        }
-        Ok(in_range)
-    }
-}
-
 async fn hand_on<S: PieceSink>(
     sink: &mut S,
     tablet: usize,
