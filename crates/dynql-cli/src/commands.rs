@@ -277,10 +277,11 @@ pub enum Command {
     },
     /// Set a writable attribute: `set //t/@min_data_versions 0` (retention settings,
     /// commit_ordering, mount_config/max_ordered_tablet_data_weight, auto_partitioning_*,
-    /// auto_compaction_period, forced_compaction_revision).
+    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode).
     Set {
         path: String,
-        /// The value as YSON or JSON (`0`, `strong`, `"strong"`); read from stdin when left out.
+        /// The value as YSON or JSON (`0`, `strong`, `"strong"`), else taken as a string
+        /// (`Interval("P1D") ON created_at`); read from stdin when left out.
         value: Option<String>,
     },
     /// Print an attribute (`get //t/@pivot_keys`, `get //t/@` for all of them) or a node:
@@ -297,7 +298,7 @@ pub enum Command {
     Copy { source: String, destination: String },
     /// Move (rename) a table.
     Move { source: String, destination: String },
-    /// Remove a table.
+    /// Remove a table, or an attribute of one (`remove //t/@ttl`).
     Remove {
         path: String,
         /// Do not fail when the table does not exist.

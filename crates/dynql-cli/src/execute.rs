@@ -399,10 +399,10 @@ pub async fn execute(
             let Some((table, attribute)) = path.split_once("/@") else {
                 bail!("set supports attributes only: PATH/@NAME (got {path:?})");
             };
-            // A bare word (strong) is a YSON string; anything else parses as YSON or JSON.
+            // YSON or JSON; text that is neither (a bare word such as strong, or an
+            // expression such as Interval("P1D") ON at) is a string.
             let value = dynql::parse_document(&value)
-                .or_else(|_| dynql::parse_document(&format!("\"{value}\"")))
-                .with_context(|| format!("value {value:?} is neither YSON nor JSON"))?;
+                .unwrap_or_else(|_| dynql::Yson::String(value.clone().into_bytes()));
             db.set_attribute(table, attribute, &value).await?;
         }
         Command::Get {
@@ -436,6 +436,9 @@ pub async fn execute(
             force,
             recursive: _,
         } => {
+            if let Some((table, attribute)) = path.split_once("/@") {
+                return Ok(db.remove_attribute(table, attribute).await?);
+            }
             let exists = db.exists(&path).await?;
             if force && !exists {
                 return Ok(());

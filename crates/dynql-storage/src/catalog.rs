@@ -48,6 +48,8 @@ pub struct TableOptions {
     pub enable_key_filter_for_lookup: Option<bool>,
     /// `in_memory_mode` ([`crate::in_memory`]).
     pub in_memory_mode: Option<crate::in_memory::InMemoryMode>,
+    /// `ttl`: `Interval("P1D") ON created_at` ([`crate::ttl`]).
+    pub ttl: Option<String>,
 }
 
 /// What the catalog records of a table.
@@ -118,6 +120,9 @@ pub struct TableEntry {
         skip_serializing_if = "crate::in_memory::InMemoryMode::is_none"
     )]
     pub in_memory_mode: crate::in_memory::InMemoryMode,
+    /// `ttl`: rows expire a time after the value of a column ([`crate::ttl`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<crate::ttl::ColumnTtl>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -153,6 +158,8 @@ pub enum AttributeValue {
     Boolean(bool),
     /// A fraction (`mount_config/lookup_cache_rows_ratio`); integers are `Number`.
     Double(f64),
+    /// `remove PATH/@NAME`: back to the default (`ttl`).
+    Removed,
 }
 
 /// Attributes `set` can change: the retention settings, `commit_ordering`,
@@ -178,6 +185,7 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "mount_config/enable_key_filter_for_lookup",
     "chunk_writer",
     "in_memory_mode",
+    "ttl",
 ];
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
@@ -198,6 +206,7 @@ pub(crate) fn set_attribute(
         AttributeValue::Double(f) => Err(Error::Invalid(format!(
             "Attribute {name:?} must be a non-negative integer, not {f}"
         ))),
+        AttributeValue::Removed => Err(removed_error(name)),
     };
     let mut next = entry.clone();
     if crate::partitioning::ATTRIBUTES.contains(&name) {
@@ -210,7 +219,21 @@ pub(crate) fn set_attribute(
         *entry = next;
         return Ok(());
     }
+    if value == &AttributeValue::Removed && name != "ttl" {
+        return Err(removed_error(name));
+    }
     match name {
+        "ttl" => {
+            next.ttl = match value {
+                AttributeValue::Removed => None,
+                AttributeValue::Text(t) => Some(table_ttl(&entry.schema, t)?),
+                _ => {
+                    return Err(Error::Invalid(
+                        "Attribute \"ttl\" must be a string: Interval(\"P1D\") ON <column>".into(),
+                    ))
+                }
+            }
+        }
         "min_data_versions" => next.retention.min_data_versions = number()?,
         "max_data_versions" => next.retention.max_data_versions = number()?,
         "min_data_ttl" => next.retention.min_data_ttl = number()?,
@@ -309,6 +332,23 @@ pub(crate) fn set_attribute(
     Ok(())
 }
 
+fn removed_error(name: &str) -> Error {
+    Error::Invalid(format!(
+        "Attribute {name:?} cannot be removed (removable: ttl); set it to a new value instead"
+    ))
+}
+
+/// Checks a `ttl` expression against a table's schema: TTL is for sorted tables.
+fn table_ttl(schema: &TableSchema, text: &str) -> Result<crate::ttl::ColumnTtl> {
+    if !schema.is_sorted() {
+        return Err(Error::Invalid(
+            "Attribute \"ttl\" is for sorted tables: an ordered table's rows leave by trimming"
+                .into(),
+        ));
+    }
+    crate::ttl::ColumnTtl::parse(text, schema)
+}
+
 /// An attribute value as YSON: text is parsed as YSON (maps and lists are set as their
 /// text), or else kept as a string.
 fn attribute_yson(value: &AttributeValue) -> dynql_core::Yson {
@@ -317,6 +357,7 @@ fn attribute_yson(value: &AttributeValue) -> dynql_core::Yson {
         AttributeValue::Number(n) => Yson::Int64(*n as i64),
         AttributeValue::Boolean(b) => Yson::Boolean(*b),
         AttributeValue::Double(f) => Yson::Double(*f),
+        AttributeValue::Removed => Yson::Entity,
         AttributeValue::Text(t) => dynql_core::yson::parse(t.as_bytes())
             .unwrap_or_else(|_| Yson::String(t.as_bytes().to_vec())),
     }
@@ -474,6 +515,11 @@ impl Store {
                 "min_data_versions must not exceed max_data_versions, nor min_data_ttl max_data_ttl".into(),
             ));
         }
+        let ttl = options
+            .ttl
+            .as_deref()
+            .map(|t| table_ttl(&schema, t))
+            .transpose()?;
         let entry = TableEntry {
             id: fresh_id(),
             schema,
@@ -514,6 +560,7 @@ impl Store {
             chunk_writer: options.chunk_writer.clone().unwrap_or_default(),
             enable_key_filter_for_lookup: options.enable_key_filter_for_lookup.unwrap_or(false),
             in_memory_mode: options.in_memory_mode.unwrap_or_default(),
+            ttl,
         };
         self.commit(|state| {
             check_new_path(state, path)?;

@@ -129,7 +129,7 @@ impl<'a> ChunkSource<'a> {
 }
 
 /// Versions written as one chunk, a row group at a time (see the module docs).
-struct VersionChunkWriter {
+pub(crate) struct VersionChunkWriter {
     path: String,
     schema: TableSchema,
     encoder: ChunkEncoder,
@@ -144,7 +144,7 @@ struct VersionChunkWriter {
 }
 
 impl VersionChunkWriter {
-    fn new(
+    pub(crate) fn new(
         path: String,
         schema: &TableSchema,
         key_filters: Vec<(usize, u8)>,
@@ -169,7 +169,7 @@ impl VersionChunkWriter {
         self.rows + self.pending.len() as u64
     }
 
-    fn push(&mut self, version: RowDelta) -> Result<()> {
+    pub(crate) fn push(&mut self, version: RowDelta) -> Result<()> {
         self.pending.push(version);
         if self.pending.len() == ROW_GROUP_ROWS {
             self.write_row_group()?;
@@ -217,7 +217,7 @@ impl VersionChunkWriter {
     }
 
     /// Uploads the chunk; `None` when it holds no version.
-    async fn finish(mut self, store: &Store) -> Result<Option<ChunkRef>> {
+    pub(crate) async fn finish(mut self, store: &Store) -> Result<Option<ChunkRef>> {
         self.write_row_group()?;
         if self.rows == 0 {
             return Ok(None);
@@ -271,6 +271,11 @@ impl Store {
         };
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
+        // TTL tombstones must come before every transaction that may still commit.
+        let live = match (&entry.ttl, what) {
+            (Some(_), Compacted::Whole(_)) => self.oldest_live_transaction_start().await?,
+            _ => None,
+        };
         let mut out = Vec::new();
         let written = |out: &Vec<ChunkRef>| out.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
         let result = async {
@@ -334,6 +339,22 @@ impl Store {
                     crate::mvcc::put_in_commit_order(&mut history);
                     let kept = match what {
                         Compacted::Whole(_) => {
+                            // An expired row's tombstone (at its expiry) is no conflict
+                            // evidence: the row's horizon moves up to it.
+                            let horizon = entry
+                                .ttl
+                                .as_ref()
+                                .and_then(|ttl| {
+                                    crate::ttl::expire(
+                                        schema,
+                                        ttl,
+                                        &mut history,
+                                        now,
+                                        horizon,
+                                        live,
+                                    )
+                                })
+                                .map_or(horizon, |t| t.max(horizon));
                             compact_versions(schema, &entry.retention, &history, now, horizon)
                         }
                         Compacted::Recent(_) => compact_recent_versions(

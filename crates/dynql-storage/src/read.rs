@@ -94,8 +94,10 @@ impl Store {
             .map(|r| Box::new(KeyGroups::new(r, key_count)) as _)
             .collect();
         sources.push(Box::new(data.sorted.values().map(Vec::as_slice)));
+        let ttl = entry.ttl.as_ref().and_then(|t| t.cut(schema, timestamp));
         Ok(VersionMerge::new(key_count, sources)
             .filter_map(|history| resolve_versions(schema, &history, timestamp))
+            .filter(|row| ttl.is_none_or(|t| t.keeps_row(row)))
             .collect())
     }
 
@@ -151,13 +153,26 @@ impl Store {
             rows_looked_up: keys.len() as u64,
             ..LookupStatistics::default()
         };
+        // Expiry depends on the read's time: it is applied to rows found and cached alike.
+        let ttl = entry
+            .ttl
+            .as_ref()
+            .and_then(|t| t.cut(&entry.schema, timestamp));
+        let live = |row: Option<Vec<Value>>| row.filter(|r| ttl.is_none_or(|t| t.keeps_row(r)));
         if !cached {
             let rows = self
                 .lookup_in(entry, data, keys, timestamp, &mut statistics)
                 .await?;
-            return Ok((rows, statistics));
+            return Ok((rows.into_iter().map(live).collect(), statistics));
         }
-        let chunks: Vec<String> = data.chunks.iter().map(|c| c.path.clone()).collect();
+        // What cached rows were resolved from: the chunks, and the rows' layout (a schema
+        // change may add columns without a chunk to rewrite).
+        let chunks: Vec<String> = data
+            .chunks
+            .iter()
+            .map(|c| c.path.clone())
+            .chain([format!("columns:{}", entry.schema.columns().len())])
+            .collect();
         // The table's size without walking its dynamic store on every lookup: chunk versions
         // plus the keys in memory.
         let stored = data.chunks.iter().map(|c| c.rows).sum::<u64>() + data.sorted.len() as u64;
@@ -192,8 +207,8 @@ impl Store {
         let rows = hits
             .into_iter()
             .map(|hit| match hit {
-                Some(row) => row,
-                None => found.next().flatten(),
+                Some(row) => live(row),
+                None => live(found.next().flatten()),
             })
             .collect();
         Ok((rows, statistics))

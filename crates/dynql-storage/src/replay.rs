@@ -320,11 +320,19 @@ fn apply_action(
         } => {
             let (entry, data) = target(state, path, table_id)?;
             if let Some(schema) = schema {
-                let added = schema
-                    .columns()
-                    .len()
-                    .saturating_sub(entry.schema.columns().len());
-                crate::queue::widen(data, added);
+                if entry.schema.is_sorted() {
+                    // The chunks come in the new layout with this record; the dynamic store
+                    // moves to it here.
+                    crate::schema_change::column_map(path, &entry.schema, schema)
+                        .map_err(|e| e.to_string())?
+                        .apply(data);
+                } else {
+                    let added = schema
+                        .columns()
+                        .len()
+                        .saturating_sub(entry.schema.columns().len());
+                    crate::queue::widen(data, added);
+                }
                 entry.schema = schema.clone();
             }
             if let Some(dynamic) = dynamic {

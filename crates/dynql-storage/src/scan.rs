@@ -416,7 +416,16 @@ impl Store {
         let key_types: Vec<_> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
         let key_columns: Vec<usize> = (0..key_count).collect();
         let all_columns: Vec<usize> = (0..schema.columns().len()).collect();
-        let projection = columns.unwrap_or(&all_columns);
+        let ttl = crate::ttl::ScanTtl::new(
+            entry.ttl.as_ref(),
+            schema,
+            columns.unwrap_or(&all_columns),
+            timestamp,
+        );
+        // Pieces are built of the projection, plus the TTL column when it lacks it.
+        let projection = ttl
+            .as_ref()
+            .map_or(columns.unwrap_or(&all_columns), |t| &t.columns[..]);
         let names = table_arrow_schema(schema);
         // The columns the filter reads, with their types.
         let filtered: Vec<(usize, ValueType)> = filter
@@ -561,6 +570,7 @@ impl Store {
                                         &mut last_schema,
                                     )?;
                                     let tablet = *tablet_index;
+                                    let batch = live_rows(batch, ttl.as_ref())?;
                                     if !hand_on(sink, tablet, batch, &mut statistics).await? {
                                         break 'tablets;
                                     }
@@ -594,6 +604,7 @@ impl Store {
                                     &mut last_schema,
                                 )?;
                                 let tablet = *tablet_index;
+                                let batch = live_rows(batch, ttl.as_ref())?;
                                 if !hand_on(sink, tablet, batch, &mut statistics).await? {
                                     break 'tablets;
                                 }
@@ -626,6 +637,9 @@ impl Store {
                     sources.push(Box::new(memory_range(data, &piece)));
                     for history in VersionMerge::new(key_count, sources) {
                         if let Some(row) = resolve_versions(schema, &history, timestamp) {
+                            if ttl.as_ref().is_some_and(|t| !t.cut.keeps_row(&row)) {
+                                continue;
+                            }
                             let row = project(row);
                             statistics.rows_read += 1;
                             statistics.data_weight += row_weight(&row);
@@ -647,13 +661,25 @@ impl Store {
     }
 }
 
-/// Hands a batch of rows to `sink`, counting it as read; false when the sink stops the scan.
+/// `batch` without the rows expired by the table's TTL, if it has one.
+fn live_rows(batch: RecordBatch, ttl: Option<&crate::ttl::ScanTtl>) -> Result<RecordBatch> {
+    match ttl {
+        Some(t) => t.apply(batch),
+        None => Ok(batch),
+    }
+}
+
+/// Hands a batch of rows to `sink`, counting it as read; false when the sink stops the scan
+/// (an empty batch is skipped).
 async fn hand_on<S: PieceSink>(
     sink: &mut S,
     tablet: usize,
     batch: RecordBatch,
     statistics: &mut ScanStatistics,
 ) -> Result<bool> {
+    if batch.num_rows() == 0 {
+        return Ok(true);
+    }
     let weight = batch_weight(&batch);
     statistics.rows_read += batch.num_rows() as u64;
     statistics.data_weight += weight;

@@ -81,17 +81,12 @@ pub fn check_readable(entry: &TableEntry, path: &str) -> Result<()> {
     Ok(())
 }
 
-/// A schema change `alter-table` accepts: the old columns unchanged and first, new columns
-/// nullable, not key, not computed, not aggregating (or the system columns `$timestamp` and
-/// `$cumulative_data_weight`); ordered tables only for now.
+/// A schema change `alter-table` accepts. Ordered tables: the old columns unchanged and
+/// first, new columns nullable, not key, not computed, not aggregating (or the system columns
+/// `$timestamp` and `$cumulative_data_weight`). Sorted tables: see [`crate::schema_change`].
 fn check_compatible(path: &str, old: &TableSchema, new: &TableSchema) -> Result<()> {
     if old.is_sorted() {
-        if old == new {
-            return Ok(());
-        }
-        return Err(Error::Invalid(format!(
-            "Changing the schema of sorted table {path} is not supported by dynql yet"
-        )));
+        return crate::schema_change::column_map(path, old, new).map(|_| ());
     }
     let incompatible = |why: String| {
         Err(Error::Invalid(format!(
@@ -312,35 +307,75 @@ impl Store {
     /// unmounted table. An ordered table made static and dynamic again loses its trimming:
     /// rows still stored become readable again, numbered from 0, as YT warns.
     ///
+    /// A sorted table's schema change that adds columns rewrites its chunks in the new
+    /// layout first ([`crate::schema_change`]).
+    ///
     /// # Errors
     /// A mounted table; an incompatible schema (changed or removed columns, new key or required
-    /// columns); a schema change of a sorted table (not supported yet).
+    /// columns).
     pub async fn alter_table(
         &self,
         path: &str,
         schema: Option<TableSchema>,
         dynamic: Option<bool>,
     ) -> Result<()> {
-        self.commit(|state| {
-            let (entry, _) = state.table_data(path)?;
+        let unmounted = |entry: &TableEntry| {
             if entry.tablet_state != TabletState::Unmounted {
                 return Err(Error::Invalid(format!(
                     "Cannot alter table {path} since it is {}: unmount-table first",
                     entry.tablet_state.name()
                 )));
             }
+            Ok(())
+        };
+        // The chunks a change of layout replaces, and their rewrites.
+        let mut rewritten: Option<(Vec<String>, Vec<crate::chunk::ChunkRef>)> = None;
+        if let Some(new) = &schema {
+            let state = self.refresh().await?;
+            let (entry, data) = state.table_data(path)?;
+            unmounted(entry)?;
+            if entry.schema.is_sorted() {
+                let map = crate::schema_change::column_map(path, &entry.schema, new)?;
+                if map.changes_layout() {
+                    let chunks = self.rewrite_chunks(entry, new, &map, &data.chunks).await?;
+                    let replaces = data.chunks.iter().map(|c| c.path.clone()).collect();
+                    rewritten = Some((replaces, chunks));
+                }
+            }
+        }
+        self.commit(|state| {
+            let (entry, data) = state.table_data(path)?;
+            unmounted(entry)?;
             if let Some(new) = &schema {
                 check_compatible(path, &entry.schema, new)?;
             }
             if schema.is_none() && dynamic.is_none_or(|d| d == entry.dynamic) {
                 return Ok(vec![]);
             }
-            Ok(vec![Action::AlterTable {
+            let mut actions = vec![Action::AlterTable {
                 path: path.into(),
                 table_id: entry.id.clone(),
                 schema: schema.clone(),
                 dynamic,
-            }])
+            }];
+            if let Some((replaces, chunks)) = &rewritten {
+                if !data.chunks.iter().map(|c| &c.path).eq(replaces.iter()) {
+                    return Err(Error::Invalid(format!(
+                        "Cannot alter table {path}: its chunks changed while they were rewritten; try again"
+                    )));
+                }
+                if !replaces.is_empty() {
+                    actions.push(Action::CompactChunks {
+                        path: path.into(),
+                        table_id: entry.id.clone(),
+                        now: Timestamp::now().0,
+                        horizon: 0,
+                        chunks: chunks.clone(),
+                        replaces: replaces.clone(),
+                    });
+                }
+            }
+            Ok(actions)
         })
         .await?;
         Ok(())

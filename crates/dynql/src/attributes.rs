@@ -35,6 +35,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "mount_config",
     "chunk_writer",
     "in_memory_mode",
+    "ttl",
 ];
 
 fn unwrap(v: &Yson) -> &Yson {
@@ -237,6 +238,10 @@ impl Database {
             }
             "chunk_writer" => entry.chunk_writer.to_yson(),
             "in_memory_mode" => text(entry.in_memory_mode.name()),
+            "ttl" => entry
+                .ttl
+                .as_ref()
+                .map_or(Yson::Entity, |t| text(&t.to_string())),
             other if other.starts_with("chunk_writer/") => {
                 let mut node = entry.chunk_writer.to_yson();
                 for part in other.split('/').skip(1) {
@@ -266,6 +271,25 @@ impl Database {
     /// `mount_config/enable_compaction_and_partitioning`. The value is a YSON or JSON scalar.
     pub async fn set_attribute(&self, path: &str, name: &str, value: &Yson) -> Result<()> {
         let value = attribute_value(name, value)?;
+        Ok(self.store().set_attribute(path, name, value).await?)
+    }
+
+    /// Removes an attribute, back to its default (`yt remove PATH/@NAME`): `ttl` only.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::{Database, Yson};
+    /// let db = Database::open("memory://").unwrap();
+    /// db.create_table_from_text("//t", r#"{dynamic=%true; ttl="Interval(\"P1D\") ON at";
+    ///     schema=[{name=k; type=int64; sort_order=ascending}; {name=at; type=datetime}]}"#)
+    ///     .await.unwrap();
+    /// db.remove_attribute("//t", "ttl").await.unwrap();
+    /// assert_eq!(db.get_attribute("//t", Some("ttl")).await.unwrap(), Yson::Entity);
+    /// # });
+    /// ```
+    pub async fn remove_attribute(&self, path: &str, name: &str) -> Result<()> {
+        let value = dynql_storage::AttributeValue::Removed;
         Ok(self.store().set_attribute(path, name, value).await?)
     }
 

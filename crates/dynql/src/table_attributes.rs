@@ -156,6 +156,15 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             "auto_compaction_period" => {
                 options.auto_compaction_period = Some(non_negative(&key, v)?)
             }
+            "ttl" => match unwrap_attributes(v) {
+                Yson::String(t) => options.ttl = Some(String::from_utf8_lossy(t).into_owned()),
+                _ => {
+                    return Err(Error::Invalid(
+                        "Attribute \"ttl\" must be a string: Interval(\"P1D\") ON <column>"
+                            .into(),
+                    ))
+                }
+            },
             name if dynql_storage::partitioning::ATTRIBUTES.contains(&name) => {
                 let value = crate::attributes::attribute_value(name, v)?;
                 options.auto_partitioning.set(name, &value)?;
@@ -163,7 +172,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             other if IGNORED_ATTRIBUTES.contains(&other) => {}
             other => {
                 return Err(Error::Invalid(format!(
-                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, chunk_writer, in_memory_mode, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
+                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, chunk_writer, in_memory_mode, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
                 )))
             }
         }

@@ -13,6 +13,7 @@ mod shell;
 mod sql;
 mod tablets;
 mod transactions;
+mod ttl;
 
 use std::process::{Command, Output, Stdio};
 

@@ -597,3 +597,49 @@ fn in_memory_mode_is_set_at_creation_and_with_set() {
     let err = store.fails(&["set", "//t/@in_memory_mode", "always"], None);
     assert!(err.contains("none, compressed or uncompressed"), "{err}");
 }
+
+#[test]
+fn alter_table_grows_a_sorted_table_and_old_rows_read_null() {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k; type=int32; sort_order=ascending}; {name=v; type=utf8}]}",
+        ],
+        None,
+    );
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=a};{k=2; v=b};"));
+    store.ok(&["compact", "//t"], None);
+    store.ok(&["insert-rows", "//t"], Some("{k=3; v=c};"));
+    let grown = "[{name=k; type=int64; sort_order=ascending}; {name=k2; type=string; sort_order=ascending}; {name=v; type=string}; {name=n; type=int64}]";
+    let err = store.fails(&["alter-table", "//t", "--schema", grown], None);
+    assert!(err.contains("unmount-table first"), "{err}");
+    store.ok(&["unmount-table", "//t"], None);
+    let err = store.fails(
+        &[
+            "alter-table",
+            "//t",
+            "--schema",
+            "[{name=k; type=int32; sort_order=ascending}]",
+        ],
+        None,
+    );
+    assert!(err.contains("column \"v\" cannot be removed"), "{err}");
+    store.ok(&["alter-table", "//t", "--schema", grown], None);
+    store.ok(&["mount-table", "//t"], None);
+    store.ok(&["insert-rows", "//t"], Some("{k=1; k2=x; v=new; n=5};"));
+    assert_eq!(
+        query(&store, "k, k2, v, n from [//t]"),
+        "{\"k\":1,\"k2\":null,\"v\":\"a\",\"n\":null}\n{\"k\":1,\"k2\":\"x\",\"v\":\"new\",\"n\":5}\n\
+         {\"k\":2,\"k2\":null,\"v\":\"b\",\"n\":null}\n{\"k\":3,\"k2\":null,\"v\":\"c\",\"n\":null}\n"
+    );
+    let schema = store.ok(&["get", "//t/@schema"], None);
+    assert!(
+        schema.contains("name=n") || schema.contains("\"name\"=\"n\""),
+        "{schema}"
+    );
+    assert_eq!(get(&store, "key_columns"), json!(["k", "k2"]));
+}
