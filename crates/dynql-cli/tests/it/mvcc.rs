@@ -231,3 +231,25 @@ fn null_keys_are_written_by_small_and_large_inserts_alike() {
         "{out}"
     );
 }
+
+#[test]
+fn retention_drops_values_per_column_for_time_travel_reads() {
+    let s = store();
+    let first = s.ok(&["generate-timestamp"], None).trim().to_string();
+    s.ok(
+        &["insert-rows", "//t", "--update"],
+        Some("{k=1;v=\"A\";r=\"x\"}"),
+    );
+    s.ok(&["set", "//t/@min_data_ttl", "0"], None);
+    s.ok(&["set", "//t/@max_data_ttl", "0"], None);
+    let before = select(&s, &["--timestamp", &first]);
+    assert!(
+        before.starts_with("{\"k\":1,\"v\":\"a\",\"n\":1}"),
+        "{before}"
+    );
+    s.ok(&["compact", "//t"], None);
+    // v's first value is gone (a newer one exists); n and r keep their only values.
+    let after = select(&s, &["--timestamp", &first]);
+    assert!(after.starts_with("{\"k\":1,\"v\":null,\"n\":1}"), "{after}");
+    assert!(select(&s, &[]).starts_with("{\"k\":1,\"v\":\"A\",\"n\":1}"));
+}
