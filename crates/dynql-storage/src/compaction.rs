@@ -635,7 +635,7 @@ mod tests {
             let Some(first) = out.first().map(|d| d.timestamp) else { return Ok(()) };
             let mut times: Vec<Timestamp> = versions.iter().map(|v| v.timestamp).filter(|t| *t >= first).collect();
             times.push(now);
-            let mut restored = vec![false; 3];
+            let mut restored = [false; 3];
             for t in times {
                 let (o, v) = (resolve_versions(&s, &out, t), resolve_versions(&s, &versions, t));
                 proptest::prop_assert_eq!(o.is_some(), v.is_some(), "existence at {}", t);

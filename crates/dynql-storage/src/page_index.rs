@@ -179,7 +179,7 @@ impl KeySegments {
             .map(|(rows, _)| rows);
         let window = match meets.next() {
             None => 0..0,
-            Some(first) => first.start..meets.last().unwrap_or(first).end,
+            Some(first) => first.start..meets.next_back().unwrap_or(first).end,
         };
         (window.len() < self.rows).then_some(window)
     }

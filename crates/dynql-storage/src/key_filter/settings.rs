@@ -243,7 +243,7 @@ impl ChunkWriterSettings {
                 }
             }
         }
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|b| std::cmp::Reverse(b.0));
         out
     }
 }
