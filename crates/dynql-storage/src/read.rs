@@ -234,27 +234,35 @@ impl Store {
                     .as_ref()
                     .is_some_and(|f| f.lengths.contains(&key_count))
         };
+        // Each chunk's filter, fetched when a key first needs it and kept for the others.
+        let mut filters: Vec<Option<Option<Arc<crate::key_filter::ChunkKeyFilter>>>> =
+            vec![None; data.chunks.len()];
         let mut out = Vec::with_capacity(keys.len());
+        let mut groups: Vec<usize> = Vec::new();
         for key in keys {
             let mut history: Vec<RowDelta> = Vec::new();
             let mut hash = None;
-            for c in data
-                .chunks
-                .iter()
-                .filter(|c| c.may_contain(key, timestamp.0))
-            {
-                let mut groups: Vec<usize> = c.row_groups_admitting(key).collect();
-                if filtered(c) {
-                    if let Some(filter) = self.key_filter(c).await? {
-                        let h = *hash.get_or_insert_with(|| prefix_hash(key, key_count));
-                        groups.retain(|&g| filter.may_contain(g, key_count, h));
-                        if groups.is_empty() {
-                            statistics.chunks_skipped_by_key_filter += 1;
-                            continue;
-                        }
+            for (i, c) in data.chunks.iter().enumerate() {
+                if !c.may_contain(key, timestamp.0) {
+                    continue;
+                }
+                groups.clear();
+                groups.extend(c.row_groups_admitting(key));
+                if filters[i].is_none() {
+                    filters[i] = Some(match filtered(c) {
+                        true => self.key_filter(c).await?,
+                        false => None,
+                    });
+                }
+                if let Some(Some(filter)) = &filters[i] {
+                    let h = *hash.get_or_insert_with(|| prefix_hash(key, key_count));
+                    groups.retain(|&g| filter.may_contain(g, key_count, h));
+                    if groups.is_empty() {
+                        statistics.chunks_skipped_by_key_filter += 1;
+                        continue;
                     }
                 }
-                for g in groups {
+                for &g in &groups {
                     let run = self
                         .cache
                         .row_group(&self.objects, schema, c, g, None)
