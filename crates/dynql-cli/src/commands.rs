@@ -40,8 +40,8 @@ pub enum Command {
     /// Create a node: `create table PATH --attributes '{dynamic=%true; schema=[...]}'` (or
     /// `create --type table PATH …`).
     Create {
-        /// The node type (only `table`), then the path, e.g. //home/me/table; with --type,
-        /// the path alone.
+        /// The node type (`table`, `map_node`, `document`), then the path, e.g.
+        /// //home/me/table; with --type, the path alone.
         #[arg(num_args = 1..=2, value_names = ["TYPE", "PATH"], required = true)]
         type_and_path: Vec<String>,
         /// The node type, as an option (`--type table`).
@@ -50,12 +50,15 @@ pub enum Command {
         /// Attributes as a YSON or JSON map.
         #[arg(long)]
         attributes: Option<String>,
-        /// Accepted for `yt` compatibility: parent directories are implicit in dynql.
+        /// Create missing parent directories (without it the parent must exist).
         #[arg(long, short = 'r')]
         recursive: bool,
-        /// Do not fail when the table already exists.
+        /// Do not fail when a node of this type already exists.
         #[arg(long, short = 'i')]
         ignore_existing: bool,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
     },
     /// Insert (upsert) rows read from stdin.
     InsertRows {
@@ -156,12 +159,23 @@ pub enum Command {
     },
     /// Start a tablet transaction; prints its id.
     StartTx {
-        /// Milliseconds without a ping after which the transaction aborts.
+        /// Milliseconds without a ping after which the transaction aborts (a master one's
+        /// at most an hour).
         #[arg(long, default_value_t = dynql::DEFAULT_TRANSACTION_TIMEOUT_MS)]
         timeout: u64,
-        /// tablet (the default); master transactions are not supported by dynql.
-        #[arg(long = "type", value_parser = ["tablet", "master"], default_value = "tablet")]
+        /// master (the default, as in YT: Cypress nodes, locks) or tablet (rows of dynamic
+        /// tables).
+        #[arg(long = "type", value_parser = ["tablet", "master"], default_value = "master")]
         tx_type: String,
+        /// The parent master transaction (the new one is nested in it).
+        #[arg(long = "tx", alias = "parent-id")]
+        parent: Option<String>,
+        /// A description of the master transaction.
+        #[arg(long)]
+        title: Option<String>,
+        /// Attributes of the master transaction as a YSON map (`{title=...}`).
+        #[arg(long)]
+        attributes: Option<String>,
     },
     /// Extend a transaction's deadline.
     PingTx { id: String },
@@ -275,17 +289,25 @@ pub enum Command {
         tablet_index: usize,
         trimmed_row_count: u64,
     },
-    /// Set a writable attribute: `set //t/@min_data_versions 0` (retention settings,
-    /// commit_ordering, mount_config/max_ordered_tablet_data_weight, auto_partitioning_*,
-    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode).
+    /// Set a node's value (`set //home/me/config '{retries=3}'`, `set //home/me/doc/key 1`
+    /// inside a document) or an attribute: a table's writable one (`set //t/@min_data_versions
+    /// 0`: retention settings, commit_ordering, mount_config/*, auto_partitioning_*,
+    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode)
+    /// or a custom one on any node (`set //t/@owner alice`).
     Set {
         path: String,
         /// The value as YSON or JSON (`0`, `strong`, `"strong"`), else taken as a string
         /// (`Interval("P1D") ON created_at`); read from stdin when left out.
         value: Option<String>,
+        /// Create missing parent directories.
+        #[arg(long, short = 'r')]
+        recursive: bool,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
     },
     /// Print an attribute (`get //t/@pivot_keys`, `get //t/@` for all of them) or a node:
-    /// a table is `#`, a directory the map of its children.
+    /// a table is `#`, a directory the map of its children's values, a document its value.
     Get {
         path: String,
         #[arg(long, default_value = "yson")]
@@ -293,26 +315,94 @@ pub enum Command {
         /// With a node: the attributes to print with it; repeatable.
         #[arg(long = "attribute")]
         attributes: Vec<String>,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
     },
-    /// Copy a table to a new path (rows and history; chunks are shared).
-    Copy { source: String, destination: String },
-    /// Move (rename) a table.
-    Move { source: String, destination: String },
-    /// Remove a table, or an attribute of one (`remove //t/@ttl`).
-    Remove {
-        path: String,
-        /// Do not fail when the table does not exist.
-        #[arg(long, short = 'f')]
-        force: bool,
-        /// Accepted for `yt` compatibility with a table path; a directory (all its tables at
-        /// once) cannot be removed yet.
+    /// Copy a node with everything below it to a new path (a table's rows and history;
+    /// chunks are shared).
+    Copy {
+        source: String,
+        destination: String,
+        /// Create missing parent directories of the destination.
         #[arg(long, short = 'r')]
         recursive: bool,
+        /// Replace a node at the destination.
+        #[arg(long)]
+        force: bool,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
+    },
+    /// Move (rename) a node with everything below it.
+    Move {
+        source: String,
+        destination: String,
+        /// Create missing parent directories of the destination.
+        #[arg(long, short = 'r')]
+        recursive: bool,
+        /// Replace a node at the destination.
+        #[arg(long)]
+        force: bool,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
+    },
+    /// Remove a node (a directory with everything below it needs -r), a part of a document
+    /// (`remove //home/me/doc/key`), or an attribute (`remove //t/@ttl`).
+    Remove {
+        path: String,
+        /// Do not fail when the node does not exist.
+        #[arg(long, short = 'f')]
+        force: bool,
+        /// Remove a directory that is not empty, with everything below it.
+        #[arg(long, short = 'r')]
+        recursive: bool,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
     },
     /// Print `true` if the path exists, `false` otherwise.
-    Exists { path: String },
-    /// List the children of a directory path.
-    List { path: String },
+    Exists {
+        path: String,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
+    },
+    /// List the children of a directory (`list /` for the top).
+    List {
+        path: String,
+        /// The master transaction to work in.
+        #[arg(long)]
+        tx: Option<String>,
+    },
+    /// Take a lock on a node in a master transaction; prints the lock's id (`get
+    /// '#ID/@state'` says whether a waitable one is acquired yet).
+    Lock {
+        path: String,
+        /// The master transaction that takes the lock.
+        #[arg(long)]
+        tx: String,
+        /// snapshot, shared or exclusive.
+        #[arg(long, default_value = "exclusive")]
+        mode: String,
+        /// A shared lock on one child (by name) of a directory.
+        #[arg(long)]
+        child_key: Option<String>,
+        /// A shared lock on one attribute (by name).
+        #[arg(long)]
+        attribute_key: Option<String>,
+        /// Wait in the node's queue (state pending) instead of failing.
+        #[arg(long)]
+        waitable: bool,
+    },
+    /// Release a master transaction's explicit locks on a node (acquired or pending).
+    Unlock {
+        path: String,
+        /// The master transaction whose locks end.
+        #[arg(long)]
+        tx: String,
+    },
     /// Bulk-load Parquet, CSV or JSON-lines files into an existing table (sorted by key,
     /// duplicates folded: the last row of a key wins).
     Import(crate::io::ImportArgs),

@@ -66,8 +66,9 @@ pub async fn execute(
             type_and_path,
             type_option,
             attributes,
-            recursive: _,
+            recursive,
             ignore_existing,
+            tx,
         } => {
             let (node_type, path) = match (type_option, &type_and_path[..]) {
                 (Some(t), [path]) => (t, path.clone()),
@@ -75,21 +76,21 @@ pub async fn execute(
                 (Some(_), _) => bail!("create --type TYPE takes the path alone"),
                 (None, _) => bail!("create takes a node type and a path: create table PATH"),
             };
-            match node_type.as_str() {
-                "table" => {}
-                "map_node" => bail!(
-                    "Cannot create a map_node: directories are implicit in dynql (a table's path makes its parents); create the table itself"
-                ),
-                other => {
-                    bail!("Cannot create a node of type {other:?}: only \"table\" is supported")
-                }
+            let attributes = attributes
+                .map(|text| {
+                    dynql::parse_document(&text).context("--attributes must be a YSON or JSON map")
+                })
+                .transpose()?;
+            if node_type == "table" && attributes.is_none() {
+                bail!("--attributes with dynamic=%true and a schema is required");
             }
-            let attributes =
-                attributes.context("--attributes with dynamic=%true and a schema is required")?;
-            if ignore_existing && db.exists(&path).await? {
-                return Ok(());
-            }
-            db.create_table_from_text(&path, &attributes).await?;
+            let options = dynql::CreateOptions {
+                recursive,
+                ignore_existing,
+                transaction: tx,
+            };
+            db.create(&node_type, &path, attributes.as_ref(), options)
+                .await?;
         }
         Command::InsertRows {
             path,
@@ -129,19 +130,42 @@ pub async fn execute(
                 .lock_rows(&path, &keys, mode, locks)
                 .await?;
         }
-        Command::StartTx { timeout, tx_type } => {
-            if tx_type == "master" {
-                bail!("master transactions are not supported by dynql: it has tablet transactions only (start-tx, or start-tx --type tablet)");
-            }
-            let tx = db.start_transaction_with_timeout(timeout).await?;
-            writeln!(stdout, "{}", tx.id())?;
+        Command::StartTx {
+            timeout,
+            tx_type,
+            parent,
+            title,
+            attributes,
+        } => {
+            let id =
+                crate::tree::start_tx(db, timeout, &tx_type, parent, title, attributes).await?;
+            writeln!(stdout, "{id}")?;
         }
-        Command::PingTx { id } => db.transaction(&id).await?.ping().await?,
+        Command::PingTx { id } => db.ping_transaction(&id).await?,
         Command::CommitTx { id } => {
-            let ts = db.transaction(&id).await?.commit().await?;
-            writeln!(stdout, "{ts}")?;
+            // A tablet transaction prints its commit timestamp; a master one nothing.
+            if let Some(ts) = db.commit_transaction(&id).await? {
+                writeln!(stdout, "{ts}")?;
+            }
         }
-        Command::AbortTx { id } => db.transaction(&id).await?.abort().await?,
+        Command::AbortTx { id } => db.abort_transaction(&id).await?,
+        Command::Lock {
+            path,
+            tx,
+            mode,
+            child_key,
+            attribute_key,
+            waitable,
+        } => {
+            let options = dynql::LockOptions {
+                child_key,
+                attribute_key,
+                waitable,
+            };
+            let taken = db.lock(&path, &tx, &mode, options).await?;
+            writeln!(stdout, "{}", taken.lock_id)?;
+        }
+        Command::Unlock { path, tx } => db.unlock(&path, &tx).await?,
         Command::LookupRows {
             path,
             format,
@@ -385,7 +409,12 @@ pub async fn execute(
             tablet_index,
             trimmed_row_count,
         } => db.trim_rows(&path, tablet_index, trimmed_row_count).await?,
-        Command::Set { path, value } => {
+        Command::Set {
+            path,
+            value,
+            recursive,
+            tx,
+        } => {
             let value = match value {
                 Some(v) => v,
                 None => {
@@ -396,27 +425,26 @@ pub async fn execute(
                     text.trim().to_string()
                 }
             };
-            let Some((table, attribute)) = path.split_once("/@") else {
-                bail!("set supports attributes only: PATH/@NAME (got {path:?})");
-            };
             // YSON or JSON; text that is neither (a bare word such as strong, or an
             // expression such as Interval("P1D") ON at) is a string.
             let value = dynql::parse_document(&value)
                 .unwrap_or_else(|_| dynql::Yson::String(value.clone().into_bytes()));
-            db.set_attribute(table, attribute, &value).await?;
+            let tx = tx.as_deref();
+            match path.split_once("/@") {
+                Some((node, attribute)) => {
+                    db.set_attribute_in(node, attribute, Some(&value), tx)
+                        .await?
+                }
+                None => db.set_in(&path, &value, recursive, tx).await?,
+            }
         }
         Command::Get {
             path,
             format,
             attributes,
+            tx,
         } => {
-            let value = match path.split_once("/@") {
-                Some((table, attribute)) => {
-                    let name = (!attribute.is_empty()).then_some(attribute);
-                    db.get_attribute(table, name).await?
-                }
-                None => node(db, &path, &attributes).await?,
-            };
+            let value = crate::tree::get(db, &path, &attributes, tx.as_deref()).await?;
             match format.as_str() {
                 "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&value))?,
                 "json" => writeln!(stdout, "{}", value.to_json())?,
@@ -426,36 +454,51 @@ pub async fn execute(
         Command::Copy {
             source,
             destination,
-        } => db.copy(&source, &destination).await?,
+            recursive,
+            force,
+            tx,
+        } => {
+            let options = dynql::CopyOptions {
+                recursive,
+                force,
+                transaction: tx,
+            };
+            db.copy_node(&source, &destination, options).await?
+        }
         Command::Move {
             source,
             destination,
-        } => db.move_table(&source, &destination).await?,
+            recursive,
+            force,
+            tx,
+        } => {
+            let options = dynql::CopyOptions {
+                recursive,
+                force,
+                transaction: tx,
+            };
+            db.move_node(&source, &destination, options).await?
+        }
         Command::Remove {
             path,
             force,
-            recursive: _,
+            recursive,
+            tx,
         } => {
-            if let Some((table, attribute)) = path.split_once("/@") {
-                return Ok(db.remove_attribute(table, attribute).await?);
+            let tx = tx.as_deref();
+            if let Some((node, attribute)) = path.split_once("/@") {
+                return Ok(db.set_attribute_in(node, attribute, None, tx).await?);
             }
-            let exists = db.exists(&path).await?;
-            if force && !exists {
-                return Ok(());
-            }
-            if exists && db.store().table(&path).await.is_err() {
-                bail!("{path} is a directory: removing a directory (all its tables at once) is not supported by dynql yet; remove its tables one by one");
-            }
-            db.remove(&path).await?;
+            db.remove_node(&path, recursive, force, tx).await?;
         }
         Command::Sql(args) => crate::files::sql(db, args, stdout).await?,
         Command::Import(args) => crate::io::import(db, args).await?,
         Command::Export(args) => crate::io::export(db, args).await?,
-        Command::Exists { path } => {
-            writeln!(stdout, "{}", db.exists(&path).await?)?;
+        Command::Exists { path, tx } => {
+            writeln!(stdout, "{}", db.exists_in(&path, tx.as_deref()).await?)?;
         }
-        Command::List { path } => {
-            for name in db.list(&path).await? {
+        Command::List { path, tx } => {
+            for name in db.list_in(&path, tx.as_deref()).await? {
                 writeln!(stdout, "{name}")?;
             }
         }
@@ -556,40 +599,6 @@ pub async fn select_stream(
     };
     let stream = stream.map_err(|e| query_error(&query, e))?;
     Ok((query, stream))
-}
-
-/// A node as `yt get PATH` prints it: a table is an entity (`#`) carrying the attributes
-/// asked for, a directory the map of its children.
-async fn node(db: &Database, path: &str, attributes: &[String]) -> Result<Yson> {
-    if db.store().table(path).await.is_ok() {
-        let mut asked = Vec::with_capacity(attributes.len());
-        for name in attributes {
-            asked.push((
-                name.as_bytes().to_vec(),
-                db.get_attribute(path, Some(name)).await?,
-            ));
-        }
-        return Ok(match asked.is_empty() {
-            true => Yson::Entity,
-            false => Yson::Attributed {
-                attributes: asked,
-                value: Box::new(Yson::Entity),
-            },
-        });
-    }
-    if !db.exists(path).await? {
-        bail!("Node {path} does not exist");
-    }
-    if !attributes.is_empty() {
-        bail!("directories have no attributes in dynql: --attribute takes a table path");
-    }
-    let children = db.list(path).await?;
-    Ok(Yson::Map(
-        children
-            .into_iter()
-            .map(|name| (name.into_bytes(), Yson::Entity))
-            .collect(),
-    ))
 }
 
 /// Adds the query line that holds the error position, with a caret under it.

@@ -21,6 +21,7 @@ mod io;
 mod reference;
 mod shell;
 mod store;
+mod tree;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -50,6 +50,14 @@ pub struct TableOptions {
     pub in_memory_mode: Option<crate::in_memory::InMemoryMode>,
     /// `ttl`: `Interval("P1D") ON created_at` ([`crate::ttl`]).
     pub ttl: Option<String>,
+    /// Attributes dynql gives no meaning to, kept on the table (name to YSON text).
+    pub custom_attributes: BTreeMap<String, String>,
+    /// Create missing parent directories (`create -r`); without it the parent must exist.
+    pub recursive: bool,
+    /// A table already there is not an error (`create -i`).
+    pub ignore_existing: bool,
+    /// The master transaction to create it in (it appears to others at commit).
+    pub transaction: Option<String>,
 }
 
 /// What the catalog records of a table.
@@ -123,6 +131,9 @@ pub struct TableEntry {
     /// `ttl`: rows expire a time after the value of a column ([`crate::ttl`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<crate::ttl::ColumnTtl>,
+    /// Custom attributes (`set //t/@NAME`): name to YSON text.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom_attributes: BTreeMap<String, String>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -374,23 +385,6 @@ fn lookup_cache_rows_ratio(ratio: f64) -> Result<f64> {
     }
 }
 
-/// Checks that a table can be created at `path`: nothing is there, and no table is a parent.
-pub(crate) fn check_new_path(state: &State, path: &str) -> Result<()> {
-    if state.tables.contains_key(path) {
-        return Err(Error::AlreadyExists { path: path.into() });
-    }
-    if let Some(prefix) = state
-        .tables
-        .keys()
-        .find(|p| path.starts_with(&format!("{p}/")))
-    {
-        return Err(Error::Invalid(format!(
-            "Cannot create {path}: {prefix} is a table, not a directory"
-        )));
-    }
-    Ok(())
-}
-
 /// Characters with a meaning in YPath (attributes, ranges, column selectors, escapes): a
 /// table name holding one could be created but never addressed.
 const YPATH_SPECIAL: &[char] = &['@', '&', '*', '[', ']', '{', '}', '<', '>', '\\'];
@@ -561,60 +555,58 @@ impl Store {
             enable_key_filter_for_lookup: options.enable_key_filter_for_lookup.unwrap_or(false),
             in_memory_mode: options.in_memory_mode.unwrap_or_default(),
             ttl,
+            custom_attributes: options.custom_attributes.clone(),
         };
-        self.commit(|state| {
-            check_new_path(state, path)?;
-            Ok(vec![Action::CreateTable {
+        self.change_tree(options.transaction.as_deref(), |tree| {
+            let Some(mut actions) = crate::cypress::plan::new_path(
+                tree,
+                path,
+                "table",
+                options.recursive,
+                options.ignore_existing,
+            )?
+            else {
+                return Ok(vec![]);
+            };
+            actions.push(Action::CreateTable {
                 path: path.into(),
                 entry: entry.clone(),
-            }])
+            });
+            Ok(actions)
         })
         .await?;
         Ok(())
     }
 
     /// Removes a table.
-    pub async fn remove_table(&self, path: &str) -> Result<()> {
-        self.commit(|state| {
-            let (entry, _) = state
-                .tables
-                .get(path)
-                .ok_or_else(|| Error::NoSuchTable { path: path.into() })?;
-            Ok(vec![Action::RemoveTable {
-                path: path.into(),
-                table_id: entry.id.clone(),
-            }])
-        })
-        .await?;
-        Ok(())
-    }
-
-    /// Copies (`keep_source`) or moves a table to `destination` (a new path). A copy is a
-    /// new table with the source's rows and history as of the commit; it shares the source's
-    /// chunks, which are immutable.
     ///
     /// # Errors
-    /// No source table, an existing destination, or a destination under a table.
+    /// No table at `path`; a lock a master transaction holds on it.
+    pub async fn remove_table(&self, path: &str) -> Result<()> {
+        self.change_tree(None, |tree| match tree.node(path) {
+            Some(crate::cypress::NodeView::Table(_)) => {
+                crate::cypress::plan::remove(tree, path, false, false)
+            }
+            _ => Err(Error::NoSuchTable { path: path.into() }),
+        })
+        .await
+    }
+
+    /// Copies (`keep_source`) or moves a table (or any node, with everything below it) to
+    /// `destination`, whose parent must exist. A copied table is a new table with the
+    /// source's rows and history as of the commit; it shares the source's chunks, which are
+    /// immutable.
+    ///
+    /// # Errors
+    /// No source, an existing destination, or a destination whose parent is missing or not
+    /// a directory.
     pub async fn copy_table(
         &self,
         source: &str,
         destination: &str,
         keep_source: bool,
     ) -> Result<()> {
-        validate_path(destination)?;
-        let new_id = fresh_id();
-        self.commit(|state| {
-            let (entry, _) = state.table_data(source)?;
-            check_new_path(state, destination)?;
-            Ok(vec![Action::CopyTable {
-                source: source.into(),
-                table_id: entry.id.clone(),
-                destination: destination.into(),
-                new_id: new_id.clone(),
-                keep_source,
-            }])
-        })
-        .await?;
-        Ok(())
+        self.copy_node(source, destination, keep_source, false, false, None)
+            .await
     }
 }

@@ -17,7 +17,7 @@
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::chunk::{
     decode_chunk, decode_versions, key_from_text, key_text, new_chunk_path, write_versioned_chunk,
@@ -43,6 +43,15 @@ struct Manifest {
     last_timestamp: u64,
     committed_transactions: Vec<String>,
     tables: Vec<TableCheckpoint>,
+    /// The nodes of the tree that are not tables ([`crate::cypress`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    nodes: BTreeMap<String, crate::cypress::Node>,
+    /// Master transactions and node locks.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::cypress::transactions::Master::is_empty"
+    )]
+    master: crate::cypress::transactions::Master,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -192,6 +201,8 @@ async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Res
         seq: manifest.seq,
         last_timestamp: Timestamp(manifest.last_timestamp),
         tables: Default::default(),
+        nodes: manifest.nodes,
+        master: manifest.master,
         committed_transactions: manifest
             .committed_transactions
             .into_iter()
@@ -385,6 +396,8 @@ impl Store {
             last_timestamp: state.last_timestamp.0,
             committed_transactions: state.committed_transactions.iter().cloned().collect(),
             tables,
+            nodes: state.nodes.clone(),
+            master: state.master.clone(),
         };
         let body = serde_json::to_vec(&manifest).map_err(|e| Error::Invalid(e.to_string()))?;
         let bytes = crate::checksum::frame(&body);

@@ -250,7 +250,18 @@ pub(crate) fn check_conflicts(
             | Action::SetAttribute { .. }
             | Action::AlterTable { .. }
             | Action::ReshardQueues { .. }
-            | Action::TrimRows { .. } => {}
+            | Action::TrimRows { .. }
+            | Action::CreateNode { .. }
+            | Action::SetNode { .. }
+            | Action::RemoveNode { .. }
+            | Action::SetCustomAttribute { .. }
+            | Action::StartMasterTransaction { .. }
+            | Action::PingMasterTransaction { .. }
+            | Action::CommitMasterTransaction { .. }
+            | Action::AbortMasterTransaction { .. }
+            | Action::StageChanges { .. }
+            | Action::TakeLock { .. }
+            | Action::Unlock { .. } => {}
         }
     }
     Ok(Ok(()))

@@ -12,6 +12,12 @@ pub enum Error {
     /// No table at this path.
     #[error("Error resolving path {path}: no such table")]
     NoSuchTable { path: String },
+    /// A node lock cannot be taken (`lock`, or one a change implies).
+    #[error("{0}")]
+    LockConflict(String),
+    /// No node at this path (nor a value inside a document).
+    #[error("Error resolving path {path}: node does not exist")]
+    NoSuchNode { path: String },
     /// A node exists where a new one was to be created.
     #[error("Cannot create table {path}: node already exists")]
     AlreadyExists { path: String },

@@ -20,6 +20,7 @@ mod compact;
 pub mod compaction;
 pub mod compaction_policy;
 pub mod conflict;
+pub mod cypress;
 pub mod error;
 mod external_sort;
 pub mod files;

@@ -166,6 +166,64 @@ pub enum Action {
         tablet_count: usize,
         pivot_keys: Vec<crate::key_range::PivotKey>,
     },
+    /// A node that is not a table joins the tree ([`crate::cypress`]).
+    CreateNode {
+        path: String,
+        node: crate::cypress::Node,
+    },
+    /// A node's new value (a document's or a scalar's); its id stays.
+    SetNode {
+        path: String,
+        node: crate::cypress::Node,
+    },
+    /// A node that is not a table leaves the tree (what was below it left first).
+    RemoveNode {
+        path: String,
+        node_id: String,
+    },
+    /// A custom attribute of a node or a table (`node_id` is the table's id): its YSON text,
+    /// or `None` when removed.
+    SetCustomAttribute {
+        path: String,
+        node_id: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+    },
+    /// A master transaction starts ([`crate::cypress::transactions`]).
+    StartMasterTransaction {
+        transaction: crate::cypress::transactions::MasterTransaction,
+    },
+    /// A master transaction's deadline moves: `time` is the ping's (Unix milliseconds).
+    PingMasterTransaction {
+        id: String,
+        time: u64,
+    },
+    /// A master transaction commits: its changes merge into its parent's or the tree.
+    CommitMasterTransaction {
+        id: String,
+    },
+    /// A master transaction and its descendants end without effect (`expired`: nobody pinged
+    /// it in time).
+    AbortMasterTransaction {
+        id: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        expired: bool,
+    },
+    /// Node versions a master transaction changed: path to the entry, `None` removed.
+    StageChanges {
+        transaction_id: String,
+        changes: Vec<(String, Option<crate::cypress::transactions::Entry>)>,
+    },
+    /// A node lock, acquired or pending ([`crate::cypress::locks`]).
+    TakeLock {
+        lock: crate::cypress::locks::Lock,
+    },
+    /// `unlock`: a transaction's explicit locks on a node end.
+    Unlock {
+        transaction_id: String,
+        node_id: String,
+    },
     /// Row locks taken by `lock_rows`; they change no data but take part in conflict checks.
     LockRows {
         path: String,
@@ -261,6 +319,9 @@ pub struct DamagedRecord {
     pub header: Option<RecordHeader>,
 }
 
+/// What [`action_table`] names for the actions of master transactions.
+const TRANSACTIONS: &str = "//sys/transactions";
+
 /// The table (path, id) an action changes first (a copy: its source).
 pub fn action_table(action: &Action) -> (&str, &str) {
     match action {
@@ -281,6 +342,21 @@ pub fn action_table(action: &Action) -> (&str, &str) {
         | Action::SetTabletState { path, table_id, .. }
         | Action::Reshard { path, table_id, .. }
         | Action::LockRows { path, table_id, .. } => (path, table_id),
+        Action::CreateNode { path, node } | Action::SetNode { path, node } => (path, &node.id),
+        Action::RemoveNode { path, node_id } | Action::SetCustomAttribute { path, node_id, .. } => {
+            (path, node_id)
+        }
+        Action::StartMasterTransaction { transaction } => (TRANSACTIONS, &transaction.id),
+        Action::PingMasterTransaction { id, .. }
+        | Action::CommitMasterTransaction { id }
+        | Action::AbortMasterTransaction { id, .. }
+        | Action::StageChanges {
+            transaction_id: id, ..
+        }
+        | Action::Unlock {
+            transaction_id: id, ..
+        } => (TRANSACTIONS, id),
+        Action::TakeLock { lock } => (TRANSACTIONS, &lock.transaction_id),
     }
 }
 

@@ -142,7 +142,7 @@ fn bulk_chunk(chunk: &crate::chunk::ChunkRef, timestamp: u64) -> crate::chunk::C
 }
 
 /// What an action does, for error messages: its name and table.
-fn action_summary(action: &Action) -> String {
+pub(crate) fn action_summary(action: &Action) -> String {
     let (name, path) = match action {
         Action::CreateTable { path, .. } => ("create_table", path),
         Action::RemoveTable { path, .. } => ("remove_table", path),
@@ -159,6 +159,17 @@ fn action_summary(action: &Action) -> String {
         Action::SetTabletState { path, .. } => ("set_tablet_state", path),
         Action::Reshard { path, .. } => ("reshard", path),
         Action::LockRows { path, .. } => ("lock_rows", path),
+        Action::CreateNode { path, .. } => ("create_node", path),
+        Action::SetNode { path, .. } => ("set_node", path),
+        Action::RemoveNode { path, .. } => ("remove_node", path),
+        Action::SetCustomAttribute { path, .. } => ("set_custom_attribute", path),
+        Action::StartMasterTransaction { transaction } => ("start_tx", &transaction.id),
+        Action::PingMasterTransaction { id, .. } => ("ping_tx", id),
+        Action::CommitMasterTransaction { id } => ("commit_tx", id),
+        Action::AbortMasterTransaction { id, .. } => ("abort_tx", id),
+        Action::StageChanges { transaction_id, .. } => ("stage_changes", transaction_id),
+        Action::TakeLock { lock } => ("lock", &lock.path),
+        Action::Unlock { transaction_id, .. } => ("unlock", transaction_id),
     };
     format!("{name} {path}")
 }
@@ -178,6 +189,23 @@ fn target<'a>(
     }
 }
 
+/// The node at `path` with id `id` to change; a builtin one joins `state.nodes` first.
+fn node_mut<'a>(
+    state: &'a mut State,
+    path: &str,
+    id: &str,
+) -> std::result::Result<&'a mut crate::cypress::Node, String> {
+    if !state.nodes.contains_key(path) {
+        if let Some(b) = crate::cypress::builtin(path) {
+            state.nodes.insert(path.to_string(), b.clone());
+        }
+    }
+    match state.nodes.get_mut(path) {
+        Some(n) if n.id == id => Ok(n),
+        _ => Err(format!("there is no node {path} (id {id})")),
+    }
+}
+
 /// Applies one action; `Err` says why it does not apply.
 fn apply_action(
     state: &mut State,
@@ -188,18 +216,63 @@ fn apply_action(
 ) -> std::result::Result<(), String> {
     let ts = Timestamp(record.timestamp);
     match action {
-        Action::CreateTable { path, entry } => {
-            if state.tables.contains_key(path) {
+        Action::CreateNode { path, node } => {
+            if state.tables.contains_key(path) || state.nodes.contains_key(path) {
                 return Err(format!("{path} already exists"));
             }
-            let data = TableData {
-                queues: if entry.schema.is_sorted() {
-                    vec![]
-                } else {
-                    crate::queue::new_queues(entry)
-                },
-                ..TableData::default()
+            state.nodes.insert(path.clone(), node.clone());
+        }
+        Action::SetNode { path, node } => {
+            *node_mut(state, path, &node.id)? = node.clone();
+        }
+        Action::StartMasterTransaction { transaction } => {
+            crate::cypress::transactions::start(state, transaction)?
+        }
+        Action::PingMasterTransaction { id, time } => {
+            crate::cypress::transactions::ping(state, id, *time)?
+        }
+        Action::CommitMasterTransaction { id } => crate::cypress::transactions::commit(state, id)?,
+        Action::AbortMasterTransaction { id, .. } => {
+            crate::cypress::transactions::abort(state, id)?
+        }
+        Action::StageChanges {
+            transaction_id,
+            changes,
+        } => crate::cypress::transactions::stage(state, transaction_id, changes)?,
+        Action::TakeLock { lock } => crate::cypress::locks::take(state, lock)?,
+        Action::Unlock {
+            transaction_id,
+            node_id,
+        } => crate::cypress::locks::unlock(state, transaction_id, node_id)?,
+        Action::RemoveNode { path, node_id } => match state.nodes.get(path) {
+            Some(n) if n.id == *node_id => {
+                state.nodes.remove(path);
+            }
+            _ => return Err(format!("there is no node {path} (id {node_id})")),
+        },
+        Action::SetCustomAttribute {
+            path,
+            node_id,
+            name,
+            value,
+        } => {
+            let is_node = state.nodes.get(path).is_some_and(|n| n.id == *node_id)
+                || crate::cypress::builtin(path).is_some_and(|n| n.id == *node_id);
+            let attributes = if is_node {
+                &mut node_mut(state, path, node_id)?.attributes
+            } else {
+                &mut target(state, path, node_id)?.0.custom_attributes
             };
+            match value {
+                Some(v) => attributes.insert(name.clone(), v.clone()),
+                None => attributes.remove(name),
+            };
+        }
+        Action::CreateTable { path, entry } => {
+            if state.tables.contains_key(path) || state.nodes.contains_key(path) {
+                return Err(format!("{path} already exists"));
+            }
+            let data = TableData::empty_for(entry);
             state.tables.insert(path.clone(), (entry.clone(), data));
         }
         Action::CopyTable {
@@ -210,7 +283,7 @@ fn apply_action(
             keep_source,
         } => {
             let (entry, data) = target(state, source, table_id)?.clone();
-            if state.tables.contains_key(destination) {
+            if state.tables.contains_key(destination) || state.nodes.contains_key(destination) {
                 return Err(format!("{destination} already exists"));
             }
             let entry = if *keep_source {

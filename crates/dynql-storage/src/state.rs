@@ -36,6 +36,18 @@ pub(crate) struct TableData {
 }
 
 impl TableData {
+    /// The data of a new table: nothing, and the empty tablets of an ordered one.
+    pub(crate) fn empty_for(entry: &TableEntry) -> TableData {
+        TableData {
+            queues: if entry.schema.is_sorted() {
+                vec![]
+            } else {
+                crate::queue::new_queues(entry)
+            },
+            ..TableData::default()
+        }
+    }
+
     /// Adds one version of a sorted table to its key's history.
     pub(crate) fn push_version(&mut self, key_count: usize, delta: RowDelta) {
         let key = delta.values[..key_count]
@@ -171,6 +183,10 @@ pub(crate) struct State {
     pub(crate) seq: u64,
     pub(crate) last_timestamp: Timestamp,
     pub(crate) tables: Tables,
+    /// The nodes of the tree that are not tables, by path ([`crate::cypress`]).
+    pub(crate) nodes: BTreeMap<String, crate::cypress::Node>,
+    /// Master transactions and node locks ([`crate::cypress::transactions`]).
+    pub(crate) master: crate::cypress::transactions::Master,
     pub(crate) committed_transactions: HashSet<String>,
     /// Damage found while replaying that no current table carries (an action for a table
     /// that is not there): reported by [`Store::check`], harmless to the tables there are.

@@ -320,8 +320,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let store = Store::open(&url).unwrap();
+        let recursive = TableOptions {
+            recursive: true,
+            ..TableOptions::default()
+        };
         store
-            .create_table("//a/t", schema(), TableOptions::default())
+            .create_table("//a/t", schema(), recursive)
             .await
             .unwrap();
         store

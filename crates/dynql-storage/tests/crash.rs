@@ -1,5 +1,5 @@
 //! Crash tests: a fault-injecting object store fails (or cuts off after doing) every mutating
-//! call in turn during a workload of commits and a transaction; the store is then reopened on
+//! call in turn during a workload of commits, a tablet transaction and master transactions; the store is then reopened on
 //! the surviving objects and must hold exactly the acknowledged commits (plus, when the fault
 //! cut the acknowledgement off, possibly the one in flight) — never a partial commit.
 
@@ -152,7 +152,13 @@ fn key(k: i64) -> Vec<Option<Value>> {
     vec![Some(Value::Int64(k)), None]
 }
 
-type Model = Option<BTreeMap<i64, i64>>;
+/// The table's rows (`None`: no table yet) and the nodes master transactions committed
+/// under `//tmp`.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Model {
+    rows: Option<BTreeMap<i64, i64>>,
+    nodes: BTreeMap<String, i64>,
+}
 
 /// One step: what it does to the store, and to the model.
 enum Step {
@@ -169,20 +175,27 @@ enum Step {
     /// Tablet state changes: no effect on the rows.
     Freeze,
     Unfreeze,
+    /// A master transaction with a nested one: nodes set in both and a lock, committed.
+    Master(Vec<(&'static str, i64)>),
 }
 
 fn apply_model(model: &mut Model, step: &Step) {
     match step {
-        Step::Create => *model = Some(BTreeMap::new()),
+        Step::Create => model.rows = Some(BTreeMap::new()),
+        Step::Master(nodes) => {
+            for (name, v) in nodes {
+                model.nodes.insert(name.to_string(), *v);
+            }
+        }
         Step::Write(rows) | Step::Transaction(rows) | Step::Bulk(rows) => {
-            let m = model.get_or_insert_with(BTreeMap::new);
+            let m = model.rows.get_or_insert_with(BTreeMap::new);
             for (k, v) in rows {
                 m.insert(*k, *v);
             }
         }
         Step::Checkpoint | Step::Flush | Step::Compact | Step::Freeze | Step::Unfreeze => {}
         Step::Delete(keys) => {
-            if let Some(m) = model {
+            if let Some(m) = &mut model.rows {
                 for k in keys {
                     m.remove(k);
                 }
@@ -255,6 +268,42 @@ async fn run_step(store: &Store, step: &Step) -> dynql_storage::Result<()> {
             store.commit_bulk_write(bulk).await?;
             Ok(())
         }
+        Step::Master(nodes) => {
+            let top = store.start_master_transaction(None, 600_000, None).await?;
+            let nested = store
+                .start_master_transaction(Some(&top.id), 600_000, None)
+                .await?;
+            let (first, rest) = nodes.split_first().expect("nodes");
+            let value = |v: i64| dynql_core::Yson::Int64(v);
+            store
+                .set_node(
+                    &format!("//tmp/{}", first.0),
+                    &value(first.1),
+                    false,
+                    Some(&top.id),
+                )
+                .await?;
+            store
+                .lock_node(
+                    "//tmp",
+                    &nested.id,
+                    dynql_storage::cypress::locks::LockMode::Shared,
+                    Default::default(),
+                )
+                .await?;
+            for (name, v) in rest {
+                store
+                    .set_node(
+                        &format!("//tmp/{name}"),
+                        &value(*v),
+                        false,
+                        Some(&nested.id),
+                    )
+                    .await?;
+            }
+            store.commit_master_transaction(&nested.id).await?;
+            store.commit_master_transaction(&top.id).await
+        }
         Step::Checkpoint => store.checkpoint().await.map(|_| ()),
         Step::Flush => store.flush_table("//t").await.map(|_| ()),
         Step::Compact => store.compact("//t").await.map(|_| ()),
@@ -294,6 +343,7 @@ fn workload() -> Vec<Step> {
         Step::Transaction(vec![(4, 40), (3, 31)]),
         Step::Checkpoint,
         Step::Write(vec![(5, 50)]),
+        Step::Master(vec![("a", 1), ("b", 2)]),
         Step::Flush,
         // Small flushes pile up in the first tablet until the compaction policy merges them
         // (a minor compaction after the commit of one of them).
@@ -308,13 +358,21 @@ fn workload() -> Vec<Step> {
         Step::Compact,
         Step::Unfreeze,
         Step::Delete(vec![6]),
+        Step::Master(vec![("a", 3), ("c", 4)]),
         Step::Checkpoint,
     ]
 }
 
 async fn observed(objects: Arc<dyn ObjectStore>) -> Model {
     let store = Store::from_object_store(objects, "memory://reopened");
-    match store.read_rows("//t", Timestamp::MAX).await {
+    let mut nodes = BTreeMap::new();
+    for name in store.list_node("//tmp", None).await.expect("reopen") {
+        match store.get_node(&format!("//tmp/{name}"), None).await {
+            Ok(dynql_core::Yson::Int64(v)) => nodes.insert(name, v),
+            other => panic!("unexpected node //tmp/{name}: {other:?}"),
+        };
+    }
+    let rows = match store.read_rows("//t", Timestamp::MAX).await {
         Ok(rows) => Some(
             rows.into_iter()
                 .map(|r| match (&r[0], &r[1]) {
@@ -325,7 +383,8 @@ async fn observed(objects: Arc<dyn ObjectStore>) -> Model {
         ),
         Err(dynql_storage::Error::NoSuchTable { .. }) => None,
         Err(e) => panic!("reopen failed: {e}"),
-    }
+    };
+    Model { rows, nodes }
 }
 
 /// After a crash, the store's own maintenance leaves no garbage: a reopened store (no grace
@@ -399,7 +458,7 @@ async fn every_fault_point_keeps_exactly_the_acknowledged_commits() {
                 fault,
             });
             let store = Store::from_object_store(faulty.clone(), "memory://faulty");
-            let mut acked: Model = None;
+            let mut acked = Model::default();
             let mut in_flight = None;
             for (i, step) in steps.iter().enumerate() {
                 match run_step(&store, step).await {

@@ -38,6 +38,15 @@ pub const ATTRIBUTES: &[&str] = &[
     "ttl",
 ];
 
+/// A custom attribute of a table (`name` may reach inside its value: `a/b`).
+pub(crate) fn custom_attribute(entry: &dynql_storage::TableEntry, name: &str) -> Option<Yson> {
+    let mut parts = name.split('/');
+    let text = entry.custom_attributes.get(parts.next()?)?;
+    let keys: Vec<&str> = parts.collect();
+    let value = dynql_storage::cypress::parse_value(text);
+    dynql_storage::cypress::plan::inside(&value, &keys).cloned()
+}
+
 fn unwrap(v: &Yson) -> &Yson {
     match v {
         Yson::Attributed { value, .. } => value,
@@ -119,7 +128,54 @@ impl Database {
     /// No such table; an unknown attribute (the error lists the known ones); `pivot_keys` of
     /// an ordered table.
     pub async fn get_attribute(&self, path: &str, name: Option<&str>) -> Result<Yson> {
-        let entry = self.store().table(path).await?;
+        self.get_attribute_in(path, name, None).await
+    }
+
+    /// [`Database::get_attribute`] as master transaction `tx` sees the tree: custom
+    /// attributes are the transaction's versions; a table's other attributes are the
+    /// committed ones.
+    pub async fn get_attribute_in(
+        &self,
+        path: &str,
+        name: Option<&str>,
+        tx: Option<&str>,
+    ) -> Result<Yson> {
+        if let Some(id) = tx {
+            self.master_transaction_id(id).await?;
+        }
+        let entry = match self.store().node_in(path, tx).await? {
+            // A transaction's version of a committed table differs in custom attributes
+            // only: the rest is the committed entry.
+            Some(dynql_storage::cypress::NodeInfo::Table(staged)) => {
+                match self.store().table(path).await {
+                    Ok(mut committed) if tx.is_some() && committed.id == staged.id => {
+                        committed.custom_attributes = staged.custom_attributes;
+                        committed
+                    }
+                    _ => staged,
+                }
+            }
+            Some(node) => {
+                let children = match node.type_name() {
+                    "map_node" => self.list_in(path, tx).await?.len(),
+                    _ => 0,
+                };
+                return Database::node_attribute(path, &node, name, children);
+            }
+            None => {
+                return Err(dynql_storage::Error::NoSuchNode { path: path.into() }.into());
+            }
+        };
+        self.table_attribute(path, &entry, name).await
+    }
+
+    /// An attribute of the table `entry` at `path`.
+    async fn table_attribute(
+        &self,
+        path: &str,
+        entry: &dynql_storage::TableEntry,
+        name: Option<&str>,
+    ) -> Result<Yson> {
         let Some(name) = name else {
             let mut all = Vec::new();
             for &a in ATTRIBUTES {
@@ -128,11 +184,20 @@ impl Database {
                 }
                 all.push((
                     a.as_bytes().to_vec(),
-                    Box::pin(self.get_attribute(path, Some(a))).await?,
+                    Box::pin(self.table_attribute(path, entry, Some(a))).await?,
+                ));
+            }
+            for (k, v) in &entry.custom_attributes {
+                all.push((
+                    k.as_bytes().to_vec(),
+                    dynql_storage::cypress::parse_value(v),
                 ));
             }
             return Ok(Yson::Map(all));
         };
+        if let Some(value) = custom_attribute(entry, name) {
+            return Ok(value);
+        }
         let uint = |v: u64| Yson::Uint64(v);
         Ok(match name {
             "id" => text(&entry.id),
@@ -270,6 +335,36 @@ impl Database {
     /// `mount_config/max_ordered_tablet_data_weight`,
     /// `mount_config/enable_compaction_and_partitioning`. The value is a YSON or JSON scalar.
     pub async fn set_attribute(&self, path: &str, name: &str, value: &Yson) -> Result<()> {
+        self.set_attribute_in(path, name, Some(value), None).await
+    }
+
+    /// Sets (`Some`) or removes (`None`) an attribute in master transaction `tx` or outside:
+    /// a custom one on any node, or a table's writable one (outside transactions only).
+    pub async fn set_attribute_in(
+        &self,
+        path: &str,
+        name: &str,
+        value: Option<&Yson>,
+        tx: Option<&str>,
+    ) -> Result<()> {
+        if let Some(id) = tx {
+            self.master_transaction_id(id).await?;
+        }
+        if !self.is_table_attribute(path, name, tx).await? {
+            return Ok(self
+                .store()
+                .set_custom_attribute(path, name, value, tx)
+                .await?);
+        }
+        if tx.is_some() {
+            return Err(Error::Invalid(format!(
+                "Attribute {name:?} of table {path} is set outside master transactions in dynql (custom attributes can be set inside)"
+            )));
+        }
+        let Some(value) = value else {
+            let value = dynql_storage::AttributeValue::Removed;
+            return Ok(self.store().set_attribute(path, name, value).await?);
+        };
         let value = attribute_value(name, value)?;
         Ok(self.store().set_attribute(path, name, value).await?)
     }
@@ -289,8 +384,23 @@ impl Database {
     /// # });
     /// ```
     pub async fn remove_attribute(&self, path: &str, name: &str) -> Result<()> {
-        let value = dynql_storage::AttributeValue::Removed;
-        Ok(self.store().set_attribute(path, name, value).await?)
+        self.set_attribute_in(path, name, None, None).await
+    }
+
+    /// Whether `name` is an attribute of the table at `path` that dynql gives a meaning to
+    /// (not a custom one); false when `path` is not a table.
+    async fn is_table_attribute(&self, path: &str, name: &str, tx: Option<&str>) -> Result<bool> {
+        if !matches!(
+            self.store().node_in(path, tx).await?,
+            Some(dynql_storage::cypress::NodeInfo::Table(_))
+        ) {
+            return Ok(false);
+        }
+        let first = name.split('/').next().unwrap_or_default();
+        Ok(dynql_storage::WRITABLE_ATTRIBUTES.contains(&name)
+            || ATTRIBUTES.contains(&first)
+            || dynql_storage::partitioning::ATTRIBUTES.contains(&name)
+            || dynql_storage::cypress::SYSTEM_ATTRIBUTES.contains(&first))
     }
 
     /// Reshards an unmounted sorted table: explicit pivot keys, or a tablet count (`uniform`

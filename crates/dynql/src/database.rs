@@ -1,7 +1,5 @@
 //! [`Database`]: the embedded engine — create tables, write rows, run YT QL.
 
-use std::collections::BTreeSet;
-
 use arrow::record_batch::RecordBatch;
 
 use dynql_core::row::row_from_yson;
@@ -560,19 +558,22 @@ impl Database {
         Ok(self.store.set_tablet_state(path, command).await?)
     }
 
-    /// Copies a table to a new path (`yt copy`): the copy has the source's rows and history.
+    /// Copies a table (or a directory with everything below it) to a new path (`yt copy`):
+    /// a copied table has the source's rows and history.
     pub async fn copy(&self, source: &str, destination: &str) -> Result<()> {
-        Ok(self.store.copy_table(source, destination, true).await?)
+        self.copy_node(source, destination, crate::CopyOptions::default())
+            .await
     }
 
-    /// Moves a table to a new path (`yt move`).
+    /// Moves a table (or a directory with everything below it) to a new path (`yt move`).
     pub async fn move_table(&self, source: &str, destination: &str) -> Result<()> {
-        Ok(self.store.copy_table(source, destination, false).await?)
+        self.move_node(source, destination, crate::CopyOptions::default())
+            .await
     }
 
-    /// Removes a table.
+    /// Removes a table (or an empty directory, a document); see [`Database::remove_node`].
     pub async fn remove(&self, path: &str) -> Result<()> {
-        Ok(self.store.remove_table(path).await?)
+        self.remove_node(path, false, false, None).await
     }
 
     /// Verifies every file the store references and reports what is damaged and which
@@ -581,42 +582,14 @@ impl Database {
         Ok(self.store.check().await?)
     }
 
-    /// Whether a table or a directory holding tables exists at `path`.
+    /// Whether a node (or a value inside a document) exists at `path` (`yt exists`).
     pub async fn exists(&self, path: &str) -> Result<bool> {
-        let tables = self.store.tables().await?;
-        let dir = format!("{}/", path.trim_end_matches('/'));
-        Ok(path == "/"
-            || path == "//"
-            || tables.contains_key(path)
-            || tables.keys().any(|p| p.starts_with(&dir)))
+        self.exists_in(path, None).await
     }
 
-    /// Names of the children of a directory path (tables and implicit directories).
+    /// Names of the children of a directory (`yt list`), sorted.
     pub async fn list(&self, path: &str) -> Result<Vec<String>> {
-        let tables = self.store.tables().await?;
-        if tables.contains_key(path) {
-            return Err(Error::Invalid(format!(
-                "{path} is a table, not a directory"
-            )));
-        }
-        let dir = if path == "/" || path == "//" {
-            "//".to_string()
-        } else {
-            format!("{}/", path.trim_end_matches('/'))
-        };
-        let children: BTreeSet<String> = tables
-            .keys()
-            .filter_map(|p| p.strip_prefix(&dir))
-            .filter_map(|rest| rest.split('/').next())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        if children.is_empty() && dir != "//" {
-            return Err(Error::Storage(dynql_storage::Error::NoSuchTable {
-                path: path.into(),
-            }));
-        }
-        Ok(children.into_iter().collect())
+        self.list_in(path, None).await
     }
 }
 
@@ -642,6 +615,11 @@ impl Database {
 
     /// Attaches to a live transaction started elsewhere (another process).
     pub async fn transaction(&self, id: &str) -> Result<Transaction> {
+        if self.store.is_master_transaction(id).await? {
+            return Err(Error::Invalid(format!(
+                "{id} is not a valid tablet transaction id: it is a master transaction; rows of dynamic tables are written in tablet transactions (start-tx --type tablet)"
+            )));
+        }
         let info = self.store.transaction(id).await?;
         Ok(Transaction::new(
             self.clone(),

@@ -107,9 +107,11 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         S::Conflict { .. }
         | S::NoSuchTransaction { .. }
         | S::TransactionSealed { .. }
+        | S::LockConflict(_)
         | S::CompactedSinceStart { .. } => ErrorKind::Conflict,
         S::InvalidUrl { .. }
         | S::NoSuchTable { .. }
+        | S::NoSuchNode { .. }
         | S::AlreadyExists { .. }
         | S::Invalid(_)
         | S::Core(_) => ErrorKind::InvalidInput,

@@ -6,25 +6,30 @@
 //! Parquet are in [`io`].
 
 mod attributes;
+mod cypress;
 mod database;
 mod error;
 mod insert_columns;
 pub mod io;
+mod master;
 mod results;
 mod sql;
 mod table_attributes;
 mod transaction;
 
 pub use attributes::ATTRIBUTES;
+pub use cypress::{CopyOptions, CreateOptions, NODE_TYPES};
 pub use database::{Database, LookupOptions, WriteOptions, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::json_rows;
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Explanation, FileTables, SelectOptions, Statistics};
+pub use dynql_storage::cypress::{LockOptions, TakenLock};
 pub use dynql_storage::{
     CheckReport, Damage, LockMode, LookupStatistics, Reshard, TabletCommand, TabletState, Timestamp,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
 pub use sql::{SqlOptions, SqlOutcome, SqlSession};
 pub use table_attributes::{parse_document, parse_pivot_keys};

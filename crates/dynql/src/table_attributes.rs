@@ -42,14 +42,22 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                 dynamic = match unwrap_attributes(v) {
                     Yson::Boolean(b) => *b,
                     Yson::String(s) if s == b"true" || s == b"false" => s == b"true",
-                    _ => return Err(Error::Invalid("Attribute \"dynamic\" must be a boolean".into())),
+                    _ => {
+                        return Err(Error::Invalid(
+                            "Attribute \"dynamic\" must be a boolean".into(),
+                        ))
+                    }
                 }
             }
             "tablet_count" => {
                 options.tablet_count = Some(match unwrap_attributes(v) {
                     Yson::Int64(n) if *n > 0 => *n as usize,
                     Yson::Uint64(n) if *n > 0 => *n as usize,
-                    _ => return Err(Error::Invalid("Attribute \"tablet_count\" must be a positive integer".into())),
+                    _ => {
+                        return Err(Error::Invalid(
+                            "Attribute \"tablet_count\" must be a positive integer".into(),
+                        ))
+                    }
                 })
             }
             "pivot_keys" => options.pivot_keys = Some(parse_pivot_keys(v)?),
@@ -85,27 +93,24 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                         Some(non_negative("max_ordered_tablet_data_weight", w)?);
                 }
                 if let Some(r) = config.get("lookup_cache_rows_ratio") {
-                    options.lookup_cache_rows_ratio = Some(match unwrap_attributes(r) {
-                        Yson::Double(f) => *f,
-                        Yson::Int64(n) => *n as f64,
-                        Yson::Uint64(n) => *n as f64,
-                        _ => {
-                            return Err(Error::Invalid(
+                    options.lookup_cache_rows_ratio =
+                        Some(match unwrap_attributes(r) {
+                            Yson::Double(f) => *f,
+                            Yson::Int64(n) => *n as f64,
+                            Yson::Uint64(n) => *n as f64,
+                            _ => return Err(Error::Invalid(
                                 "mount_config/lookup_cache_rows_ratio must be a number from 0 to 1"
                                     .into(),
-                            ))
-                        }
-                    });
+                            )),
+                        });
                 }
                 if let Some(b) = config.get("enable_lookup_cache_by_default") {
                     match unwrap_attributes(b) {
                         Yson::Boolean(b) => options.enable_lookup_cache_by_default = Some(*b),
-                        _ => {
-                            return Err(Error::Invalid(
-                                "mount_config/enable_lookup_cache_by_default must be %true or %false"
-                                    .into(),
-                            ))
-                        }
+                        _ => return Err(Error::Invalid(
+                            "mount_config/enable_lookup_cache_by_default must be %true or %false"
+                                .into(),
+                        )),
                     }
                 }
                 if let Some(b) = config.get("enable_key_filter_for_lookup") {
@@ -139,7 +144,8 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             "trimmed_row_counts" => {
                 let Yson::List(items) = unwrap_attributes(v) else {
                     return Err(Error::Invalid(
-                        "Attribute \"trimmed_row_counts\" must be a list of non-negative integers".into(),
+                        "Attribute \"trimmed_row_counts\" must be a list of non-negative integers"
+                            .into(),
                     ));
                 };
                 options.trimmed_row_counts = Some(
@@ -160,8 +166,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                 Yson::String(t) => options.ttl = Some(String::from_utf8_lossy(t).into_owned()),
                 _ => {
                     return Err(Error::Invalid(
-                        "Attribute \"ttl\" must be a string: Interval(\"P1D\") ON <column>"
-                            .into(),
+                        "Attribute \"ttl\" must be a string: Interval(\"P1D\") ON <column>".into(),
                     ))
                 }
             },
@@ -170,10 +175,20 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                 options.auto_partitioning.set(name, &value)?;
             }
             other if IGNORED_ATTRIBUTES.contains(&other) => {}
-            other => {
+            // System attributes that are read, not given.
+            other
+                if crate::ATTRIBUTES.contains(&other)
+                    || dynql_storage::cypress::SYSTEM_ATTRIBUTES.contains(&other) =>
+            {
                 return Err(Error::Invalid(format!(
-                    "Attribute {other:?} is not supported by dynql (supported: dynamic, schema, tablet_count, pivot_keys, trimmed_row_counts, commit_ordering, mount_config, chunk_writer, in_memory_mode, min_data_versions, max_data_versions, min_data_ttl, max_data_ttl, ttl, auto_compaction_period, auto_partitioning_by_size, auto_partitioning_partition_size_mb, auto_partitioning_min_partitions_count, auto_partitioning_max_partitions_count)"
+                    "Builtin attribute {other:?} cannot be set when a table is created"
                 )))
+            }
+            // Anything else is a custom attribute, kept on the table as YT keeps it.
+            other => {
+                options
+                    .custom_attributes
+                    .insert(other.to_string(), dynql_core::yson::to_text(v));
             }
         }
     }

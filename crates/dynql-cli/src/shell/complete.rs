@@ -76,7 +76,7 @@ pub struct Catalog {
 
 impl Catalog {
     /// Walks the store from `//` with [`Database::list`]; a child with a schema is a table,
-    /// any other child a directory. Errors leave parts out: completion is a convenience.
+    /// a `map_node` a directory to walk. Errors leave parts out: completion is a convenience.
     pub async fn load(db: &Database) -> Catalog {
         let mut tables = Vec::new();
         let mut dirs = vec!["//".to_string()];
@@ -106,7 +106,13 @@ impl Catalog {
                             .unwrap_or_default();
                         tables.push((path, columns));
                     }
-                    Err(_) => dirs.push(path),
+                    // Directories are walked; documents and other values are not.
+                    Err(_) => {
+                        let kind = db.get_attribute(&path, Some("type")).await;
+                        if kind.is_ok_and(|t| t.as_str() == Some("map_node")) {
+                            dirs.push(path)
+                        }
+                    }
                 }
             }
         }

@@ -517,8 +517,8 @@ fn yt_spellings_work_as_typed() {
         ],
         None,
     );
-    let err = s.fails(&["create", "map_node", "//home/dir"], None);
-    assert!(err.contains("directories are implicit"), "{err}");
+    s.ok(&["create", "map_node", "//home/dir"], None);
+    s.ok(&["create", "map_node", "//home/dir", "-i"], None);
     // insert-rows: --atomicity, --no-update after --update (the last wins), --aggregate.
     s.ok(
         &[
@@ -555,14 +555,20 @@ fn yt_spellings_work_as_typed() {
         &["delete-rows", "//home/t", "--atomicity", "full"],
         Some("{k=2}"),
     );
-    // Transactions: tablet ones only.
-    assert!(!s
+    // Transactions: master by default (as in YT), tablet ones for rows.
+    let master = s.ok(&["start-tx"], None).trim().to_string();
+    let err = s.fails(&["insert-rows", "//home/t", "--tx", &master], Some("{k=3}"));
+    assert!(
+        err.contains("is not a valid tablet transaction id"),
+        "{err}"
+    );
+    let tablet = s
         .ok(&["start-tx", "--type", "tablet"], None)
         .trim()
-        .is_empty());
-    let err = s.fails(&["start-tx", "--type", "master"], None);
+        .to_string();
+    let err = s.fails(&["create", "map_node", "//tmp/x", "--tx", &tablet], None);
     assert!(
-        err.contains("master transactions are not supported"),
+        err.contains("is not a valid master transaction id"),
         "{err}"
     );
     // get: a node, with attributes, and a directory.
@@ -571,7 +577,7 @@ fn yt_spellings_work_as_typed() {
         s.ok(&["get", "//home/t", "--attribute", "tablet_count"], None),
         "<\"tablet_count\"=1;>#\n"
     );
-    assert_eq!(s.ok(&["get", "//home"], None), "{\"t\"=#;}\n");
+    assert_eq!(s.ok(&["get", "//home"], None), "{\"dir\"={};\"t\"=#;}\n");
     // set: the value on stdin.
     s.ok(&["set", "//home/t/@max_data_versions"], Some("3\n"));
     assert_eq!(s.ok(&["get", "//home/t/@max_data_versions"], None), "3u\n");
@@ -579,7 +585,7 @@ fn yt_spellings_work_as_typed() {
     s.ok(&["unmount-table", "//home/t"], None);
     s.ok(&["alter-table", "//home/t", "--dynamic"], None);
     let err = s.fails(&["remove", "-r", "//home"], None);
-    assert!(err.contains("is a directory"), "{err}");
+    assert!(err.contains("builtin node"), "{err}");
     s.ok(&["remove", "-r", "//home/t"], None);
     assert_eq!(s.ok(&["exists", "//home/t"], None), "false\n");
     // --proxy names a cluster dynql does not have.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod conformance;
+mod cypress;
 mod damage;
 mod explain;
 mod files;

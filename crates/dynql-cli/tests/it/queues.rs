@@ -135,7 +135,10 @@ fn appends_in_a_transaction_appear_at_commit_with_sorted_writes() {
         ],
         None,
     );
-    let tx = store.ok(&["start-tx"], None).trim().to_string();
+    let tx = store
+        .ok(&["start-tx", "--type", "tablet"], None)
+        .trim()
+        .to_string();
     store.ok(&["insert-rows", "//q", "--tx", &tx], Some("{a=1}; {a=2}"));
     store.ok(&["insert-rows", "//s", "--tx", &tx], Some("{k=1; v=1}"));
     assert!(rows(&store, "a from [//q]").is_empty());

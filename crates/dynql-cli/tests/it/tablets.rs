@@ -247,7 +247,9 @@ fn copy_and_move_keep_rows_and_history() {
         None,
     );
     assert_eq!(old.trim(), r#"{"v":1}"#);
-    store.ok(&["move", "//t", "//dir/moved"], None);
+    let err = store.fails(&["move", "//t", "//dir/moved"], None);
+    assert!(err.contains("node //dir does not exist"), "{err}");
+    store.ok(&["move", "-r", "//t", "//dir/moved"], None);
     assert_eq!(store.ok(&["exists", "//t"], None).trim(), "false");
     assert_eq!(
         query(&store, "k from [//dir/moved] where k = 3").trim(),
@@ -256,7 +258,7 @@ fn copy_and_move_keep_rows_and_history() {
     let err = store.fails(&["copy", "//c", "//dir/moved"], None);
     assert!(err.contains("already exists"), "{err}");
     let err = store.fails(&["move", "//missing", "//x"], None);
-    assert!(err.contains("no such table"), "{err}");
+    assert!(err.contains("//missing: node does not exist"), "{err}");
 }
 
 /// Rows `{k, v}` for keys `keys`, with values that compress badly (so a few hundred thousand

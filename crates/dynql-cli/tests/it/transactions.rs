@@ -33,7 +33,10 @@ fn value(s: &TestStore, k: i64, tx: Option<&str>) -> String {
 fn staged_writes_appear_at_commit_and_reads_see_the_start() {
     let s = store();
     let tx = s
-        .ok(&["start-tx", "--timeout", "60000"], None)
+        .ok(
+            &["start-tx", "--type", "tablet", "--timeout", "60000"],
+            None,
+        )
         .trim()
         .to_string();
     s.ok(&["insert-rows", "//t", "--tx", &tx], Some("{k=1;v=11}"));
@@ -69,8 +72,14 @@ fn staged_writes_appear_at_commit_and_reads_see_the_start() {
 #[test]
 fn conflicting_commit_fails_and_changes_nothing() {
     let s = store();
-    let a = s.ok(&["start-tx"], None).trim().to_string();
-    let b = s.ok(&["start-tx"], None).trim().to_string();
+    let a = s
+        .ok(&["start-tx", "--type", "tablet"], None)
+        .trim()
+        .to_string();
+    let b = s
+        .ok(&["start-tx", "--type", "tablet"], None)
+        .trim()
+        .to_string();
     s.ok(&["insert-rows", "//t", "--tx", &a], Some("{k=1;v=100}"));
     s.ok(
         &["insert-rows", "//t", "--tx", &b],
@@ -86,7 +95,10 @@ fn conflicting_commit_fails_and_changes_nothing() {
 #[test]
 fn lock_rows_and_abort() {
     let s = store();
-    let a = s.ok(&["start-tx"], None).trim().to_string();
+    let a = s
+        .ok(&["start-tx", "--type", "tablet"], None)
+        .trim()
+        .to_string();
     s.ok(
         &[
             "lock-rows",
@@ -102,7 +114,10 @@ fn lock_rows_and_abort() {
     assert!(s
         .fails(&["commit-tx", &a], None)
         .contains("Row lock conflict"));
-    let b = s.ok(&["start-tx"], None).trim().to_string();
+    let b = s
+        .ok(&["start-tx", "--type", "tablet"], None)
+        .trim()
+        .to_string();
     s.ok(&["insert-rows", "//t", "--tx", &b], Some("{k=2;v=99}"));
     s.ok(&["abort-tx", &b], None);
     assert!(s
@@ -115,7 +130,7 @@ fn lock_rows_and_abort() {
     );
     assert!(err.contains("--lock-type"), "{err}");
     let c = s
-        .ok(&["start-tx", "--timeout", "1"], None)
+        .ok(&["start-tx", "--type", "tablet", "--timeout", "1"], None)
         .trim()
         .to_string();
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -155,7 +170,10 @@ fn bank_transfers_across_processes_keep_the_total() {
                     }
                     for _attempt in 0..20 {
                         let tx = s
-                            .ok(&["start-tx", "--timeout", "60000"], None)
+                            .ok(
+                                &["start-tx", "--type", "tablet", "--timeout", "60000"],
+                                None,
+                            )
                             .trim()
                             .to_string();
                         let out = s.ok(

@@ -1,0 +1,350 @@
+//! Master transactions and node locks as a [`Store`] offers them: start, ping, commit,
+//! abort, lock, unlock, and the objects `#ID` names.
+
+use super::change::reap_expired;
+use super::locks::{conflict, conflict_message, node_id, Lock, LockMode, LockState, Request};
+use super::transactions::{Entry, MasterTransaction, MAX_TIMEOUT_MS};
+use super::tree::Tree;
+use super::{normalize, now_ms};
+use crate::error::{Error, Result};
+use crate::log::Action;
+use crate::store::{fresh_id, State, Store};
+
+/// What `#ID` names.
+#[derive(Debug, Clone)]
+pub enum Object {
+    /// A live master transaction, with the ids of its live nested transactions and its locks.
+    Transaction {
+        transaction: MasterTransaction,
+        nested: Vec<String>,
+        locks: Vec<Lock>,
+    },
+    Lock(Lock),
+    /// A node, at `path` in the tree the asking transaction sees; `snapshot` is its version
+    /// under a snapshot lock the transaction (or an ancestor) holds.
+    Node {
+        path: Option<String>,
+        snapshot: Option<Entry>,
+    },
+}
+
+/// A lock as [`Store::lock_node`] took it.
+#[derive(Debug, Clone)]
+pub struct TakenLock {
+    pub lock_id: String,
+    pub node_id: String,
+    pub state: LockState,
+}
+
+/// Options of [`Store::lock_node`].
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    pub child_key: Option<String>,
+    pub attribute_key: Option<String>,
+    /// Wait in the node's queue (`pending`) instead of failing when the lock cannot be taken.
+    pub waitable: bool,
+}
+
+fn live<'a>(state: &'a State, id: &str) -> Result<&'a MasterTransaction> {
+    state
+        .master
+        .transactions
+        .get(id)
+        .ok_or_else(|| Error::NoSuchTransaction { id: id.into() })
+}
+
+impl Store {
+    /// Starts a master transaction, nested in `parent` if given. A timeout above an hour is
+    /// cut to an hour (YT's limit).
+    ///
+    /// # Errors
+    /// A parent that is not a live master transaction.
+    pub async fn start_master_transaction(
+        &self,
+        parent: Option<&str>,
+        timeout_ms: u64,
+        title: Option<String>,
+    ) -> Result<MasterTransaction> {
+        let now = now_ms();
+        let transaction = MasterTransaction {
+            id: fresh_id(),
+            parent_id: parent.map(str::to_string),
+            title,
+            timeout_ms: timeout_ms.min(MAX_TIMEOUT_MS),
+            start_time: now,
+            last_ping_time: now,
+            changes: Default::default(),
+        };
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            if let Some(p) = parent {
+                live(&state, p)?;
+            }
+            actions.push(Action::StartMasterTransaction {
+                transaction: transaction.clone(),
+            });
+            Ok(actions)
+        })
+        .await?;
+        Ok(transaction)
+    }
+
+    /// Moves a master transaction's deadline to `timeout` from now.
+    pub async fn ping_master_transaction(&self, id: &str) -> Result<()> {
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            live(&state, id)?;
+            actions.push(Action::PingMasterTransaction {
+                id: id.into(),
+                time: now_ms(),
+            });
+            Ok(actions)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Commits a master transaction: its changes become its parent's (or everyone's).
+    ///
+    /// # Errors
+    /// No such live transaction; live nested transactions (commit them first).
+    pub async fn commit_master_transaction(&self, id: &str) -> Result<()> {
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            live(&state, id)?;
+            let nested = state.master.nested(id);
+            if !nested.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "Cannot commit transaction {id} since it has {} active nested transaction(s): {}; commit or abort them first",
+                    nested.len(),
+                    nested.join(", ")
+                )));
+            }
+            // The changes must still apply (locks keep them applicable; this is the proof).
+            let mut after = state.into_owned();
+            super::transactions::commit(&mut after, id).map_err(|why| {
+                Error::Invalid(format!("Cannot commit transaction {id}: {why}"))
+            })?;
+            actions.push(Action::CommitMasterTransaction { id: id.into() });
+            Ok(actions)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Aborts a master transaction and every transaction nested in it.
+    pub async fn abort_master_transaction(&self, id: &str) -> Result<()> {
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            live(&state, id)?;
+            actions.push(Action::AbortMasterTransaction {
+                id: id.into(),
+                expired: false,
+            });
+            Ok(actions)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Whether `id` is a live master transaction.
+    pub async fn is_master_transaction(&self, id: &str) -> Result<bool> {
+        let state = self.refresh().await?;
+        Ok(state.master.is_live(id, now_ms()))
+    }
+
+    /// Takes a lock on the node at `path` in master transaction `tx`.
+    ///
+    /// # Errors
+    /// No such transaction or node; keys with a mode other than shared; a conflicting lock
+    /// (unless `waitable`: the lock is then pending).
+    pub async fn lock_node(
+        &self,
+        path: &str,
+        tx: &str,
+        mode: LockMode,
+        options: LockOptions,
+    ) -> Result<TakenLock> {
+        let path = normalize(path);
+        super::validate(path)?;
+        if mode != LockMode::Shared
+            && (options.child_key.is_some() || options.attribute_key.is_some())
+        {
+            return Err(Error::Invalid(
+                "Only shared locks can have a child key or an attribute key".into(),
+            ));
+        }
+        let lock_id = fresh_id();
+        let taken = std::sync::Mutex::new(None);
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            live(&state, tx)?;
+            let tree = Tree::of(&state, Some(tx))?;
+            let view = tree
+                .node(path)
+                .ok_or_else(|| Error::NoSuchNode { path: path.into() })?;
+            let request = Request {
+                node_id: node_id(&view, path),
+                path: path.into(),
+                mode,
+                child_key: options.child_key.clone(),
+                attribute_key: options.attribute_key.clone(),
+            };
+            let master = &state.master;
+            if mode == LockMode::Snapshot {
+                // Taken again: no effect.
+                if let Some(held) = master.locks.values().find(|l| {
+                    l.transaction_id == tx && l.node_id == request.node_id && l.mode == mode
+                }) {
+                    *taken.lock().expect("not poisoned") = Some(TakenLock {
+                        lock_id: held.id.clone(),
+                        node_id: held.node_id.clone(),
+                        state: held.state,
+                    });
+                    return Ok(actions);
+                }
+            }
+            let queued = master
+                .locks
+                .values()
+                .any(|l| l.node_id == request.node_id && l.state == LockState::Pending);
+            // A waitable lock queues behind the pending ones on the node.
+            let blocker = conflict(master, Some(tx), &request);
+            let lock_state = match blocker {
+                None if !(options.waitable && queued) => LockState::Acquired,
+                _ if options.waitable => LockState::Pending,
+                Some(held) => {
+                    return Err(Error::LockConflict(conflict_message(
+                        &request,
+                        held,
+                        Some(tx),
+                    )))
+                }
+                None => LockState::Acquired,
+            };
+            *taken.lock().expect("not poisoned") = Some(TakenLock {
+                lock_id: lock_id.clone(),
+                node_id: request.node_id.clone(),
+                state: lock_state,
+            });
+            actions.push(Action::TakeLock {
+                lock: Lock {
+                    id: lock_id.clone(),
+                    transaction_id: tx.into(),
+                    node_id: request.node_id,
+                    path: path.into(),
+                    mode,
+                    child_key: request.child_key,
+                    attribute_key: request.attribute_key,
+                    state: lock_state,
+                    explicit: true,
+                    seq: master.next_lock_seq,
+                    snapshot: None,
+                },
+            });
+            Ok(actions)
+        })
+        .await?;
+        let taken = taken.into_inner().expect("not poisoned");
+        taken.ok_or_else(|| Error::Invalid("the lock was not taken".into()))
+    }
+
+    /// Releases transaction `tx`'s explicit locks on the node at `path`, acquired or
+    /// pending.
+    ///
+    /// # Errors
+    /// No such transaction or node; the transaction changed the node (its version differs
+    /// from the original, so the lock must stay until the transaction ends).
+    pub async fn unlock_node(&self, path: &str, tx: &str) -> Result<()> {
+        let path = normalize(path);
+        super::validate(path)?;
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            let transaction = live(&state, tx)?;
+            let tree = Tree::of(&state, Some(tx))?;
+            let view = tree
+                .node(path)
+                .ok_or_else(|| Error::NoSuchNode { path: path.into() })?;
+            if transaction.changes.contains_key(path) {
+                return Err(Error::Invalid(format!(
+                    "Cannot unlock node {path} in transaction {tx}: the transaction changed it; its locks end with the transaction"
+                )));
+            }
+            let id = node_id(&view, path);
+            if state
+                .master
+                .locks
+                .values()
+                .any(|l| l.transaction_id == tx && l.node_id == id && l.explicit)
+            {
+                actions.push(Action::Unlock {
+                    transaction_id: tx.into(),
+                    node_id: id,
+                });
+            }
+            Ok(actions)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// The object `#id` names, as transaction `tx` (or none) sees it.
+    pub async fn object(&self, id: &str, tx: Option<&str>) -> Result<Option<Object>> {
+        let state = self.refresh().await?;
+        let now = now_ms();
+        let master = &state.master;
+        if let Some(t) = master
+            .transactions
+            .get(id)
+            .filter(|_| master.is_live(id, now))
+        {
+            return Ok(Some(Object::Transaction {
+                transaction: t.clone(),
+                nested: master.nested(id),
+                locks: master
+                    .locks
+                    .values()
+                    .filter(|l| l.transaction_id == id)
+                    .cloned()
+                    .collect(),
+            }));
+        }
+        if let Some(l) = master
+            .locks
+            .get(id)
+            .filter(|l| master.is_live(&l.transaction_id, now))
+        {
+            return Ok(Some(Object::Lock(l.clone())));
+        }
+        if tx.is_some_and(|t| !master.is_live(t, now)) {
+            return Err(Error::NoSuchTransaction {
+                id: tx.unwrap_or_default().into(),
+            });
+        }
+        let tree = Tree::of(&state, tx)?;
+        let snapshot = master
+            .locks
+            .values()
+            .filter(|l| l.node_id == id && l.mode == LockMode::Snapshot)
+            .find(|l| master.is_self_or_ancestor(&l.transaction_id, tx))
+            .and_then(|l| l.snapshot.clone());
+        let path = tree.path_of(id);
+        if path.is_none() && snapshot.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Object::Node { path, snapshot }))
+    }
+
+    /// The live master transactions.
+    pub async fn master_transactions(&self) -> Result<Vec<MasterTransaction>> {
+        let state = self.refresh().await?;
+        let now = now_ms();
+        Ok(state
+            .master
+            .transactions
+            .values()
+            .filter(|t| state.master.is_live(&t.id, now))
+            .cloned()
+            .collect())
+    }
+}

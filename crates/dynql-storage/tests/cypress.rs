@@ -1,0 +1,239 @@
+//! The tree of nodes: directories, documents, scalar nodes, custom attributes, copy and move
+//! of subtrees with tables in them; everything survives a reopen (log replay) and a
+//! checkpoint, and refused changes leave the tree as it was.
+
+use std::collections::BTreeMap;
+
+use dynql_core::{TableSchema, Yson};
+use dynql_storage::cypress::NodeKind;
+use dynql_storage::{Store, TableOptions, Timestamp, WriteKind};
+
+fn yson(text: &str) -> Yson {
+    dynql_core::yson::parse(text.as_bytes()).unwrap()
+}
+
+fn schema() -> TableSchema {
+    TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]").unwrap()
+}
+
+async fn table(s: &Store, path: &str, recursive: bool) -> dynql_storage::Result<()> {
+    let options = TableOptions {
+        recursive,
+        ..TableOptions::default()
+    };
+    s.create_table(path, schema(), options).await
+}
+
+async fn get(s: &Store, path: &str) -> String {
+    dynql_core::yson::to_text(&s.get_node(path, None).await.unwrap())
+}
+
+fn temp_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    (dir, url)
+}
+
+#[tokio::test]
+async fn directories_hold_tables_documents_and_values() {
+    let (_dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    // The builtin directories are there from the start.
+    assert_eq!(
+        s.list_node("/", None).await.unwrap(),
+        ["home", "sys", "tmp"]
+    );
+    // A missing parent is an error without recursive, and nothing is created.
+    let err = table(&s, "//home/me/t", false).await.unwrap_err();
+    assert!(
+        err.to_string().contains("node //home/me does not exist"),
+        "{err}"
+    );
+    assert!(!s.node_exists("//home/me", None).await.unwrap());
+    table(&s, "//home/me/t", true).await.unwrap();
+    assert_eq!(
+        s.node("//home/me").await.unwrap().unwrap().type_name(),
+        "map_node"
+    );
+    s.create_node(
+        "//home/me/config",
+        NodeKind::Document {
+            value: "{retries=3; hosts=[a; b]}".into(),
+        },
+        BTreeMap::new(),
+        false,
+        false,
+        None,
+    )
+    .await
+    .unwrap();
+    // Inside a document: get, set, remove by path.
+    assert_eq!(get(&s, "//home/me/config/hosts/-1").await, "\"b\"");
+    s.set_node("//home/me/config/hosts/end", &yson("c"), false, None)
+        .await
+        .unwrap();
+    s.set_node("//home/me/config/retries", &yson("5"), false, None)
+        .await
+        .unwrap();
+    s.remove_node("//home/me/config/hosts/0", false, false, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&s, "//home/me/config").await,
+        "{\"retries\"=5;\"hosts\"=[\"b\";\"c\";];}"
+    );
+    // set of a new path makes nodes of the value: a map is a directory.
+    s.set_node(
+        "//home/me/limits",
+        &yson("{cpu=4; mem={soft=1; hard=2}}"),
+        false,
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.node("//home/me/limits/mem/hard")
+            .await
+            .unwrap()
+            .unwrap()
+            .type_name(),
+        "int64_node"
+    );
+    assert_eq!(
+        s.list_node("//home/me", None).await.unwrap(),
+        ["config", "limits", "t"]
+    );
+    // Nothing lives under a table or a scalar.
+    for path in ["//home/me/t/x", "//home/me/limits/cpu/x"] {
+        let err = s
+            .create_node(path, NodeKind::MapNode, BTreeMap::new(), true, false, None)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not a map_node"), "{err}");
+    }
+    // A directory that is not empty goes only with recursive.
+    let err = s
+        .remove_node("//home/me", false, false, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("non-empty composite node"),
+        "{err}"
+    );
+    let err = s.remove_node("//tmp", true, false, None).await.unwrap_err();
+    assert!(err.to_string().contains("builtin"), "{err}");
+    // All of it replays.
+    let again = Store::open(&url).unwrap();
+    assert_eq!(get(&again, "//home/me").await, get(&s, "//home/me").await);
+    s.remove_node("//home/me", true, false, None).await.unwrap();
+    assert!(s.table("//home/me/t").await.is_err());
+    assert_eq!(
+        s.list_node("//home", None).await.unwrap(),
+        Vec::<String>::new()
+    );
+    s.remove_node("//home/me", false, true, None).await.unwrap();
+}
+
+#[tokio::test]
+async fn copy_and_move_take_subtrees_with_their_tables() {
+    let (_dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    table(&s, "//home/a/data/t", true).await.unwrap();
+    let row = vec![Some(dynql_core::Value::Int64(1)), None];
+    s.write_rows("//home/a/data/t", WriteKind::Overwrite, false, vec![row])
+        .await
+        .unwrap();
+    s.set_node("//home/a/meta", &yson("<owner=alice>{v=1}"), false, None)
+        .await
+        .unwrap();
+    s.set_custom_attribute("//home/a/data/t", "tags", Some(&yson("[x; y]")), None)
+        .await
+        .unwrap();
+    // The destination's parent must exist (or recursive), and a node there is kept unless
+    // forced.
+    let err = s
+        .copy_node("//home/a", "//home/b/a", true, false, false, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    s.copy_node("//home/a", "//home/b/a", true, true, false, None)
+        .await
+        .unwrap();
+    let err = s
+        .copy_node("//home/a", "//home/b/a", true, false, false, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
+    let err = s
+        .copy_node("//home/a", "//home/a/x", true, false, false, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("into itself"), "{err}");
+    // The copy has new ids, the same rows, values and attributes.
+    let original = s.table("//home/a/data/t").await.unwrap();
+    let copy = s.table("//home/b/a/data/t").await.unwrap();
+    assert_ne!(original.id, copy.id);
+    assert_eq!(copy.custom_attributes["tags"], "[\"x\";\"y\";]");
+    assert_eq!(
+        s.read_rows("//home/b/a/data/t", Timestamp::MAX)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(get(&s, "//home/b/a/meta").await, "{\"v\"=1;}");
+    // A move keeps ids and leaves nothing behind.
+    s.copy_node("//home/a", "//tmp/a", false, false, false, None)
+        .await
+        .unwrap();
+    assert!(!s.node_exists("//home/a", None).await.unwrap());
+    assert_eq!(s.table("//tmp/a/data/t").await.unwrap().id, original.id);
+    // Forced: the destination is replaced.
+    s.copy_node("//tmp/a", "//home/b/a", false, false, true, None)
+        .await
+        .unwrap();
+    assert_eq!(s.table("//home/b/a/data/t").await.unwrap().id, original.id);
+    s.checkpoint().await.unwrap();
+    let again = Store::open(&url).unwrap();
+    assert_eq!(get(&again, "/").await, get(&s, "/").await);
+    let meta = again.node("//home/b/a/meta").await.unwrap().unwrap();
+    assert_eq!(meta.custom_attributes()["owner"], "\"alice\"");
+}
+
+#[tokio::test]
+async fn custom_attributes_live_on_every_node() {
+    let s = Store::open("memory://").unwrap();
+    table(&s, "//t", false).await.unwrap();
+    s.set_custom_attribute("//t", "conf", Some(&yson("{a={b=1}}")), None)
+        .await
+        .unwrap();
+    s.set_custom_attribute("//t", "conf/a/c", Some(&yson("2")), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.table("//t").await.unwrap().custom_attributes["conf"],
+        "{\"a\"={\"b\"=1;\"c\"=2;};}"
+    );
+    s.set_custom_attribute("//t", "conf", None, None)
+        .await
+        .unwrap();
+    assert!(s.table("//t").await.unwrap().custom_attributes.is_empty());
+    let err = s
+        .set_custom_attribute("//t", "conf", None, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not found"), "{err}");
+    // An implicit directory becomes a node to carry one.
+    s.set_custom_attribute("//tmp", "owner", Some(&yson("me")), None)
+        .await
+        .unwrap();
+    let tmp = s.node("//tmp").await.unwrap().unwrap();
+    assert_eq!(tmp.custom_attributes()["owner"], "\"me\"");
+    for name in ["id", "type", "child_count"] {
+        let err = s
+            .set_custom_attribute("//tmp", name, Some(&yson("1")), None)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("Builtin attribute"), "{err}");
+    }
+}
