@@ -104,6 +104,19 @@ impl Node {
         }
     }
 
+    /// The node with a new value, of the same kind (a document or a scalar node).
+    pub fn with_value(&self, value: &Yson) -> Node {
+        let value = plan::text(value);
+        let kind = match self.kind {
+            NodeKind::Document { .. } => NodeKind::Document { value },
+            _ => NodeKind::Scalar { value },
+        };
+        Node {
+            kind,
+            ..self.clone()
+        }
+    }
+
     /// The value of a document or scalar node.
     pub fn value(&self) -> Option<Yson> {
         match &self.kind {

@@ -109,7 +109,7 @@ pub(crate) fn new_path(
     }
     if tree.resolve(path).is_ok() {
         return invalid(format!(
-            "Cannot create {path}: it is inside a document (set it instead)"
+            "Cannot create {path}: it is inside the value of a document or list node (set it instead)"
         ));
     }
     parents(tree, path, recursive).map(Some)
@@ -238,7 +238,7 @@ pub(crate) fn set_inside(
 }
 
 /// YSON text of a value, as nodes and attributes store it.
-pub(crate) fn text(value: &Yson) -> String {
+pub fn text(value: &Yson) -> String {
     dynql_core::yson::to_text(value)
 }
 
@@ -315,7 +315,11 @@ pub(crate) fn set(tree: &Tree, path: &str, value: &Yson, recursive: bool) -> Res
         NodeView::ImplicitMap => None,
     };
     match node.map(|n| (&n.kind, n)) {
-        Some((NodeKind::Document { value: current }, node)) => {
+        // A document changes in place; so does a list node's item (by index).
+        Some((NodeKind::Document { value: current }, node))
+        | Some((NodeKind::Scalar { value: current }, node))
+            if matches!(node.kind, NodeKind::Document { .. }) || !inner.is_empty() =>
+        {
             let mut document = super::parse_value(current);
             if inner.is_empty() {
                 document = value.clone();
@@ -325,12 +329,7 @@ pub(crate) fn set(tree: &Tree, path: &str, value: &Yson, recursive: bool) -> Res
             }
             Ok(vec![Action::SetNode {
                 path: at.into(),
-                node: Node {
-                    kind: NodeKind::Document {
-                        value: text(&document),
-                    },
-                    ..node.clone()
-                },
+                node: node.with_value(&document),
             }])
         }
         Some((NodeKind::Scalar { .. }, node)) if !matches!(unattributed(value), Yson::Map(_)) => {
@@ -410,12 +409,7 @@ pub(crate) fn remove(tree: &Tree, path: &str, recursive: bool, force: bool) -> R
                 .map_err(|why| Error::Invalid(format!("Cannot remove {path}: {why}")))?;
             Ok(vec![Action::SetNode {
                 path: at.into(),
-                node: Node {
-                    kind: NodeKind::Document {
-                        value: text(&document),
-                    },
-                    ..node.clone()
-                },
+                node: node.with_value(&document),
             }])
         }
         view => {

@@ -154,8 +154,9 @@ impl<'a> Tree<'a> {
         let mut at = path;
         while let Some(up) = parent(at) {
             if let Some(view) = self.node(up) {
+                // Inside a value: a document's, or a list node's items.
                 if let NodeView::Node(Node {
-                    kind: NodeKind::Document { .. },
+                    kind: NodeKind::Document { .. } | NodeKind::Scalar { .. },
                     ..
                 }) = view
                 {
