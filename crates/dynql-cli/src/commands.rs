@@ -87,6 +87,33 @@ pub enum Command {
         #[arg(long, value_parser = ["full", "none"], default_value = "full")]
         atomicity: String,
     },
+    /// Write a static table's rows, read from stdin: over its rows, or after them with
+    /// `<append=%true>PATH` (or --append).
+    WriteTable {
+        path: String,
+        /// Row format: yson or json, with yt's attributes (`<format=pretty>yson`,
+        /// `<encode_utf8=%true>json`); default: YT_FORMAT, else yson.
+        #[arg(long, value_parser = crate::format::input_format_parser())]
+        format: Option<InputFormat>,
+        /// Add the rows after the table's rows.
+        #[arg(long)]
+        append: bool,
+        /// The master transaction to write in (the rows appear to others at its commit).
+        #[arg(long)]
+        tx: Option<String>,
+    },
+    /// Print a table's rows: `//t{a,b}` selects columns, `//t[#10:#20]` a row index range,
+    /// `#ID` a node by id (with --tx: the version a snapshot lock holds).
+    ReadTable {
+        path: String,
+        /// Output format as `yt` spells it: yson, <format=pretty>yson, json,
+        /// <encode_utf8=%true>json, schemaful_dsv [default: $YT_FORMAT, else yson].
+        #[arg(long, value_parser = crate::format::parse_format)]
+        format: Option<FormatSpec>,
+        /// The master transaction to read in.
+        #[arg(long)]
+        tx: Option<String>,
+    },
     /// Look rows up by key (keys on stdin), without the query planner.
     LookupRows {
         path: String,

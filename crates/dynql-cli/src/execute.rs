@@ -61,6 +61,7 @@ pub async fn execute(
         Command::UnfreezeTable { .. } => dynql::TabletCommand::Unfreeze,
         _ => dynql::TabletCommand::Mount,
     };
+    let command_is_copy = matches!(command, Command::Copy { .. });
     match command {
         Command::Create {
             type_and_path,
@@ -113,6 +114,31 @@ pub async fn execute(
                     db.insert_rows_with(&path, &rows, options).await?;
                 }
             }
+        }
+        Command::WriteTable {
+            path,
+            format,
+            append,
+            tx,
+        } => {
+            let target = dynql::RichPath::parse(&path)?.path;
+            let rows = read_rows(db, &target, input_format(format)?, input).await?;
+            let options = dynql::WriteTableOptions {
+                append,
+                transaction: tx,
+            };
+            db.write_table(&path, &rows, options).await?;
+        }
+        Command::ReadTable { path, format, tx } => {
+            let format = crate::format::select_format(format)?;
+            let options = dynql::ReadTableOptions { transaction: tx };
+            let read = db.read_table(&path, options).await?;
+            let projection = crate::format::Projection::new(&format, &read.columns)?;
+            let mut buf = Vec::new();
+            crate::format::write_header(&mut buf, &projection.columns, format.format)?;
+            let rows = projection.rows(read.rows);
+            crate::format::write_rows(&mut buf, &projection.columns, &rows, format.format)?;
+            stdout.write_all(&buf)?;
         }
         Command::LockRows {
             path,
@@ -457,15 +483,8 @@ pub async fn execute(
             recursive,
             force,
             tx,
-        } => {
-            let options = dynql::CopyOptions {
-                recursive,
-                force,
-                transaction: tx,
-            };
-            db.copy_node(&source, &destination, options).await?
         }
-        Command::Move {
+        | Command::Move {
             source,
             destination,
             recursive,
@@ -477,7 +496,10 @@ pub async fn execute(
                 force,
                 transaction: tx,
             };
-            db.move_node(&source, &destination, options).await?
+            match command_is_copy {
+                true => db.copy_node(&source, &destination, options).await?,
+                false => db.move_node(&source, &destination, options).await?,
+            }
         }
         Command::Remove {
             path,

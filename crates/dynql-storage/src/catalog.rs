@@ -52,6 +52,9 @@ pub struct TableOptions {
     pub ttl: Option<String>,
     /// Attributes dynql gives no meaning to, kept on the table (name to YSON text).
     pub custom_attributes: BTreeMap<String, String>,
+    /// A static table (`dynamic=%false`, YT's default): rows written whole by
+    /// [`Store::start_static_write`], read by [`Store::table_for_read`].
+    pub static_table: bool,
     /// Create missing parent directories (`create -r`); without it the parent must exist.
     pub recursive: bool,
     /// A table already there is not an error (`create -i`).
@@ -134,6 +137,45 @@ pub struct TableEntry {
     /// Custom attributes (`set //t/@NAME`): name to YSON text.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub custom_attributes: BTreeMap<String, String>,
+    /// A static table's rows: its chunks in row order ([`crate::static_table`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_chunks: Vec<crate::static_table::StaticChunk>,
+    /// Only in a master transaction's version of a static table: how its rows differ from
+    /// the version it branched from (`None`: they do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged_rows: Option<crate::static_table::StagedRows>,
+}
+
+impl TableEntry {
+    /// A static table with `schema` and default settings (tests build entries with it).
+    #[cfg(test)]
+    pub(crate) fn new_static(id: &str, schema: TableSchema) -> TableEntry {
+        TableEntry {
+            id: id.into(),
+            schema,
+            tablet_count: 1,
+            pivot_keys: vec![],
+            retention: Default::default(),
+            trimmed_row_counts: vec![],
+            tablet_state: Default::default(),
+            commit_ordering: "weak".into(),
+            max_ordered_tablet_data_weight: None,
+            dynamic: false,
+            enable_compaction_and_partitioning: true,
+            auto_partitioning: Default::default(),
+            auto_compaction_period: None,
+            forced_compaction_revision: None,
+            lookup_cache_rows_ratio: 0.0,
+            enable_lookup_cache_by_default: false,
+            chunk_writer: Default::default(),
+            enable_key_filter_for_lookup: false,
+            in_memory_mode: Default::default(),
+            ttl: None,
+            custom_attributes: BTreeMap::new(),
+            static_chunks: vec![],
+            staged_rows: None,
+        }
+    }
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -521,7 +563,11 @@ impl Store {
             pivot_keys,
             retention,
             trimmed_row_counts,
-            tablet_state: crate::tablets::TabletState::Mounted,
+            // A static table has no tablets to serve it: unmounted, as alter-table wants.
+            tablet_state: match options.static_table {
+                true => crate::tablets::TabletState::Unmounted,
+                false => crate::tablets::TabletState::Mounted,
+            },
             commit_ordering: match options.commit_ordering.as_deref() {
                 None | Some("weak") => "weak".into(),
                 Some("strong") => "strong".into(),
@@ -532,7 +578,7 @@ impl Store {
                 }
             },
             max_ordered_tablet_data_weight: options.max_ordered_tablet_data_weight,
-            dynamic: true,
+            dynamic: !options.static_table,
             enable_compaction_and_partitioning: options
                 .enable_compaction_and_partitioning
                 .unwrap_or(true),
@@ -556,6 +602,8 @@ impl Store {
             in_memory_mode: options.in_memory_mode.unwrap_or_default(),
             ttl,
             custom_attributes: options.custom_attributes.clone(),
+            static_chunks: vec![],
+            staged_rows: None,
         };
         self.change_tree(options.transaction.as_deref(), |tree| {
             let Some(mut actions) = crate::cypress::plan::new_path(

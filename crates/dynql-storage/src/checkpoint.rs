@@ -139,8 +139,9 @@ pub(crate) async fn manifest_chunks(
     location: &ObjectPath,
 ) -> Result<Vec<String>> {
     let manifest = read_manifest(objects, location).await?;
-    let mut named = Vec::new();
+    let mut named = crate::static_table::master_chunk_paths(&manifest.master);
     for t in manifest.tables {
+        named.extend(crate::static_table::chunk_paths(&t.entry).map(str::to_string));
         named.extend(t.chunk);
         named.extend(t.chunks.into_iter().map(|c| c.path));
     }

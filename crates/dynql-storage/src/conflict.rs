@@ -255,6 +255,7 @@ pub(crate) fn check_conflicts(
             | Action::SetNode { .. }
             | Action::RemoveNode { .. }
             | Action::SetCustomAttribute { .. }
+            | Action::WriteStaticTable { .. }
             | Action::StartMasterTransaction { .. }
             | Action::PingMasterTransaction { .. }
             | Action::CommitMasterTransaction { .. }

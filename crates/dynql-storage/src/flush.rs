@@ -179,12 +179,14 @@ impl Store {
     }
 
     /// The horizon of a compaction of the commits up to `up_to`: the oldest start of a live
-    /// transaction, if earlier (versions after it are that transaction's conflict evidence).
-    async fn compaction_horizon(&self, up_to: Timestamp) -> Result<Timestamp> {
-        Ok(self
-            .oldest_live_transaction_start()
-            .await?
-            .map_or(up_to, |start| start.min(up_to)))
+    /// transaction, if earlier (versions after it are that transaction's conflict evidence),
+    /// and the oldest timestamp a snapshot lock on a table reads at (the rows it sees stay).
+    async fn compaction_horizon(&self, state: &State, up_to: Timestamp) -> Result<Timestamp> {
+        let snapshots = state.master.snapshot_timestamps().min().map(Timestamp);
+        Ok([self.oldest_live_transaction_start().await?, snapshots]
+            .into_iter()
+            .flatten()
+            .fold(up_to, Timestamp::min))
     }
 
     /// Runs the automatic compaction policy ([`crate::compaction_policy`]) on the sorted
@@ -203,7 +205,9 @@ impl Store {
         let chosen: Vec<&ChunkRef> = chosen.iter().map(|&i| &data.chunks[i]).collect();
         let replaces: Vec<String> = chosen.iter().map(|c| c.path.clone()).collect();
         let now = Timestamp::now();
-        let horizon = self.compaction_horizon(state.last_timestamp).await?;
+        let horizon = self
+            .compaction_horizon(&state, state.last_timestamp)
+            .await?;
         let chunks = self
             .write_compacted_chunks(entry, &Compacted::Recent(chosen), now, horizon)
             .await?;
@@ -299,7 +303,7 @@ impl Store {
             let before = data.version_count();
             let now = Timestamp::now();
             let up_to = state.last_timestamp;
-            let horizon = self.compaction_horizon(up_to).await?;
+            let horizon = self.compaction_horizon(&state, up_to).await?;
             let schema = &entry.schema;
             let chunks = if schema.is_sorted() {
                 self.write_compacted_chunks(entry, &Compacted::Whole(data), now, horizon)

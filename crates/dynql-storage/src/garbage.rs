@@ -9,8 +9,10 @@ use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
 use crate::chunk::chunk_created_ms;
+use crate::cypress::transactions::Entry;
 use crate::error::{Error, Result};
 use crate::log::Action;
+use crate::static_table;
 use crate::store::Store;
 use crate::timestamp::Timestamp;
 
@@ -95,6 +97,19 @@ impl Store {
                     Action::WriteRows { chunk: Some(c), .. } => {
                         referenced.insert(c);
                     }
+                    Action::WriteStaticTable { chunks, .. } => {
+                        referenced.extend(chunks.into_iter().map(|c| c.path));
+                    }
+                    // A master transaction's staged write of a static table.
+                    Action::StageChanges { changes, .. } => {
+                        for (_, entry) in changes {
+                            if let Some(Entry::Table(t)) = entry {
+                                referenced
+                                    .extend(static_table::chunk_paths(&t).map(str::to_string));
+                            }
+                        }
+                    }
+
                     Action::Flush { chunks, .. }
                     | Action::Compact { chunks, .. }
                     | Action::CompactChunks { chunks, .. }

@@ -47,6 +47,7 @@ pub mod scan;
 mod schema_change;
 mod sort_keys;
 mod state;
+pub mod static_table;
 pub mod store;
 pub mod stream;
 pub mod tablets;

@@ -166,6 +166,15 @@ pub enum Action {
         tablet_count: usize,
         pivot_keys: Vec<crate::key_range::PivotKey>,
     },
+    /// `write-table` outside transactions: a static table's rows are now `chunks` (after
+    /// the rows it had, with `append`) ([`crate::static_table`]).
+    WriteStaticTable {
+        path: String,
+        table_id: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        append: bool,
+        chunks: Vec<crate::static_table::StaticChunk>,
+    },
     /// A node that is not a table joins the tree ([`crate::cypress`]).
     CreateNode {
         path: String,
@@ -341,7 +350,8 @@ pub fn action_table(action: &Action) -> (&str, &str) {
         | Action::SetAttribute { path, table_id, .. }
         | Action::SetTabletState { path, table_id, .. }
         | Action::Reshard { path, table_id, .. }
-        | Action::LockRows { path, table_id, .. } => (path, table_id),
+        | Action::LockRows { path, table_id, .. }
+        | Action::WriteStaticTable { path, table_id, .. } => (path, table_id),
         Action::CreateNode { path, node } | Action::SetNode { path, node } => (path, &node.id),
         Action::RemoveNode { path, node_id } | Action::SetCustomAttribute { path, node_id, .. } => {
             (path, node_id)

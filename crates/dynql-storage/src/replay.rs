@@ -163,6 +163,7 @@ pub(crate) fn action_summary(action: &Action) -> String {
         Action::SetNode { path, .. } => ("set_node", path),
         Action::RemoveNode { path, .. } => ("remove_node", path),
         Action::SetCustomAttribute { path, .. } => ("set_custom_attribute", path),
+        Action::WriteStaticTable { path, .. } => ("write_table", path),
         Action::StartMasterTransaction { transaction } => ("start_tx", &transaction.id),
         Action::PingMasterTransaction { id, .. } => ("ping_tx", id),
         Action::CommitMasterTransaction { id } => ("commit_tx", id),
@@ -244,6 +245,12 @@ fn apply_action(
             transaction_id,
             node_id,
         } => crate::cypress::locks::unlock(state, transaction_id, node_id)?,
+        Action::WriteStaticTable {
+            path,
+            table_id,
+            append,
+            chunks,
+        } => crate::static_table::replay_write(state, path, table_id, *append, chunks)?,
         Action::RemoveNode { path, node_id } => match state.nodes.get(path) {
             Some(n) if n.id == *node_id => {
                 state.nodes.remove(path);

@@ -124,8 +124,19 @@ impl Tables {
         self.0.len()
     }
 
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.keys()
+    /// The paths that start with `prefix`, in order.
+    pub(crate) fn paths_under<'a>(
+        &'a self,
+        prefix: &str,
+    ) -> impl Iterator<Item = &'a String> + use<'a> {
+        let owned = prefix.to_string();
+        self.0
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .map(|(k, _)| k)
+            .take_while(move |k| k.starts_with(owned.as_str()))
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &(TableEntry, TableData))> {

@@ -352,6 +352,12 @@ impl Store {
             if schema.is_none() && dynamic.is_none_or(|d| d == entry.dynamic) {
                 return Ok(vec![]);
             }
+            if !entry.static_chunks.is_empty() {
+                // Its chunks hold unversioned rows in the schema they were written with.
+                return Err(Error::Invalid(format!(
+                    "Cannot alter static table {path}: it has rows written by write-table; dynql alters empty static tables only (write it over with no rows first)"
+                )));
+            }
             let mut actions = vec![Action::AlterTable {
                 path: path.into(),
                 table_id: entry.id.clone(),
@@ -467,6 +473,11 @@ impl Store {
         self.commit(|state| {
             let (entry, _) = state.table_data(path)?;
             let current = entry.tablet_state;
+            if !entry.dynamic && !matches!(command, TabletCommand::Unmount) {
+                return Err(Error::Invalid(format!(
+                    "Cannot mount static table {path}: only dynamic tables have tablets (alter-table --dynamic true first)"
+                )));
+            }
             let next = match (command, current) {
                 (TabletCommand::Mount, _) | (TabletCommand::Unfreeze, TabletState::Frozen) => {
                     TabletState::Mounted

@@ -1,10 +1,18 @@
 //! Table attributes as `yt get PATH/@NAME` shows them, and resharding.
 
 use dynql_core::{Value, Yson};
+use dynql_storage::static_table::TableRead;
 use dynql_storage::{Reshard, Timestamp};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
+
+/// The rows of a static table: how many, in how many chunks, and their data weight.
+struct StaticSize {
+    rows: u64,
+    chunks: u64,
+    data_weight: u64,
+}
 
 /// Attributes [`Database::get_attribute`] knows, in the order `get PATH/@` lists them.
 pub const ATTRIBUTES: &[&str] = &[
@@ -166,15 +174,26 @@ impl Database {
                 return Err(dynql_storage::Error::NoSuchNode { path: path.into() }.into());
             }
         };
-        self.table_attribute(path, &entry, name).await
+        // A static table's size is that of its rows as the transaction sees them.
+        let size = match self.store().table_for_read(path, tx).await? {
+            TableRead::Static { chunks, .. } => Some(StaticSize {
+                rows: chunks.iter().map(|c| c.rows).sum(),
+                chunks: chunks.len() as u64,
+                data_weight: chunks.iter().map(|c| c.data_weight).sum(),
+            }),
+            TableRead::Versioned { .. } => None,
+        };
+        self.table_attribute(path, &entry, name, size.as_ref())
+            .await
     }
 
-    /// An attribute of the table `entry` at `path`.
+    /// An attribute of the table `entry` at `path` (`size`: a static table's rows).
     async fn table_attribute(
         &self,
         path: &str,
         entry: &dynql_storage::TableEntry,
         name: Option<&str>,
+        size: Option<&StaticSize>,
     ) -> Result<Yson> {
         let Some(name) = name else {
             let mut all = Vec::new();
@@ -184,7 +203,7 @@ impl Database {
                 }
                 all.push((
                     a.as_bytes().to_vec(),
-                    Box::pin(self.table_attribute(path, entry, Some(a))).await?,
+                    Box::pin(self.table_attribute(path, entry, Some(a), size)).await?,
                 ));
             }
             for (k, v) in &entry.custom_attributes {
@@ -257,6 +276,14 @@ impl Database {
                     }
                 }
                 Yson::List(tablets)
+            }
+            "chunk_count" | "row_count" | "data_weight" if size.is_some() => {
+                let size = size.expect("matched");
+                Yson::Int64(match name {
+                    "chunk_count" => size.chunks,
+                    "row_count" => size.rows,
+                    _ => size.data_weight,
+                } as i64)
             }
             "chunk_count" => Yson::Int64(self.store().chunks(path).await?.len() as i64),
             "row_count" | "data_weight" => {

@@ -91,7 +91,7 @@ impl Database {
             "table" => {
                 let Some(attributes) = attributes else {
                     return Err(Error::Invalid(
-                        "create table needs attributes: dynamic=%true and a schema".into(),
+                        "create table needs attributes: a schema (and dynamic=%true for a dynamic table)".into(),
                     ));
                 };
                 let (schema, mut table) = crate::table_attributes::table_definition(attributes)?;
@@ -194,19 +194,7 @@ impl Database {
         destination: &str,
         options: CopyOptions,
     ) -> Result<()> {
-        let tx = options.transaction.as_deref();
-        self.check_master(tx).await?;
-        Ok(self
-            .store
-            .copy_node(
-                source,
-                destination,
-                true,
-                options.recursive,
-                options.force,
-                tx,
-            )
-            .await?)
+        self.copy_or_move(source, destination, true, options).await
     }
 
     /// Moves a node with everything below it (`yt move`); ids stay.
@@ -216,18 +204,22 @@ impl Database {
         destination: &str,
         options: CopyOptions,
     ) -> Result<()> {
+        self.copy_or_move(source, destination, false, options).await
+    }
+
+    async fn copy_or_move(
+        &self,
+        source: &str,
+        destination: &str,
+        keep_source: bool,
+        options: CopyOptions,
+    ) -> Result<()> {
         let tx = options.transaction.as_deref();
         self.check_master(tx).await?;
+        let (recursive, force) = (options.recursive, options.force);
         Ok(self
             .store
-            .copy_node(
-                source,
-                destination,
-                false,
-                options.recursive,
-                options.force,
-                tx,
-            )
+            .copy_node(source, destination, keep_source, recursive, force, tx)
             .await?)
     }
 
@@ -244,7 +236,7 @@ impl Database {
     }
 
     /// Checks that `tx`, if given, is a live master transaction.
-    async fn check_master(&self, tx: Option<&str>) -> Result<()> {
+    pub(crate) async fn check_master(&self, tx: Option<&str>) -> Result<()> {
         match tx {
             Some(id) => self.master_transaction_id(id).await,
             None => Ok(()),

@@ -15,7 +15,9 @@ mod master;
 mod results;
 mod sql;
 mod table_attributes;
+mod table_rows;
 mod transaction;
+mod ypath;
 
 pub use attributes::ATTRIBUTES;
 pub use cypress::{CopyOptions, CreateOptions, NODE_TYPES};
@@ -33,7 +35,9 @@ pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
 pub use sql::{SqlOptions, SqlOutcome, SqlSession};
 pub use table_attributes::{parse_document, parse_pivot_keys};
+pub use table_rows::{ReadTableOptions, TableRows, WriteTableOptions};
 pub use transaction::Transaction;
+pub use ypath::RichPath;
 
 /// The Arrow crate dynql's record batches come from, for callers that read them.
 pub use arrow;

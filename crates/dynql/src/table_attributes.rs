@@ -34,8 +34,10 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
     let mut dynamic = false;
     let mut options = TableOptions::default();
     let mut chunk_writer = None;
+    let mut given = Vec::new();
     for (k, v) in entries {
         let key = String::from_utf8_lossy(k);
+        given.push(key.to_string());
         match key.as_ref() {
             "schema" => schema = Some(TableSchema::from_yson(v)?),
             "dynamic" => {
@@ -193,11 +195,19 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
         }
     }
     if !dynamic {
-        return Err(Error::Invalid(
-            "Only dynamic tables are supported: pass dynamic=%true in the attributes".into(),
-        ));
+        if let Some(key) = given.iter().find(|k| is_dynamic_only(k)) {
+            return Err(Error::Invalid(format!(
+                "Attribute {key:?} is for dynamic tables: pass dynamic=%true, or leave it out for a static table"
+            )));
+        }
+        options.static_table = true;
     }
-    let schema = schema.ok_or_else(|| Error::Invalid("Attribute \"schema\" is required".into()))?;
+    let schema = schema.ok_or_else(|| {
+        Error::Invalid(
+            "Attribute \"schema\" is required (dynql's tables, static ones too, have a strict schema)"
+                .into(),
+        )
+    })?;
     if let Some(pivots) = &mut options.pivot_keys {
         crate::attributes::adapt_pivots(&schema, pivots);
     }
@@ -209,6 +219,27 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
     }
     ComputedColumns::compile(&schema)?;
     Ok((schema, options))
+}
+
+/// Whether a `create table` attribute is about tablets, versions or other things only a
+/// dynamic table has.
+fn is_dynamic_only(key: &str) -> bool {
+    const DYNAMIC_ONLY: &[&str] = &[
+        "tablet_count",
+        "pivot_keys",
+        "commit_ordering",
+        "chunk_writer",
+        "in_memory_mode",
+        "mount_config",
+        "trimmed_row_counts",
+        "min_data_versions",
+        "max_data_versions",
+        "min_data_ttl",
+        "max_data_ttl",
+        "auto_compaction_period",
+        "ttl",
+    ];
+    DYNAMIC_ONLY.contains(&key) || dynql_storage::partitioning::ATTRIBUTES.contains(&key)
 }
 
 /// The keys of a `mount_config` dynql honours.

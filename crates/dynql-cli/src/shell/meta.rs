@@ -208,7 +208,7 @@ fn help(out: &mut dyn Write) -> Result<()> {
         "A statement ends with ;, an empty line or a \\ command line. It is one of:
   QUERY            a YT QL query, run as select-rows:  * from [//t] where k = 1;
   COMMAND ARGS     a dynql command, as on the command line:  get //t/@schema;
-                   insert-rows, delete-rows, lookup-rows and lock-rows read their rows
+                   insert-rows, delete-rows, lookup-rows, lock-rows and write-table read their rows
                    from the lines that follow, up to an empty line
   \\COMMAND         one of these, ended by the end of its line:"
     )?;

@@ -12,7 +12,13 @@
 use std::fmt;
 
 /// Commands whose rows follow on the lines after the command, up to an empty line.
-pub const ROW_COMMANDS: &[&str] = &["insert-rows", "delete-rows", "lookup-rows", "lock-rows"];
+pub const ROW_COMMANDS: &[&str] = &[
+    "insert-rows",
+    "delete-rows",
+    "lookup-rows",
+    "lock-rows",
+    "write-table",
+];
 
 /// One complete statement of shell input.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -200,7 +200,11 @@ fn invalid_schemas_are_refused() {
             r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=h;type=uint64;sort_order=ascending;expression="farm_hash(v)"};{name=v;type=string}]}"#,
             "not a non-computed key column",
         ),
-        (r#"{schema=[{name=k;type=int64}]}"#, "Only dynamic tables"),
+        (
+            r#"{schema=[{name=k;type=int64}]; tablet_count=2}"#,
+            "\"tablet_count\" is for dynamic tables",
+        ),
+        (r#"{dynamic=%false}"#, "\"schema\" is required"),
         (
             r#"{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]; pivot_keys=[[1]]}"#,
             "first pivot key must be empty",

@@ -12,6 +12,7 @@ mod mvcc;
 mod queues;
 mod shell;
 mod sql;
+mod static_tables;
 mod tablets;
 mod transactions;
 mod ttl;

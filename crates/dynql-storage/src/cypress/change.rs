@@ -17,6 +17,7 @@ use super::tree::Tree;
 use super::{now_ms, NodeKind, NodeView};
 use crate::error::{Error, Result};
 use crate::log::Action;
+use crate::static_table::{has_dynamic_rows, StagedRows};
 use crate::store::{fresh_id, State, Store};
 
 /// The state with expired transactions aborted, and the actions that abort them.
@@ -90,6 +91,7 @@ pub(crate) fn actions(
                 explicit: false,
                 seq,
                 snapshot: None,
+                timestamp: None,
             },
         });
         seq += 1;
@@ -100,9 +102,20 @@ pub(crate) fn actions(
 /// Turns one planned action into a version staged in `changes`; returns the action itself
 /// when it is to be logged as it is.
 fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Action>> {
+    // The transaction's own version of a node, else one branched from its parent's: a
+    // static table's staged rows belong to the version that staged them.
     let current = |changes: &Changes, path: &str| match changes.get(path) {
         Some(entry) => entry.clone(),
-        None => tree.entry(path),
+        None => match tree.own_version(path) {
+            Some(own) => own.cloned(),
+            None => tree.entry(path).map(|e| match e {
+                Entry::Table(mut t) => {
+                    t.staged_rows = None;
+                    Entry::Table(t)
+                }
+                node => node,
+            }),
+        },
     };
     match action {
         Action::CreateNode { ref path, ref node }
@@ -116,8 +129,37 @@ fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Ac
             changes.insert(path, Some(Entry::Node(node)));
             Ok(None)
         }
-        Action::CreateTable { path, entry } => {
+        Action::CreateTable { path, mut entry } => {
+            // Its rows are all in this version.
+            entry.staged_rows = Some(StagedRows::Overwritten);
             changes.insert(path, Some(Entry::Table(entry)));
+            Ok(None)
+        }
+        Action::WriteStaticTable {
+            path,
+            append,
+            chunks,
+            ..
+        } => {
+            let Some(Entry::Table(mut table)) = current(changes, &path) else {
+                return Err(Error::NoSuchTable { path });
+            };
+            table.staged_rows = Some(match (append, table.staged_rows.take()) {
+                (false, _) => {
+                    table.static_chunks = chunks;
+                    StagedRows::Overwritten
+                }
+                (true, Some(StagedRows::Overwritten)) => {
+                    table.static_chunks.extend(chunks);
+                    StagedRows::Overwritten
+                }
+                (true, Some(StagedRows::Appended(mut before))) => {
+                    before.extend(chunks);
+                    StagedRows::Appended(before)
+                }
+                (true, None) => StagedRows::Appended(chunks),
+            });
+            changes.insert(path, Some(Entry::Table(table)));
             Ok(None)
         }
         Action::RemoveNode { path, .. } | Action::RemoveTable { path, .. } => {
@@ -127,8 +169,8 @@ fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Ac
         Action::SetCustomAttribute {
             path, name, value, ..
         } => {
-            let mut entry = current(changes, &path)
-                .ok_or_else(|| Error::NoSuchNode { path: path.clone() })?;
+            let mut entry =
+                current(changes, &path).ok_or_else(|| Error::NoSuchNode { path: path.clone() })?;
             let attributes = match &mut entry {
                 Entry::Node(n) => &mut n.attributes,
                 Entry::Table(t) => &mut t.custom_attributes,
@@ -140,9 +182,36 @@ fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Ac
             changes.insert(path, Some(entry));
             Ok(None)
         }
-        Action::CopyTable { source, .. } => Err(Error::Invalid(format!(
-            "Cannot copy or move table {source} inside a master transaction: dynql copies and moves tables outside transactions only"
-        ))),
+        Action::CopyTable {
+            source,
+            table_id,
+            destination,
+            new_id,
+            keep_source,
+        } => {
+            // A static table's copy is its entry (the chunks are shared and immutable); a
+            // dynamic table's rows live outside the tree and are not branched.
+            let dynamic_rows = tree
+                .state
+                .tables
+                .get(&source)
+                .is_some_and(|(e, data)| e.id == table_id && has_dynamic_rows(data));
+            let Some(Entry::Table(mut table)) = tree.resolved_entry(&source) else {
+                return Err(Error::NoSuchTable { path: source });
+            };
+            if table.dynamic || dynamic_rows {
+                return Err(Error::Invalid(format!(
+                    "Cannot copy or move dynamic table {source} inside a master transaction: dynql branches only static tables; copy or move it outside transactions"
+                )));
+            }
+            table.id = if keep_source { new_id } else { table_id };
+            table.staged_rows = Some(StagedRows::Overwritten);
+            changes.insert(destination, Some(Entry::Table(table)));
+            if !keep_source {
+                changes.insert(source, None);
+            }
+            Ok(None)
+        }
         other => Err(Error::Invalid(format!(
             "{} cannot be done inside a master transaction",
             crate::replay::action_summary(&other)

@@ -93,6 +93,9 @@ pub struct Lock {
     /// A snapshot lock's version of the node, as its transaction saw it when acquired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<Entry>,
+    /// A snapshot lock on a table: the timestamp its rows are read at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<u64>,
 }
 
 /// A lock asked for.
@@ -213,6 +216,20 @@ pub fn implied(tree: &Tree, actions: &[Action]) -> Vec<Request> {
                 name,
                 ..
             } => (path, node_id.clone(), LockMode::Shared, Some(name.clone())),
+            // Appending takes a shared lock (appends of several transactions all land),
+            // writing over an exclusive one.
+            Action::WriteStaticTable {
+                path,
+                table_id,
+                append,
+                ..
+            } => {
+                let mode = match append {
+                    true => LockMode::Shared,
+                    false => LockMode::Exclusive,
+                };
+                (path, table_id.clone(), mode, None)
+            }
             Action::CopyTable {
                 source,
                 table_id,
@@ -296,16 +313,33 @@ pub(crate) fn grant_pending(state: &mut State) {
             blocked.insert(lock.node_id.clone());
             continue;
         }
-        let snapshot = match lock.mode {
-            LockMode::Snapshot => Tree::of(state, Some(&lock.transaction_id))
-                .ok()
-                .and_then(|tree| tree.path_of(&lock.node_id).and_then(|p| tree.entry(&p))),
-            _ => None,
+        let (snapshot, timestamp) = match lock.mode {
+            LockMode::Snapshot => {
+                let path = Tree::of(state, Some(&lock.transaction_id))
+                    .ok()
+                    .and_then(|tree| tree.path_of(&lock.node_id));
+                path.map_or((None, None), |p| {
+                    snapshot_of(state, &lock.transaction_id, &p)
+                })
+            }
+            _ => (None, None),
         };
         let held = state.master.locks.get_mut(&id).expect("listed");
         held.state = LockState::Acquired;
         held.snapshot = snapshot;
+        held.timestamp = timestamp;
     }
+}
+
+/// What a snapshot lock acquired now holds: the node's version as `tx` sees it (a static
+/// table's rows resolved), and for a table the timestamp its rows are read at (dynamic
+/// tables: compaction keeps the versions this timestamp sees).
+fn snapshot_of(state: &State, tx: &str, path: &str) -> (Option<Entry>, Option<u64>) {
+    let snapshot = Tree::of(state, Some(tx))
+        .ok()
+        .and_then(|tree| tree.resolved_entry(path));
+    let timestamp = matches!(snapshot, Some(Entry::Table(_))).then_some(state.last_timestamp.0);
+    (snapshot, timestamp)
 }
 
 /// Replays a lock: a pending one waits its turn.
@@ -315,9 +349,7 @@ pub(crate) fn take(state: &mut State, lock: &Lock) -> std::result::Result<(), St
     }
     let mut lock = lock.clone();
     if lock.state == LockState::Acquired && lock.mode == LockMode::Snapshot {
-        lock.snapshot = Tree::of(state, Some(&lock.transaction_id))
-            .ok()
-            .and_then(|tree| tree.entry(&lock.path));
+        (lock.snapshot, lock.timestamp) = snapshot_of(state, &lock.transaction_id, &lock.path);
     }
     state.master.next_lock_seq = state.master.next_lock_seq.max(lock.seq + 1);
     state.master.locks.insert(lock.id.clone(), lock);

@@ -240,6 +240,7 @@ impl Store {
                     explicit: true,
                     seq: master.next_lock_seq,
                     snapshot: None,
+                    timestamp: None,
                 },
             });
             Ok(actions)

@@ -17,7 +17,7 @@
 //! * a path holds at most one node: a table path is never in `nodes` and vice versa;
 //! * a node keeps its id while it lives: `move` keeps it, `copy` makes a new one.
 
-mod change;
+pub(crate) mod change;
 pub mod locks;
 mod master_api;
 pub mod plan;

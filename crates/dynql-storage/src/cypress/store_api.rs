@@ -57,7 +57,7 @@ impl Store {
     }
 
     /// Runs `read` on the tree `tx` sees (checking that it is live).
-    async fn read_tree<T>(
+    pub(crate) async fn read_tree<T>(
         &self,
         tx: Option<&str>,
         read: impl FnOnce(&Tree) -> Result<T>,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::locks::Lock;
 use super::Node;
 use crate::error::{Error, Result};
+use crate::static_table::StagedRows;
 use crate::store::{State, TableData, TableEntry};
 
 /// The most a master transaction's timeout can be (YT's default limit, one hour); a longer
@@ -86,6 +87,11 @@ pub struct Master {
 impl Master {
     pub fn is_empty(&self) -> bool {
         self.transactions.is_empty() && self.locks.is_empty()
+    }
+
+    /// The timestamps snapshot locks on tables read their rows at.
+    pub fn snapshot_timestamps(&self) -> impl Iterator<Item = u64> + '_ {
+        self.locks.values().filter_map(|l| l.timestamp)
     }
 
     /// The transaction and its ancestors, itself first.
@@ -229,7 +235,9 @@ pub(crate) fn commit(state: &mut State, id: &str) -> std::result::Result<(), Str
         Some(parent) => {
             let p = live(state, parent)?;
             for (path, entry) in tx.changes {
-                p.changes.insert(path, entry);
+                let own = p.changes.get(&path).and_then(Option::as_ref);
+                let merged = entry.map(|e| crate::static_table::merge_nested(own, e));
+                p.changes.insert(path, merged);
             }
             use super::locks::{LockMode, LockState};
             state.master.locks.retain(|_, l| {
@@ -243,7 +251,7 @@ pub(crate) fn commit(state: &mut State, id: &str) -> std::result::Result<(), Str
             }
         }
         None => {
-            apply_changes(state, &tx.changes);
+            apply_changes(state, &tx.changes)?;
             state.master.locks.retain(|_, l| l.transaction_id != id);
         }
     }
@@ -258,9 +266,16 @@ pub(crate) fn commit(state: &mut State, id: &str) -> std::result::Result<(), Str
 /// else from these paths, so what is there is what it saw or what it replaced.
 ///
 /// A table the transaction did not create keeps its committed entry (its schema, tablets and
-/// settings may have changed since, by operations on its rows): only the custom attributes,
-/// all a transaction changes of an existing table, are taken from the transaction's version.
-pub(crate) fn apply_changes(state: &mut State, changes: &Changes) {
+/// settings may have changed since, by operations on its rows): only the custom attributes
+/// and a static table's written rows, all a transaction changes of an existing table, are
+/// taken from the transaction's version.
+///
+/// # Errors
+/// Rows appended to a sorted static table that no longer follow its committed rows.
+pub(crate) fn apply_changes(
+    state: &mut State,
+    changes: &Changes,
+) -> std::result::Result<(), String> {
     for (path, entry) in changes.iter().rev() {
         if entry.is_none() {
             state.nodes.remove(path);
@@ -278,14 +293,20 @@ pub(crate) fn apply_changes(state: &mut State, changes: &Changes) {
                 state.nodes.remove(path);
                 match state.tables.get_mut(path) {
                     Some((entry, _)) if entry.id == t.id => {
-                        entry.custom_attributes = t.custom_attributes.clone()
+                        entry.custom_attributes = t.custom_attributes.clone();
+                        crate::static_table::apply_committed(entry, t, path)?;
                     }
                     _ => {
-                        let data = TableData::empty_for(t);
-                        state.tables.insert(path.clone(), (t.clone(), data));
+                        let mut entry = t.clone();
+                        if let Some(StagedRows::Appended(chunks)) = entry.staged_rows.take() {
+                            entry.static_chunks.extend(chunks);
+                        }
+                        let data = TableData::empty_for(&entry);
+                        state.tables.insert(path.clone(), (entry, data));
                     }
                 }
             }
         }
     }
+    Ok(())
 }

@@ -12,6 +12,7 @@ use super::{
     builtin, child_path, parent, prefix_of, system_children, Node, NodeKind, NodeView, ROOT,
 };
 use crate::error::{Error, Result};
+use crate::static_table::{StagedRows, StaticChunk};
 use crate::store::State;
 
 /// The tree seen by a transaction (or none).
@@ -54,6 +55,11 @@ impl<'a> Tree<'a> {
             .map(Option::as_ref)
     }
 
+    /// The transaction's own version of `path` (not its ancestors'): `Some(None)` removed.
+    pub(crate) fn own_version(&self, path: &str) -> Option<Option<&'a Entry>> {
+        self.overlays.first()?.get(path).map(Option::as_ref)
+    }
+
     /// The node at `path`, if there is one.
     pub fn node(&self, path: &str) -> Option<NodeView<'a>> {
         match self.overlaid(path) {
@@ -87,13 +93,7 @@ impl<'a> Tree<'a> {
             .take_while(|(k, _)| k.starts_with(&prefix))
             .map(|(k, _)| k.as_str())
             .collect();
-        paths.extend(
-            self.state
-                .tables
-                .keys()
-                .filter(|k| k.starts_with(&prefix))
-                .map(String::as_str),
-        );
+        paths.extend(self.state.tables.paths_under(&prefix).map(String::as_str));
         for o in self.overlays.iter().rev() {
             for (k, _) in o
                 .range(prefix.clone()..)
@@ -228,6 +228,49 @@ impl<'a> Tree<'a> {
     }
 
     /// The entry at `path` as a transaction's change records it.
+    /// The rows of the static table at `path` as the tree sees them: its chunks in row
+    /// order (a transaction's appends after the rows of the version it branched from).
+    pub fn static_chunks(&self, path: &str) -> Vec<StaticChunk> {
+        self.static_chunks_from(path, 0)
+    }
+
+    fn static_chunks_from(&self, path: &str, level: usize) -> Vec<StaticChunk> {
+        for (i, overlay) in self.overlays.iter().enumerate().skip(level) {
+            let table = match overlay.get(path) {
+                None => continue,
+                Some(Some(Entry::Table(t))) => t,
+                Some(_) => return vec![],
+            };
+            match &table.staged_rows {
+                None => continue,
+                Some(StagedRows::Overwritten) => return table.static_chunks.clone(),
+                Some(StagedRows::Appended(appended)) => {
+                    let mut chunks = self.static_chunks_from(path, i + 1);
+                    chunks.extend(appended.iter().cloned());
+                    return chunks;
+                }
+            }
+        }
+        self.state
+            .tables
+            .get(path)
+            .map(|(entry, _)| entry.static_chunks.clone())
+            .unwrap_or_default()
+    }
+
+    /// The entry at `path` with a static table's rows resolved: what a snapshot or a copy
+    /// of it holds (all its rows, nothing staged).
+    pub(crate) fn resolved_entry(&self, path: &str) -> Option<Entry> {
+        match self.entry(path)? {
+            Entry::Table(mut t) => {
+                t.static_chunks = self.static_chunks(path);
+                t.staged_rows = None;
+                Some(Entry::Table(t))
+            }
+            node => Some(node),
+        }
+    }
+
     pub(crate) fn entry(&self, path: &str) -> Option<Entry> {
         match self.node(path)? {
             NodeView::Node(n) => Some(Entry::Node(n.clone())),

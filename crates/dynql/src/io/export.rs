@@ -15,6 +15,7 @@ use parquet::file::properties::WriterProperties;
 use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_core::{TableSchema, Value};
 use dynql_storage::scan::{batch_weight, tablet_ranges};
+use dynql_storage::static_table::TableRead;
 use dynql_storage::{KeyBound, KeyRange, Timestamp};
 
 use crate::database::Database;
@@ -147,6 +148,11 @@ impl Database {
             Some(t) if !t.is_latest() => t,
             _ => self.store().last_committed_timestamp().await?,
         };
+        // A static table's rows are its chunks, read as they are.
+        let static_chunks = match self.store().table_for_read(path, None).await? {
+            TableRead::Static { chunks, .. } => Some(chunks),
+            TableRead::Versioned { .. } => None,
+        };
         let old_parts = prepare_directory(dir, options.force)?;
         let estimate = self.store().version_count(path).await? as u64;
         let schema = &entry.schema;
@@ -167,11 +173,20 @@ impl Database {
                     })
                     .collect()
             };
-            for range in ranges {
-                let (batches, _) = self
-                    .store()
-                    .scan_batches(path, Some(&[range]), timestamp)
-                    .await?;
+            let parts = match &static_chunks {
+                Some(chunks) => chunks.iter().map(Part::Chunk).collect(),
+                None => ranges.into_iter().map(Part::Range).collect::<Vec<_>>(),
+            };
+            for part in parts {
+                let batches = match part {
+                    Part::Chunk(chunk) => self.store().read_static_chunk(chunk).await?,
+                    Part::Range(range) => {
+                        self.store()
+                            .scan_batches(path, Some(&[range]), timestamp)
+                            .await?
+                            .0
+                    }
+                };
                 for batch in batches {
                     let batch = writer.table_batch(batch)?;
                     rows += batch.num_rows() as u64;
@@ -211,6 +226,12 @@ impl Database {
             elapsed: started.elapsed(),
         })
     }
+}
+
+/// What an export reads at a time: a key range of a dynamic table, or a static table's chunk.
+enum Part<'a> {
+    Range(KeyRange),
+    Chunk(&'a dynql_storage::static_table::StaticChunk),
 }
 
 /// The name of the `index`th file of an export.
