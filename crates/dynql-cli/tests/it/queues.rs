@@ -304,7 +304,8 @@ fn alter_table_adds_columns_and_a_static_round_trip_forgets_trimming() {
     // Static and back: the trim is forgotten; what the second commit stored reappears.
     store.ok(&["alter-table", "//q", "--dynamic", "false"], None);
     assert_eq!(store.ok(&["get", "//q/@dynamic"], None).trim(), "%false");
-    store.ok(&["mount-table", "//q"], None);
+    let err = store.fails(&["mount-table", "//q"], None);
+    assert!(err.contains("Cannot mount static table"), "{err}");
     let err = store.fails(&["select-rows", "a from [//q]"], None);
     assert!(err.contains("static"), "{err}");
     let err = store.fails(&["insert-rows", "//q"], Some("{a=9}"));
