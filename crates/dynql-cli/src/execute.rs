@@ -1,13 +1,14 @@
 //! Running commands: the command line opens its store and runs one command; the shell runs
 //! the same [`execute`] for each statement.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 
 use anyhow::{bail, Context, Result};
 use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
 
 use crate::commands::{Cli, Command, InputFormat, SelectRowsArgs};
 use crate::format::input_format;
+use crate::row_input::{read_rows, special_doubles};
 
 /// Decoded row groups a single command keeps (enough for the lookups of a join, which read
 /// the same row groups batch after batch).
@@ -121,13 +122,21 @@ pub async fn execute(
             append,
             tx,
         } => {
-            let target = dynql::RichPath::parse(&path)?.path;
-            let rows = read_rows(db, &target, input_format(format)?, input).await?;
+            let format = input_format(format)?;
             let options = dynql::WriteTableOptions {
                 append,
                 transaction: tx,
             };
-            db.write_table(&path, &rows, options).await?;
+            // A part of the input at a time: a large write is never held whole.
+            let mut writer = db.start_write_table(&path, options).await?;
+            let mut rows = crate::row_input::RowStream::new(format, input);
+            while let Some(mut part) = rows.next_part()? {
+                if matches!(format, InputFormat::Json | InputFormat::JsonBytes) {
+                    special_doubles(writer.schema(), &mut part);
+                }
+                writer.write(&part).await?;
+            }
+            writer.commit().await?;
         }
         Command::ReadTable { path, format, tx } => {
             let format = crate::format::select_format(format)?;
@@ -681,86 +690,6 @@ pub fn caret_lines(query: &str, span: dynql::ql::Span) -> Option<String> {
 
 /// Characters of the query line shown on each side of an error's position.
 const CARET_CONTEXT: usize = 60;
-
-/// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
-/// Reads rows (or keys) for the table at `path` from `input`.
-async fn read_rows(
-    db: &Database,
-    path: &str,
-    format: InputFormat,
-    input: &mut dyn Read,
-) -> Result<Vec<Yson>> {
-    let mut rows = parse_rows(format, input)?;
-    if matches!(format, InputFormat::Json | InputFormat::JsonBytes) {
-        // JSON has no literals for NaN and the infinities: the output writes them as the
-        // strings "nan", "inf" and "-inf", and they read back as doubles in double columns.
-        if let Ok(entry) = db.store().table(path).await {
-            let doubles: Vec<&str> = entry
-                .schema
-                .columns()
-                .iter()
-                .filter(|c| c.wire_type() == dynql::ValueType::Double)
-                .map(|c| c.name.as_str())
-                .collect();
-            for row in &mut rows {
-                if let Yson::Map(entries) = row {
-                    for (name, value) in entries.iter_mut() {
-                        if doubles.iter().any(|d| d.as_bytes() == name.as_slice()) {
-                            if let Some(d) = special_double(value) {
-                                *value = Yson::Double(d);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(rows)
-}
-
-/// The double a JSON string stands for: "nan", "inf", "-inf" (as the JSON output writes them).
-fn special_double(value: &Yson) -> Option<f64> {
-    match value {
-        Yson::String(s) => match s.as_slice() {
-            b"nan" => Some(f64::NAN),
-            b"inf" => Some(f64::INFINITY),
-            b"-inf" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn parse_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
-    match format {
-        InputFormat::JsonBytes => parse_rows(InputFormat::Json, input)?
-            .into_iter()
-            .enumerate()
-            .map(|(n, row)| {
-                crate::format::code_points_as_bytes(row)
-                    .map_err(|e| anyhow::anyhow!("row {}: {e}", n + 1))
-            })
-            .collect(),
-        InputFormat::Json => {
-            let mut rows = Vec::new();
-            for (n, line) in std::io::BufReader::new(input).split(b'\n').enumerate() {
-                let line = line.context("reading rows")?;
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let v = dynql::json_rows::parse_line(&line)
-                    .map_err(|e| anyhow::anyhow!("line {}: malformed JSON row: {e}", n + 1))?;
-                rows.push(Yson::from_json(&v));
-            }
-            Ok(rows)
-        }
-        InputFormat::Yson | InputFormat::YsonPretty => {
-            let mut text = Vec::new();
-            input.read_to_end(&mut text).context("reading rows")?;
-            Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -19,6 +19,7 @@ mod format;
 mod io;
 #[cfg(test)]
 mod reference;
+mod row_input;
 mod shell;
 mod store;
 mod tree;

@@ -35,7 +35,7 @@ pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
 pub use sql::{SqlOptions, SqlOutcome, SqlSession};
 pub use table_attributes::{parse_document, parse_pivot_keys};
-pub use table_rows::{ReadTableOptions, TableRows, WriteTableOptions};
+pub use table_rows::{ReadTableOptions, TableRows, TableWriter, WriteTableOptions};
 pub use transaction::Transaction;
 pub use ypath::RichPath;
 

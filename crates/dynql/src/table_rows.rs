@@ -69,7 +69,87 @@ fn static_row(
     Ok(row)
 }
 
+/// A `write-table` in progress ([`Database::start_write_table`]): rows go in a part at a
+/// time, and become the table's at [`TableWriter::commit`].
+pub struct TableWriter {
+    db: Database,
+    write: dynql_storage::static_table::StaticWrite,
+    computed: ComputedColumns,
+}
+
+impl TableWriter {
+    /// The schema rows are written in.
+    pub fn schema(&self) -> &TableSchema {
+        &self.write.table().schema
+    }
+
+    /// Writes rows (YSON maps), numbered in errors from the first row of the whole write.
+    ///
+    /// # Errors
+    /// A row that does not fit the schema or breaks the key order.
+    pub async fn write(&mut self, rows: &[Yson]) -> Result<()> {
+        let schema = self.write.table().schema.clone();
+        let first = self.write.rows();
+        let values = rows
+            .iter()
+            .enumerate()
+            .map(|(i, node)| static_row(&schema, &self.computed, first + i as u64, node))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self
+            .db
+            .store
+            .write_static_rows(&mut self.write, values)
+            .await?)
+    }
+
+    /// Makes the written rows the table's (or stages them in the transaction); returns how
+    /// many there were.
+    ///
+    /// # Errors
+    /// The table was removed or replaced meanwhile; appended rows no longer follow rows
+    /// another writer appended first; a lock conflict.
+    pub async fn commit(self) -> Result<u64> {
+        Ok(self.db.store.commit_static_write(self.write).await?)
+    }
+}
+
 impl Database {
+    /// Starts writing the static table at `path` (see [`Database::write_table`]); the rows
+    /// go in with [`TableWriter::write`], a part at a time, so a large input is never held
+    /// whole.
+    ///
+    /// # Errors
+    /// A path with a column selector or range; no such table or transaction; a dynamic
+    /// table; a lock that keeps the write out.
+    pub async fn start_write_table(
+        &self,
+        path: &str,
+        options: WriteTableOptions,
+    ) -> Result<TableWriter> {
+        let rich = RichPath::parse(path)?;
+        if rich.columns.is_some()
+            || rich.lower_row_index.is_some()
+            || rich.upper_row_index.is_some()
+        {
+            return Err(Error::Invalid(format!(
+                "Cannot write {path}: a written path takes no column selector or range"
+            )));
+        }
+        let tx = options.transaction.as_deref();
+        self.check_master(tx).await?;
+        let append = options.append || rich.append;
+        let write = self
+            .store
+            .start_static_write(&rich.path, tx, append)
+            .await?;
+        let computed = ComputedColumns::compile(&write.table().schema)?;
+        Ok(TableWriter {
+            db: self.clone(),
+            write,
+            computed,
+        })
+    }
+
     /// Writes the static table at `path` (a rich path: `<append=%true>//t` appends) with
     /// `rows` (YSON maps): over its rows (an exclusive lock in a transaction) or after them
     /// with `append` (a shared one, so that appends of several transactions all land).
@@ -98,35 +178,11 @@ impl Database {
         rows: &[Yson],
         options: WriteTableOptions,
     ) -> Result<u64> {
-        let rich = RichPath::parse(path)?;
-        if rich.columns.is_some()
-            || rich.lower_row_index.is_some()
-            || rich.upper_row_index.is_some()
-        {
-            return Err(Error::Invalid(format!(
-                "Cannot write {path}: a written path takes no column selector or range"
-            )));
+        let mut writer = self.start_write_table(path, options).await?;
+        for part in rows.chunks(64 * 1024) {
+            writer.write(part).await?;
         }
-        let tx = options.transaction.as_deref();
-        self.check_master(tx).await?;
-        let append = options.append || rich.append;
-        let mut write = self
-            .store
-            .start_static_write(&rich.path, tx, append)
-            .await?;
-        let schema = write.table().schema.clone();
-        let computed = ComputedColumns::compile(&schema)?;
-        const PART: usize = 64 * 1024;
-        for (p, part) in rows.chunks(PART).enumerate() {
-            let first = (p * PART) as u64;
-            let values = part
-                .iter()
-                .enumerate()
-                .map(|(i, node)| static_row(&schema, &computed, first + i as u64, node))
-                .collect::<Result<Vec<_>>>()?;
-            self.store.write_static_rows(&mut write, values).await?;
-        }
-        Ok(self.store.commit_static_write(write).await?)
+        writer.commit().await
     }
 
     /// Reads the rows of the table at `path` (a rich path: `//t{a,b}[#10:#20]` selects
