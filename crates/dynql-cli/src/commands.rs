@@ -348,33 +348,9 @@ pub enum Command {
     },
     /// Copy a node with everything below it to a new path (a table's rows and history;
     /// chunks are shared).
-    Copy {
-        source: String,
-        destination: String,
-        /// Create missing parent directories of the destination.
-        #[arg(long, short = 'r')]
-        recursive: bool,
-        /// Replace a node at the destination.
-        #[arg(long)]
-        force: bool,
-        /// The master transaction to work in.
-        #[arg(long)]
-        tx: Option<String>,
-    },
+    Copy(CopyArgs),
     /// Move (rename) a node with everything below it.
-    Move {
-        source: String,
-        destination: String,
-        /// Create missing parent directories of the destination.
-        #[arg(long, short = 'r')]
-        recursive: bool,
-        /// Replace a node at the destination.
-        #[arg(long)]
-        force: bool,
-        /// The master transaction to work in.
-        #[arg(long)]
-        tx: Option<String>,
-    },
+    Move(CopyArgs),
     /// Remove a node (a directory with everything below it needs -r), a part of a document
     /// (`remove //home/me/doc/key`), or an attribute (`remove //t/@ttl`).
     Remove {
@@ -519,4 +495,20 @@ pub(crate) fn parse_bool(s: &str) -> Result<bool, String> {
         "false" | "%false" | "0" | "no" => Ok(false),
         _ => Err(format!("expected true or false, got {s:?}")),
     }
+}
+
+/// The arguments of `copy` and `move`.
+#[derive(Debug, clap::Args)]
+pub struct CopyArgs {
+    pub source: String,
+    pub destination: String,
+    /// Create missing parent directories of the destination.
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
+    /// Replace a node at the destination.
+    #[arg(long)]
+    pub force: bool,
+    /// The master transaction to work in.
+    #[arg(long)]
+    pub tx: Option<String>,
 }

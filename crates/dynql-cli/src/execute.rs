@@ -62,7 +62,7 @@ pub async fn execute(
         Command::UnfreezeTable { .. } => dynql::TabletCommand::Unfreeze,
         _ => dynql::TabletCommand::Mount,
     };
-    let command_is_copy = matches!(command, Command::Copy { .. });
+    let command_is_copy = matches!(command, Command::Copy(_));
     match command {
         Command::Create {
             type_and_path,
@@ -486,28 +486,16 @@ pub async fn execute(
                 other => bail!("--format must be yson or json, not {other:?}"),
             }
         }
-        Command::Copy {
-            source,
-            destination,
-            recursive,
-            force,
-            tx,
-        }
-        | Command::Move {
-            source,
-            destination,
-            recursive,
-            force,
-            tx,
-        } => {
+        Command::Copy(args) | Command::Move(args) => {
             let options = dynql::CopyOptions {
-                recursive,
-                force,
-                transaction: tx,
+                recursive: args.recursive,
+                force: args.force,
+                transaction: args.tx,
             };
+            let (source, destination) = (&args.source, &args.destination);
             match command_is_copy {
-                true => db.copy_node(&source, &destination, options).await?,
-                false => db.move_node(&source, &destination, options).await?,
+                true => db.copy_node(source, destination, options).await?,
+                false => db.move_node(source, destination, options).await?,
             }
         }
         Command::Remove {
