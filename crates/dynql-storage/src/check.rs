@@ -9,6 +9,7 @@
 //! | a log record after the newest checkpoint | the tables it names are damaged (reads and writes fail); the others work |
 //! | a chunk a logged large write names | that table is damaged |
 //! | the newest checkpoint (manifest or tail chunk) | the store opens from the older one and the log after it |
+//! | a staged write of a live transaction | committing the transaction fails; nothing else |
 //!
 //! The check reads every referenced file whole, so it costs a full read of the store.
 
@@ -96,6 +97,7 @@ impl Store {
                 tables: vec![],
             });
         }
+        report.damage.extend(self.damaged_staged_writes().await?);
         // Copies share chunks: every table that references one is affected by it.
         let mut chunks: BTreeMap<String, (crate::ChunkRef, dynql_core::TableSchema, Vec<String>)> =
             BTreeMap::new();

@@ -208,3 +208,111 @@ async fn a_flipped_bit_anywhere_is_an_error_or_the_right_answer() {
     assert_eq!(answers(&url).await, expected);
     println!("bit flips: {flips} over {} files", all.len());
 }
+
+/// A transaction with two staged writes in a fresh store; returns the store's directory,
+/// its URL and the transaction id.
+async fn staged_transaction() -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let s = Store::open(&url).unwrap();
+    let schema = TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=n;type=int64}]")
+        .unwrap();
+    s.create_table("//t", schema, TableOptions::default())
+        .await
+        .unwrap();
+    let tx = s.start_transaction(60_000).await.unwrap();
+    for k in [1, 2] {
+        s.write_rows_in(
+            &tx.id,
+            "//t",
+            WriteKind::Overwrite,
+            false,
+            vec![vec![Some(Value::Int64(k)), Some(Value::Int64(k * 10))]],
+        )
+        .await
+        .unwrap();
+    }
+    (dir, url, tx.id)
+}
+
+/// The files of the transaction folder, by name.
+fn staged_files(dir: &Path, id: &str) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    files(&dir.join("_tx").join(id), &mut all);
+    all.sort();
+    all
+}
+
+/// Issue 38: a flipped bit in a staged write (or its acknowledgement) used to commit a
+/// different value, and `check` said "no damage found". Now `check` names the file and the
+/// commit fails, committing nothing.
+#[tokio::test]
+async fn a_flipped_bit_in_a_staged_write_fails_the_commit_and_check_names_it() {
+    let (dir, _, id) = staged_transaction().await;
+    let names: Vec<String> = staged_files(dir.path(), &id)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+        .filter(|n| n != "meta.json")
+        .collect();
+    assert_eq!(names.len(), 4, "two slots and two acknowledgements: {names:?}");
+    let mut flips = 0;
+    for name in &names {
+        let len = {
+            let (dir, _, id) = staged_transaction().await;
+            std::fs::read(dir.path().join("_tx").join(&id).join(name))
+                .unwrap()
+                .len()
+        };
+        for pos in positions(len) {
+            let (dir, url, id) = staged_transaction().await;
+            let file = dir.path().join("_tx").join(&id).join(name);
+            let mut bytes = std::fs::read(&file).unwrap();
+            bytes[pos] ^= 1 << (pos % 8);
+            std::fs::write(&file, &bytes).unwrap();
+            flips += 1;
+            let s = Store::open(&url).unwrap();
+            let report = s.check().await.unwrap();
+            assert!(
+                report.damage.iter().any(|d| d.file.contains(&id)),
+                "{name} byte {pos}: check found no damage: {report:?}"
+            );
+            let committed = s.commit_transaction(&id).await;
+            assert!(
+                matches!(committed, Err(dynql_storage::Error::Corrupt { .. })),
+                "{name} byte {pos}: the commit went on: {committed:?}"
+            );
+            assert!(s.read_rows("//t", Timestamp::MAX).await.unwrap().is_empty());
+        }
+    }
+    println!("bit flips in staged files: {flips}");
+}
+
+/// Issue 38: deleting the newest staged write used to commit without it.
+#[tokio::test]
+async fn a_deleted_staged_write_fails_the_commit_newest_included() {
+    for slot in [1, 2] {
+        let (dir, url, id) = staged_transaction().await;
+        let file = dir
+            .path()
+            .join("_tx")
+            .join(&id)
+            .join(format!("staged-{slot:020}.json"));
+        std::fs::remove_file(&file).unwrap();
+        let s = Store::open(&url).unwrap();
+        let report = s.check().await.unwrap();
+        assert!(
+            report
+                .damage
+                .iter()
+                .any(|d| d.file.ends_with(&format!("staged-{slot:020}.json"))
+                    && d.problem.contains("missing")),
+            "slot {slot}: {report:?}"
+        );
+        let committed = s.commit_transaction(&id).await;
+        assert!(
+            matches!(&committed, Err(dynql_storage::Error::Corrupt { message, .. }) if message.contains("missing")),
+            "slot {slot}: {committed:?}"
+        );
+        assert!(s.read_rows("//t", Timestamp::MAX).await.unwrap().is_empty());
+    }
+}

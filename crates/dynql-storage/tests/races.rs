@@ -416,6 +416,103 @@ async fn a_write_staged_before_the_seal_is_committed() {
     assert_eq!(rows, vec![vec![Value::Int64(7), Value::Int64(7)]]);
 }
 
+/// Issue 38, defect 1: a writer lists the empty folder (so it takes slot 1) and is held;
+/// meanwhile another write takes slot 1 and the commit seals, commits and cleans up. The held
+/// writer used to create slot 1 again after the cleanup: acknowledged, exit 0, never read.
+/// Slot numbers are never reused now, so it collides, finds the seal and fails.
+#[tokio::test]
+async fn a_writer_that_listed_before_the_commit_never_reuses_a_committed_slot() {
+    for _ in 0..REPEATS {
+        let p = pair();
+        p.other
+            .create_table("//t", sorted(), TableOptions::default())
+            .await
+            .unwrap();
+        let tx = p.other.start_transaction(60_000).await.unwrap();
+        let mut held = p.gated.arm(&format!("_tx/{}/staged-", tx.id));
+        let store = p.held.clone();
+        let id = tx.id.clone();
+        let write = tokio::spawn(async move {
+            store
+                .write_rows_in(&id, "//t", WriteKind::Overwrite, false, vec![row(2, 2)])
+                .await
+        });
+        held.reached().await;
+        p.other
+            .write_rows_in(&tx.id, "//t", WriteKind::Overwrite, false, vec![row(1, 1)])
+            .await
+            .unwrap();
+        p.other.commit_transaction(&tx.id).await.unwrap();
+        held.release();
+        let late = write.await.unwrap();
+        let rows = p.reopened().read_rows("//t", Timestamp::MAX).await.unwrap();
+        match late {
+            Ok(()) => panic!("an acknowledged write must be committed: {rows:?}"),
+            Err(e) => assert!(
+                matches!(e, Error::TransactionSealed { .. }),
+                "the late write must fail as sealed: {e:?}"
+            ),
+        }
+        assert_eq!(rows, vec![vec![Value::Int64(1), Value::Int64(1)]]);
+    }
+}
+
+/// Three writers and a commit, interleaved at random (bounded): every write acknowledged is
+/// in the committed rows, and every committed row was acknowledged.
+#[tokio::test]
+async fn racing_writers_and_a_commit_lose_no_acknowledged_write() {
+    for round in 0..20i64 {
+        let p = pair();
+        p.other
+            .create_table("//t", sorted(), TableOptions::default())
+            .await
+            .unwrap();
+        let tx = p.other.start_transaction(60_000).await.unwrap();
+        let mut writers = Vec::new();
+        for w in 0..3i64 {
+            let store = if w % 2 == 0 { p.held.clone() } else { p.other.clone() };
+            let id = tx.id.clone();
+            writers.push(tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for i in 0..4i64 {
+                    let k = w * 100 + i;
+                    match store
+                        .write_rows_in(&id, "//t", WriteKind::Overwrite, false, vec![row(k, round)])
+                        .await
+                    {
+                        Ok(()) => acked.push(k),
+                        // Refused: the commit started (sealed) or finished (gone).
+                        Err(Error::TransactionSealed { .. } | Error::NoSuchTransaction { .. }) => {
+                            break
+                        }
+                        Err(e) => panic!("writer {w}: {e}"),
+                    }
+                    tokio::task::yield_now().await;
+                }
+                acked
+            }));
+        }
+        for _ in 0..(round % 5) {
+            tokio::task::yield_now().await;
+        }
+        p.other.commit_transaction(&tx.id).await.unwrap();
+        let mut acked = Vec::new();
+        for w in writers {
+            acked.extend(w.await.unwrap());
+        }
+        acked.sort_unstable();
+        let rows = p.reopened().read_rows("//t", Timestamp::MAX).await.unwrap();
+        let committed: Vec<i64> = rows
+            .iter()
+            .map(|r| match r[0] {
+                Value::Int64(k) => k,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(committed, acked, "round {round}");
+    }
+}
+
 fn no_ttl() -> TableOptions {
     TableOptions {
         retention: Retention {

@@ -1,25 +1,34 @@
-//! Tablet transactions across processes: a transaction is a folder of the store,
+//! Tablet transactions across processes: a transaction is a folder of the store
+//! (the files are described in [`slot`]), so any process can stage writes into it. Reads
+//! inside see the start timestamp (not the transaction's own writes, as in YT). `commit`
+//! gathers the staged actions, checks them for row-lock conflicts against commits made after
+//! the start ([`crate::conflict`]) and appends them as one log record naming the transaction,
+//! which makes a second commit of the same transaction impossible. A transaction whose
+//! deadline passed without a ping is aborted.
 //!
-//! ```text
-//! <root>/_tx/<id>/meta.json                  start timestamp, timeout, deadline
-//! <root>/_tx/<id>/staged-<slot:020>.json     one file per staged write or lock call, slots 1, 2, …
-//! <root>/_tx/<id>/staged-<last+1:020>.json   the seal: the commit (or abort) has started
-//! ```
-//!
-//! so any process can stage writes into it. Reads inside see the start timestamp (not the
-//! transaction's own writes, as in YT). `commit` gathers the staged actions, checks them for
-//! row-lock conflicts against commits made after the start ([`crate::conflict`]) and appends
-//! them as one log record naming the transaction, which makes a second commit of the same
-//! transaction impossible. A transaction whose deadline passed without a ping is aborted.
-//!
-//! **Sealing.** Every slot is created with `PutMode::Create` at one past the highest slot
-//! listed, so slots are numbered without gaps, and two writers never share one. A commit
-//! first *seals* the transaction by creating the next slot with a seal, then reads exactly the
-//! slots below it. A write that races the commit either got its slot first (and is in the
-//! commit) or collides with the seal or finds it when it lists (and fails with
+//! **Sealing.** Every slot is created with `PutMode::Create` at one past the highest slot (or
+//! acknowledgement) listed, so slots are numbered without gaps and two writers never share
+//! one. A commit first *seals* the transaction by creating the next slot with a seal, then
+//! reads exactly the slots below it. A write that races the commit either got its slot first
+//! (and is in the commit) or collides with the seal or finds it when it lists (and fails with
 //! [`Error::TransactionSealed`]): the commit holds exactly the writes that were acknowledged.
-//! The seal outlives the commit's cleanup, so a late writer still finds it; garbage collection
-//! removes it an hour later with the rest of the folder.
+//!
+//! **Invariants** (each relied on above):
+//! 1. A slot number is never reused while writers may race: a finished transaction keeps its
+//!    slots and seal (only its metadata goes); garbage collection removes the folder after the
+//!    store's grace period. (Deleting committed slots let a writer that listed an empty folder
+//!    create slot 1 again after the commit, acknowledged and never read.)
+//! 2. Slot `n` is created only when `n - 1` exists, so when a seal is created at `s`, slots
+//!    `1..s` all exist, and none can appear below it later.
+//! 3. A writer acknowledges its write only after it has created `acked-<n>` and seen the
+//!    transaction still live or sealed above `n`; a folder collected under a stalled writer
+//!    fails its write instead.
+//! 4. Every slot carries a checksum, and its acknowledgement the same one: a damaged slot, or a
+//!    deleted acknowledged one (the newest included), fails the commit with
+//!    [`Error::Corrupt`] and leaves the store unchanged.
+
+pub(crate) mod slot;
+mod staging;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,8 +41,7 @@ use crate::error::{Error, Result};
 use crate::log::Action;
 use crate::store::{check_conflicts, chunks_after, fresh_id, MissingChunks, Store};
 use crate::timestamp::Timestamp;
-
-const TX_DIR: &str = "_tx";
+use slot::{meta_path, Seal};
 
 /// How many times a commit re-fetches chunks flushed while it was being checked.
 const MAX_CHUNK_REFETCHES: usize = 8;
@@ -52,36 +60,6 @@ pub struct TransactionInfo {
 /// How many times staging or sealing retries after losing a slot to another writer.
 const MAX_SLOT_ATTEMPTS: usize = 64;
 
-/// One slot of a transaction folder: a staged call, or the seal.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Slot {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    actions: Vec<Action>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    seal: Option<Seal>,
-}
-
-/// What a seal starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Seal {
-    Commit,
-    Abort,
-}
-
-fn slot_path(id: &str, slot: u64) -> ObjectPath {
-    ObjectPath::from(format!("{TX_DIR}/{id}/staged-{slot:020}.json"))
-}
-
-fn slot_number(location: &ObjectPath) -> Option<u64> {
-    location
-        .filename()?
-        .strip_prefix("staged-")?
-        .strip_suffix(".json")?
-        .parse()
-        .ok()
-}
-
 fn sealed_error(id: &str, seal: Seal) -> Error {
     Error::TransactionSealed {
         id: id.to_string(),
@@ -97,10 +75,6 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-fn meta_path(id: &str) -> ObjectPath {
-    ObjectPath::from(format!("{TX_DIR}/{id}/meta.json"))
 }
 
 fn valid_id(id: &str) -> Result<()> {
@@ -197,146 +171,31 @@ impl Store {
         self.put_meta(&info).await
     }
 
-    /// The slots of a transaction folder, in slot order.
-    async fn slots(&self, id: &str) -> Result<Vec<(u64, ObjectPath)>> {
-        let prefix = ObjectPath::from(format!("{TX_DIR}/{id}"));
-        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
-        let mut slots: Vec<(u64, ObjectPath)> = metas
-            .into_iter()
-            .filter_map(|m| slot_number(&m.location).map(|n| (n, m.location)))
-            .collect();
-        slots.sort_by_key(|(n, _)| *n);
-        Ok(slots)
-    }
-
-    /// Reads one slot; `None` when it is gone (a cleanup raced the listing).
-    async fn read_slot(&self, location: &ObjectPath) -> Result<Option<Slot>> {
-        self.read_json(location).await
-    }
-
-    /// Creates `slot` in the next free position of the folder; fails with
-    /// [`Error::TransactionSealed`] once the folder is sealed. Returns the position.
-    async fn put_slot(&self, id: &str, slot: &Slot) -> Result<std::result::Result<u64, Seal>> {
-        let bytes = serde_json::to_vec(slot).map_err(|e| Error::Invalid(e.to_string()))?;
-        for _ in 0..MAX_SLOT_ATTEMPTS {
-            let slots = self.slots(id).await?;
-            let next = match slots.last() {
-                None => 1,
-                Some((n, location)) => match self.read_slot(location).await? {
-                    None => continue,
-                    Some(Slot {
-                        seal: Some(seal), ..
-                    }) => return Ok(Err(seal)),
-                    Some(_) => n + 1,
-                },
-            };
-            let opts = PutOptions {
-                mode: PutMode::Create,
-                ..Default::default()
-            };
-            match self
-                .objects
-                .put_opts(&slot_path(id, next), PutPayload::from(bytes.clone()), opts)
-                .await
-            {
-                Ok(_) => return Ok(Ok(next)),
-                Err(object_store::Error::AlreadyExists { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(Error::Invalid(format!(
-            "transaction {id}: lost the race for a staging slot {MAX_SLOT_ATTEMPTS} times; retry"
-        )))
-    }
-
-    /// Stages actions (row writes, locks) in the transaction; nothing is visible until commit.
-    ///
-    /// # Errors
-    /// [`Error::TransactionSealed`] once the transaction's commit (or abort) has started: the
-    /// write is then not part of the transaction.
-    pub(crate) async fn stage(&self, id: &str, actions: Vec<Action>) -> Result<()> {
-        self.transaction(id).await?;
-        match self
-            .put_slot(
-                id,
-                &Slot {
-                    actions,
-                    seal: None,
-                },
-            )
-            .await?
-        {
-            Ok(_) => Ok(()),
-            Err(seal) => Err(sealed_error(id, seal)),
-        }
-    }
-
-    /// Seals the transaction for `seal`; returns the seal's slot. Sealing for a commit again
-    /// (a retried commit) finds the earlier seal.
-    async fn seal(&self, id: &str, seal: Seal) -> Result<u64> {
-        let slot = Slot {
-            actions: vec![],
-            seal: Some(seal),
-        };
-        match self.put_slot(id, &slot).await? {
-            Ok(n) => Ok(n),
-            Err(existing) if existing == seal => {
-                let slots = self.slots(id).await?;
-                slots.last().map(|(n, _)| *n).ok_or_else(|| Error::Corrupt {
-                    path: format!("{TX_DIR}/{id}"),
-                    message: "the seal of the transaction disappeared".into(),
-                })
-            }
-            Err(existing) => Err(sealed_error(id, existing)),
-        }
-    }
-
     /// Commits the transaction: all staged actions in one log record, or a conflict error
     /// (after which the transaction is aborted).
     ///
     /// Once the commit has started, further writes to the transaction fail; the record holds
     /// exactly the writes that were acknowledged (see the module docs).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when a staged write is damaged or missing: nothing is committed.
     pub async fn commit_transaction(&self, id: &str) -> Result<Timestamp> {
         let info = self.transaction(id).await?;
         let seal = self.seal(id, Seal::Commit).await?;
-        let slots = self.slots(id).await?;
-        let mut actions = Vec::new();
-        // Slots are numbered without gaps: one missing below the seal was deleted by hand or
-        // lost, and committing without it would drop an acknowledged write.
-        let missing = |slot: u64| {
-            Error::Corrupt {
-            path: slot_path(id, slot).to_string(),
-            message: format!(
-                "staged write {slot} of transaction {id} is missing; the transaction cannot be committed"
-            ),
-        }
-        };
-        let mut expect = 1;
-        for (n, location) in slots.iter().filter(|(n, _)| *n < seal) {
-            if *n != expect {
-                return Err(missing(expect));
+        let result = match self.read_staged(id, seal).await {
+            Ok(actions) => {
+                self.commit_checked(id, info.start_timestamp, &actions)
+                    .await
             }
-            let slot = self
-                .read_slot(location)
-                .await?
-                .ok_or_else(|| missing(expect))?;
-            actions.extend(slot.actions);
-            expect += 1;
-        }
-        if expect != seal {
-            return Err(missing(expect));
-        }
-        let result = self
-            .commit_checked(id, info.start_timestamp, &actions)
-            .await;
+            Err(e) => Err(e),
+        };
         match &result {
             // A transient failure keeps the sealed transaction: commit-tx may be retried.
             Err(Error::ObjectStore(_)) => {}
-            // The staged files are garbage either way; failing to delete them after a
-            // commit must not report the committed transaction as failed (the log forbids
-            // a second commit).
+            // Finished either way; failing to drop the metadata after a commit must not
+            // report the committed transaction as failed (the log forbids a second commit).
             _ => {
-                let _ = self.discard(id, Some(seal)).await;
+                let _ = self.finish(id).await;
             }
         }
         result
@@ -400,9 +259,9 @@ impl Store {
     pub async fn abort_transaction(&self, id: &str) -> Result<()> {
         valid_id(id)?;
         match self.seal(id, Seal::Abort).await {
-            Ok(seal) => self.discard(id, Some(seal)).await,
+            Ok(_) => self.finish(id).await,
             Err(Error::TransactionSealed { .. }) if self.expired(id).await? => {
-                self.discard(id, None).await
+                self.finish(id).await
             }
             Err(e) => Err(e),
         }
@@ -416,20 +275,13 @@ impl Store {
         })
     }
 
-    /// Deletes the transaction's metadata and staged slots, keeping the seal at `keep`.
-    async fn discard(&self, id: &str, keep: Option<u64>) -> Result<()> {
-        let prefix = ObjectPath::from(format!("{TX_DIR}/{id}"));
-        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
-        for meta in metas {
-            if keep.is_some() && slot_number(&meta.location) == keep {
-                continue;
-            }
-            match self.objects.delete(&meta.location).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+    /// Ends the transaction: its metadata goes, its slots and seal stay until garbage
+    /// collection (invariant 1 of the module docs).
+    async fn finish(&self, id: &str) -> Result<()> {
+        match self.objects.delete(&meta_path(id)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
     /// The oldest start timestamp of a transaction that is live (not expired, not finished):
@@ -438,7 +290,7 @@ impl Store {
     pub(crate) async fn oldest_live_transaction_start(&self) -> Result<Option<Timestamp>> {
         let listing = self
             .objects
-            .list_with_delimiter(Some(&ObjectPath::from(TX_DIR)))
+            .list_with_delimiter(Some(&ObjectPath::from(slot::TX_DIR)))
             .await?;
         let mut oldest: Option<Timestamp> = None;
         for folder in listing.common_prefixes {
@@ -460,7 +312,7 @@ impl Store {
     pub(crate) async fn collect_transactions(&self) -> Result<()> {
         let listing = self
             .objects
-            .list_with_delimiter(Some(&ObjectPath::from(TX_DIR)))
+            .list_with_delimiter(Some(&ObjectPath::from(slot::TX_DIR)))
             .await?;
         let now = now_ms();
         for folder in listing.common_prefixes {
