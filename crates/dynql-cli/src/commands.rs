@@ -411,13 +411,27 @@ pub enum Command {
     Import(crate::io::ImportArgs),
     /// Write a table as key-sorted Parquet files DIR/part-00000.parquet, … (one snapshot).
     Export(crate::io::ExportArgs),
-    /// Verify every file the store references (log records, checkpoints, chunks) and report
-    /// what is damaged and which tables it affects; exits with status 1 when anything is.
-    Check,
+    /// Verify every file the store references (log records, checkpoints, chunks, key filters,
+    /// staged transaction writes) and report what is damaged and which tables it affects;
+    /// exits with status 1 when anything is.
+    Check(CheckArgs),
     /// Interactive shell: YT QL queries and all of these commands, with line editing, history
     /// and completion (`dynql` with no command on a terminal starts it too). With stdin not a
     /// terminal it runs the statements it reads and stops at the first error.
     Shell,
+}
+
+/// The arguments of `check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Repair what can be repaired without losing data: set damaged checkpoints aside and
+    /// record lost log records (README, "Recovering from damage").
+    #[arg(long)]
+    pub repair: bool,
+    /// With --repair: make this table, damaged only by lost log records, readable again
+    /// without their changes (repeatable).
+    #[arg(long = "accept-loss", value_name = "PATH", requires = "repair")]
+    pub accept_loss: Vec<String>,
 }
 
 /// The arguments of `select-rows` (the shell runs them too).

@@ -521,15 +521,27 @@ pub async fn execute(
                 writeln!(stdout, "{name}")?;
             }
         }
-        Command::Check => {
-            let report = db.check().await?;
+        Command::Check(args) => {
+            let report = if args.repair {
+                let repaired = db.repair(&args.accept_loss).await?;
+                for line in &repaired.repaired {
+                    writeln!(stdout, "repaired: {line}")?;
+                }
+                if repaired.repaired.is_empty() {
+                    writeln!(stdout, "nothing to repair without losing data")?;
+                }
+                repaired.check
+            } else {
+                db.check().await?
+            };
             let plural =
                 |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
             writeln!(
                 stdout,
-                "checked {} and {} ({} bytes)",
+                "checked {}, {} and {} ({} bytes)",
                 plural(report.tables, "table"),
                 plural(report.chunks, "chunk"),
+                plural(report.key_filters, "key filter"),
                 report.bytes
             )?;
             for d in &report.damage {

@@ -76,8 +76,59 @@ fn main() -> ExitCode {
     match runtime.block_on(execute::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {}", error_text(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The longest error message printed: a message quoting hostile input (a 1 MB name in an
+/// error built by a dependency) is cut here even where its source did not cut it.
+const MAX_ERROR_BYTES: usize = 16 * 1024;
+
+/// The error and its causes, each said once: a cause whose text its wrapper already quotes
+/// (object_store's errors repeat their source) is not printed again.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    if text.len() > MAX_ERROR_BYTES {
+        let mut end = MAX_ERROR_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!("… ({cut} more bytes)"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_are_said_once_and_long_messages_cut() {
+        let inner = anyhow::anyhow!("No such file or directory (os error 2)");
+        let e = inner.context("Object store error: No such file or directory (os error 2)");
+        assert_eq!(
+            error_text(&e),
+            "Object store error: No such file or directory (os error 2)"
+        );
+        let e = anyhow::anyhow!("root").context("outer");
+        assert_eq!(error_text(&e), "outer: root");
+        let e = anyhow::anyhow!("{}", "x".repeat(1 << 20));
+        let text = error_text(&e);
+        assert!(text.len() < MAX_ERROR_BYTES + 64, "{}", text.len());
+        assert!(text.ends_with("more bytes)"));
     }
 }

@@ -46,7 +46,7 @@ pub fn reads_only(command: &Command) -> bool {
             | Command::Exists { .. }
             | Command::List { .. }
             | Command::Export(_)
-            | Command::Check
+            | Command::Check(_)
             | Command::GenerateTimestamp
     )
 }

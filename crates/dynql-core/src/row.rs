@@ -44,9 +44,12 @@ pub fn row_from_yson(schema: &TableSchema, node: &Yson) -> Result<InputRow> {
             });
             continue;
         }
-        let index = schema
-            .column_index(&name)
-            .ok_or_else(|| Error::InvalidRow(format!("No such column {name:?} in table schema")))?;
+        let index = schema.column_index(&name).ok_or_else(|| {
+            Error::InvalidRow(format!(
+                "No such column {} in table schema",
+                crate::error::shown(&name)
+            ))
+        })?;
         let column = &schema.columns()[index];
         if column.is_computed() {
             return Err(Error::InvalidRow(format!(
@@ -77,10 +80,14 @@ pub fn value_for_column(column: &ColumnSchema, node: &Yson) -> Result<Value> {
             column.logical_type
         ),
     };
-    let node = match node {
-        Yson::Attributed { value, .. } if column.wire_type() != ValueType::Any => value.as_ref(),
-        other => other,
-    };
+    if matches!(node, Yson::Attributed { .. }) {
+        // YT refuses them in every column, `any` included (its attributes would be dropped
+        // or, in `any`, stored where YT never stores them).
+        return Err(Error::InvalidValue {
+            column: column.name.clone(),
+            message: "Table values cannot have top-level attributes".into(),
+        });
+    }
     if matches!(node, Yson::Entity) {
         if column.required {
             return Err(Error::InvalidValue {
@@ -220,6 +227,39 @@ mod tests {
                 None
             ]
         );
+    }
+
+    #[test]
+    fn values_with_top_level_attributes_are_refused_as_yt_does() {
+        for text in [
+            "{k=1;u=<a=b>3u}",
+            "{k=1;s=<a=b>x}",
+            "{k=1;r=<a=%true>\"y\"}",
+        ] {
+            let node = crate::yson::parse(text.as_bytes()).unwrap();
+            let e = row_from_yson(&schema(), &node).unwrap_err().to_string();
+            assert!(
+                e.contains("Table values cannot have top-level attributes"),
+                "{text}: {e}"
+            );
+        }
+        let any =
+            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=a;type=any}]")
+                .unwrap();
+        let node = crate::yson::parse(b"{k=1;a=<x=1>{y=2}}").unwrap();
+        assert!(row_from_yson(&any, &node).is_err());
+        // Attributes inside a value of an `any` column are its content, kept.
+        let node = crate::yson::parse(b"{k=1;a={y=<x=1>2}}").unwrap();
+        assert!(row_from_yson(&any, &node).is_ok());
+    }
+
+    #[test]
+    fn a_huge_unknown_column_name_is_not_echoed_whole() {
+        let name = "n".repeat(1 << 20);
+        let node = Yson::Map(vec![(name.into_bytes(), Yson::Int64(1))]);
+        let e = row_from_yson(&schema(), &node).unwrap_err().to_string();
+        assert!(e.len() < 300, "{} bytes", e.len());
+        assert!(e.contains("(1048576 bytes)"), "{e}");
     }
 
     #[test]

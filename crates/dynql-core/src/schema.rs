@@ -244,6 +244,7 @@ impl TableSchema {
     }
 
     fn validate(&self) -> Result<()> {
+        use crate::error::shown;
         let bad = |m: String| Err(Error::InvalidSchema(m));
         if self.columns.is_empty() {
             return bad("schema has no columns".into());
@@ -255,8 +256,14 @@ impl TableSchema {
             if c.name.is_empty() {
                 return bad(format!("column #{i} has an empty name"));
             }
+            if c.name.len() > MAX_COLUMN_NAME_BYTES {
+                return bad(format!(
+                    "column #{i}: the name {} is longer than the {MAX_COLUMN_NAME_BYTES} bytes a column name may have",
+                    shown(&c.name)
+                ));
+            }
             if !seen.insert(c.name.as_str()) {
-                return bad(format!("duplicate column name {:?}", c.name));
+                return bad(format!("duplicate column name {}", shown(&c.name)));
             }
             let system_ok = if sorted {
                 c.name == TTL_COLUMN && !c.is_key() && c.wire_type() == ValueType::Uint64
@@ -322,6 +329,9 @@ impl TableSchema {
         Ok(())
     }
 }
+
+/// The longest column name YT accepts (`MaxColumnNameLength`), in bytes.
+pub const MAX_COLUMN_NAME_BYTES: usize = 256;
 
 fn parse_column(index: usize, node: &Yson) -> Result<ColumnSchema> {
     let bad = |m: String| Error::InvalidSchema(format!("column #{index}: {m}"));
@@ -413,6 +423,19 @@ mod tests {
         assert_eq!(y.key_column_count(), 1);
         assert_eq!(y.columns()[1].wire_type(), ValueType::String);
         assert!(y.columns()[1].required);
+    }
+
+    #[test]
+    fn column_names_are_at_most_256_bytes_and_errors_quote_a_prefix() {
+        let ok = format!(
+            "[{{name={};type=int64}}]",
+            "a".repeat(MAX_COLUMN_NAME_BYTES)
+        );
+        assert!(TableSchema::parse(&ok).is_ok());
+        let long = format!("[{{name={};type=int64}}]", "a".repeat(1 << 20));
+        let e = TableSchema::parse(&long).unwrap_err().to_string();
+        assert!(e.contains("longer than the 256 bytes"), "{e}");
+        assert!(e.len() < 400, "{} bytes", e.len());
     }
 
     #[test]

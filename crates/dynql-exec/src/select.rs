@@ -294,6 +294,7 @@ pub async fn explain_query(
 /// The query's tables (file tables opened) and its bound plan.
 async fn bind(store: &Store, query: &str, options: &SelectOptions) -> Result<(Tables, QueryPlan)> {
     let paths = query_tables(query, options.placeholder_values.as_ref())?;
+    store.settle_read_timestamp(options.timestamp).await?;
     let catalog = Tables::load(store, &paths, &options.files).await?;
     let bind = BindOptions {
         allow_join_without_index: options.allow_join_without_index,

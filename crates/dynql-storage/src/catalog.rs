@@ -431,12 +431,38 @@ fn lookup_cache_rows_ratio(ratio: f64) -> Result<f64> {
 /// table name holding one could be created but never addressed.
 const YPATH_SPECIAL: &[char] = &['@', '&', '*', '[', ']', '{', '}', '<', '>', '\\'];
 
+/// The longest path a node may have, in bytes (checked before any work: every node action
+/// carries its path, and a deep `create -r` logs one per level).
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// The most names a path may have below the root (`//a/b` has 2).
+pub const MAX_PATH_DEPTH: usize = 128;
+
 /// Checks a Cypress-style table path (`//a/b`): absolute, components not empty, not `.` or
-/// `..`, without control characters or YPath's special characters.
+/// `..`, without control characters or YPath's special characters, at most
+/// [`MAX_PATH_BYTES`] long and [`MAX_PATH_DEPTH`] deep.
 pub fn validate_path(path: &str) -> Result<()> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(Error::Invalid(format!(
+            "Invalid path {}: it is longer than the {MAX_PATH_BYTES} bytes a path may have",
+            dynql_core::error::shown(path)
+        )));
+    }
+    let depth = path
+        .bytes()
+        .filter(|b| *b == b'/')
+        .count()
+        .saturating_sub(1);
+    if depth > MAX_PATH_DEPTH {
+        return Err(Error::Invalid(format!(
+            "Invalid path {}: it is {depth} levels deep, more than the {MAX_PATH_DEPTH} a path may have",
+            dynql_core::error::shown(path)
+        )));
+    }
     let invalid = |why: String| {
         Err(Error::Invalid(format!(
-            "Invalid path {path:?}: {why}; expected an absolute path such as //home/user/table"
+            "Invalid path {}: {why}; expected an absolute path such as //home/user/table",
+            dynql_core::error::shown(path)
         )))
     };
     if !path.starts_with("//") || path.len() < 3 || path.ends_with('/') {

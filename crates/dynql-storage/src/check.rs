@@ -10,6 +10,8 @@
 //! | a chunk a logged large write names | that table is damaged |
 //! | the newest checkpoint (manifest or tail chunk) | the store opens from the older one and the log after it |
 //! | a staged write of a live transaction | committing the transaction fails; nothing else |
+//! | a chunk of a static table | reads of the tables that name it fail, naming it |
+//! | a key filter file | nothing: lookups read the chunk without it |
 //!
 //! The check reads every referenced file whole, so it costs a full read of the store.
 
@@ -37,8 +39,10 @@ pub struct Damage {
 pub struct CheckReport {
     /// Tables in the catalog.
     pub tables: usize,
-    /// Chunks read and verified.
+    /// Chunks read and verified (of dynamic and static tables).
     pub chunks: usize,
+    /// Key filter files read and verified.
+    pub key_filters: usize,
     /// Bytes of the chunks read.
     pub bytes: u64,
     /// Everything damaged; empty when the store is intact.
@@ -77,15 +81,43 @@ impl Store {
         {
             report.damage.push(Damage {
                 file,
-                problem: format!("{problem} (the store opens from an older checkpoint)"),
+                problem: format!(
+                    "{problem} (the store opens without it, from an older checkpoint or the whole log; `dynql check --repair` sets it aside)"
+                ),
                 tables: vec![],
+            });
+        }
+        for (seq, lost) in state.lost.iter().filter(|(_, l)| !l.placeholder) {
+            let tables: Vec<String> = match &lost.tables {
+                Some(touched) => touched
+                    .iter()
+                    .filter(|(p, id)| state.tables.get(p).is_some_and(|(e, _)| e.id == *id))
+                    .map(|(p, _)| p.clone())
+                    .collect(),
+                None => state.tables.iter().map(|(p, _)| p.clone()).collect(),
+            };
+            report.damage.push(Damage {
+                file: lost.path.clone(),
+                problem: format!(
+                    "log record {seq} {}{}; `dynql check --repair` records the loss",
+                    lost.problem,
+                    match &lost.tables {
+                        Some(_) => ", the record after it says what it touched",
+                        None => ", and nothing says what it touched: every table is damaged",
+                    }
+                ),
+                tables,
             });
         }
         for (path, (_, data)) in &state.tables {
             if let Some(reason) = &data.damage {
+                let way_out = match data.damage_by_loss {
+                    true => " (the changes of the lost record cannot be recovered without the file: restore it, remove the table, or accept the loss with `dynql check --repair --accept-loss PATH`)",
+                    false => " (restore the file, or remove the table)",
+                };
                 report.damage.push(Damage {
                     file: "(log replay)".into(),
-                    problem: reason.to_string(),
+                    problem: format!("{reason}{way_out}"),
                     tables: vec![path.clone()],
                 });
             }
@@ -110,6 +142,24 @@ impl Store {
                     .push(path.clone());
             }
         }
+        for (chunk_path, (chunk, _, tables)) in &chunks {
+            if chunk.key_filter.is_none() {
+                continue;
+            }
+            report.key_filters += 1;
+            match crate::key_filter::load(self.objects.as_ref(), chunk).await {
+                Ok(_) => {}
+                Err(crate::Error::Corrupt { path, message }) => report.damage.push(Damage {
+                    file: path,
+                    problem: format!(
+                        "{message} (the key filter of chunk {chunk_path}; lookups read the chunk without it)"
+                    ),
+                    tables: tables.clone(),
+                }),
+                Err(e) => return Err(e),
+            }
+        }
+        self.check_static_chunks(&state, &mut report).await?;
         for (chunk_path, (chunk, schema, tables)) in chunks {
             report.chunks += 1;
             let problem = match self
@@ -134,6 +184,51 @@ impl Store {
             }
         }
         Ok(report)
+    }
+}
+
+impl Store {
+    /// Reads and verifies every chunk of the static tables (shared ones once).
+    async fn check_static_chunks(
+        &self,
+        state: &crate::store::State,
+        report: &mut CheckReport,
+    ) -> Result<()> {
+        let mut chunks: BTreeMap<String, (crate::static_table::StaticChunk, Vec<String>)> =
+            BTreeMap::new();
+        for (path, (entry, _)) in &state.tables {
+            for c in &entry.static_chunks {
+                chunks
+                    .entry(c.path.clone())
+                    .or_insert_with(|| (c.clone(), vec![]))
+                    .1
+                    .push(path.clone());
+            }
+        }
+        for (chunk_path, (chunk, tables)) in chunks {
+            report.chunks += 1;
+            report.bytes += chunk.bytes;
+            let problem = match self.read_static_chunk(&chunk).await {
+                Ok(batches) => {
+                    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+                    (rows as u64 != chunk.rows).then(|| {
+                        format!("it holds {rows} rows, the catalog records {}", chunk.rows)
+                    })
+                }
+                Err(crate::Error::Corrupt { message, .. }) => Some(message),
+                Err(crate::Error::Parquet(e)) => Some(e.to_string()),
+                Err(crate::Error::Arrow(e)) => Some(e.to_string()),
+                Err(e) => return Err(e),
+            };
+            if let Some(problem) = problem {
+                report.damage.push(Damage {
+                    file: chunk_path,
+                    problem,
+                    tables,
+                });
+            }
+        }
+        Ok(())
     }
 }
 

@@ -11,8 +11,10 @@
 //! [`AUTO_COMPACTION_CHUNKS`] layers of chunks (and ordered tables whose retention may trim
 //! rows); the manifest then lists each table's chunks plus a *tail* chunk for what is still in memory (writes that raced the flush, ordered tables). The
 //! manifest is created with `PutMode::Create` after its chunks, so a checkpoint is either
-//! complete or absent. The two newest checkpoints are kept; older ones, the log records they
-//! cover, and chunks nothing names (after the store's grace period) are deleted.
+//! complete or absent, and it is read back whole before garbage collection runs. The two
+//! newest checkpoints that read back are kept; older ones, the log records they cover, and
+//! chunks nothing names (after the store's grace period) are deleted. Opening falls back from
+//! a damaged checkpoint to an older one, or to the log from record 1 ([`load_latest`]).
 
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
@@ -52,6 +54,9 @@ struct Manifest {
         skip_serializing_if = "crate::cypress::transactions::Master::is_empty"
     )]
     master: crate::cypress::transactions::Master,
+    /// What record `seq` touched, for the `previous` of the record after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_record: Option<crate::log::RecordSummary>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -163,24 +168,52 @@ pub(crate) async fn damaged_checkpoints(
     Ok(out)
 }
 
-/// Loads the newest checkpoint that is intact, if any: a damaged newest checkpoint (its
-/// manifest or its tail chunks) falls back to the one before it, whose log records garbage
-/// collection keeps. Only when every checkpoint is damaged is the error returned.
+/// Checks that checkpoint `seq` (manifest at `location`) loads: manifest and tail chunks.
+pub(crate) async fn verify(
+    objects: &dyn ObjectStore,
+    seq: u64,
+    location: &ObjectPath,
+) -> Result<()> {
+    load(objects, seq, location).await.map(|_| ())
+}
+
+/// The position of the newest checkpoint manifest there is (intact or not).
+pub(crate) async fn newest_manifest_seq(objects: &dyn ObjectStore) -> Result<Option<u64>> {
+    Ok(manifests(objects).await?.first().map(|(seq, _)| *seq))
+}
+
+/// Where opening the store starts: the newest checkpoint that is intact (a damaged newer
+/// one falls back to the one before it, whose log records garbage collection keeps), or
+/// `None`: replay the log from its first record, when there is no checkpoint or when every
+/// checkpoint is damaged but the log is all there (record 1 exists: collection deletes
+/// records oldest first, only once two checkpoints were verified).
+///
+/// # Errors
+/// Every checkpoint is damaged and the log no longer starts at record 1: the error names
+/// the damaged manifests (restoring one of them from a copy opens the store).
 pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<State>> {
-    let mut first_error = None;
+    let mut problems = Vec::new();
     for (seq, location) in manifests(objects).await? {
         match load(objects, seq, &location).await {
             Ok(state) => return Ok(Some(state)),
             // The object store itself failing is not damage: no fallback.
             Err(e @ Error::ObjectStore(_)) if !is_not_found(&e) => return Err(e),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+            Err(e) => problems.push(format!("{location}: {e}")),
         }
     }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(None),
+    if problems.is_empty() {
+        return Ok(None);
+    }
+    match objects.head(&crate::log::record_path(1)).await {
+        Ok(_) => Ok(None),
+        Err(object_store::Error::NotFound { .. }) => Err(Error::Corrupt {
+            path: CHECKPOINT_DIR.into(),
+            message: format!(
+                "every checkpoint is damaged and the log no longer starts at record 1, so the store cannot be opened; restore one of these files from a copy of the store: {}",
+                problems.join("; ")
+            ),
+        }),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -209,6 +242,8 @@ async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Res
             .into_iter()
             .collect::<HashSet<_>>(),
         notes: Vec::new(),
+        last_record: manifest.last_record,
+        lost: BTreeMap::new(),
     };
     for t in manifest.tables {
         let schema = t.entry.schema.clone();
@@ -399,6 +434,7 @@ impl Store {
             tables,
             nodes: state.nodes.clone(),
             master: state.master.clone(),
+            last_record: state.last_record.clone(),
         };
         let body = serde_json::to_vec(&manifest).map_err(|e| Error::Invalid(e.to_string()))?;
         let bytes = crate::checksum::frame(&body);
@@ -406,13 +442,29 @@ impl Store {
             mode: PutMode::Create,
             ..Default::default()
         };
+        let location = manifest_path(state.seq);
         match self
             .objects
-            .put_opts(&manifest_path(state.seq), PutPayload::from(bytes), opts)
+            .put_opts(&location, PutPayload::from(bytes), opts)
             .await
         {
             Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
+        }
+        // Nothing the older checkpoints need is collected until this one reads back whole
+        // (manifest and tail chunks): a damaged write must not cost the store its fallback.
+        if let Err(e) = load(self.objects.as_ref(), state.seq, &location).await {
+            return Err(match e {
+                Error::ObjectStore(e) if !matches!(e, object_store::Error::NotFound { .. }) => {
+                    e.into()
+                }
+                e => Error::Corrupt {
+                    path: location.to_string(),
+                    message: format!(
+                        "the checkpoint just written does not read back ({e}); older checkpoints and the log are kept"
+                    ),
+                },
+            });
         }
         self.collect_garbage().await?;
         self.collect_transactions().await?;

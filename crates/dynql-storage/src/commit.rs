@@ -5,7 +5,28 @@
 use crate::error::{Error, Result};
 use crate::log::{self, Action, Append, CommitRecord};
 use crate::store::*;
-use crate::timestamp::Timestamp;
+use crate::timestamp::{Timestamp, COUNTER_BITS};
+
+/// How far ahead of the clock a read timestamp may be: the read waits that long at most (see
+/// [`Store::settle_read_timestamp`]).
+pub const MAX_READ_AHEAD_NANOS: u64 = 1_000_000_000;
+
+/// Nanoseconds since the epoch of a timestamp drawn from the clock (seconds and the
+/// nanoseconds of the second as the counter, see [`Timestamp::now`]).
+fn timestamp_nanos(t: Timestamp) -> u64 {
+    let counter = t.0 & ((1 << COUNTER_BITS) - 1);
+    t.unix_seconds()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(counter)
+}
+
+fn describe_nanos(nanos: u64) -> String {
+    if nanos >= 1_000_000_000 {
+        format!("{} s", nanos / 1_000_000_000)
+    } else {
+        format!("{} ms", nanos / 1_000_000)
+    }
+}
 
 impl Store {
     /// Validates and appends one commit built from the current state, retrying when another
@@ -50,6 +71,9 @@ impl Store {
                 timestamp: timestamp.0,
                 transaction_id: transaction_id.map(str::to_string),
                 actions,
+                // Bounds the damage should the record before this one be lost.
+                previous: state.last_record.clone().filter(|p| p.seq == state.seq),
+                lost: None,
             };
             match log::append(self.objects.as_ref(), &record).await? {
                 Append::Committed => {
@@ -67,6 +91,38 @@ impl Store {
     /// The timestamp of the latest commit.
     pub async fn last_committed_timestamp(&self) -> Result<Timestamp> {
         Ok(self.refresh().await?.last_timestamp)
+    }
+
+    /// Makes a read at `timestamp` repeatable: every commit not yet visible must draw a
+    /// larger timestamp than the read. Commits draw `max(clock, last commit + 1)`, so a read at
+    /// a timestamp at or below the latest commit, or below the clock, is repeatable as it is.
+    /// One ahead of both waits for the clock to pass it when that is at most
+    /// [`MAX_READ_AHEAD_NANOS`] away (a timestamp generated on a machine whose clock runs a
+    /// little ahead), and is refused otherwise (design note 0002, "Read timestamps").
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a timestamp further ahead.
+    pub async fn settle_read_timestamp(&self, timestamp: Timestamp) -> Result<()> {
+        if timestamp.is_latest() {
+            return Ok(());
+        }
+        let last = self.refresh().await?.last_timestamp;
+        if timestamp <= last {
+            return Ok(());
+        }
+        let now = Timestamp::now();
+        if timestamp < now {
+            return Ok(());
+        }
+        let ahead = timestamp_nanos(timestamp).saturating_sub(timestamp_nanos(now));
+        if ahead > MAX_READ_AHEAD_NANOS {
+            return Err(Error::Invalid(format!(
+                "Cannot read at timestamp {timestamp}: it is {} ahead of the clock ({now}) and of the latest commit ({last}), so a later commit could draw a timestamp below it and change the answer; read at a timestamp from generate-timestamp or of a past commit",
+                describe_nanos(ahead)
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_nanos(ahead + 1)).await;
+        Ok(())
     }
 
     /// A fresh timestamp after every commit so far (`generate-timestamp`).

@@ -262,7 +262,8 @@ pub(crate) fn check_conflicts(
             | Action::AbortMasterTransaction { .. }
             | Action::StageChanges { .. }
             | Action::TakeLock { .. }
-            | Action::Unlock { .. } => {}
+            | Action::Unlock { .. }
+            | Action::AcceptLoss { .. } => {}
         }
     }
     Ok(Ok(()))

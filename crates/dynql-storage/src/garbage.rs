@@ -22,8 +22,11 @@ fn sequence_number(location: &ObjectPath) -> Option<u64> {
 }
 
 impl Store {
-    /// Deletes checkpoints older than the two newest, log records the older kept one covers,
-    /// and chunks nothing names (once the grace period has passed).
+    /// Deletes checkpoints older than the two newest that read back whole, the log records
+    /// the older of those covers, and chunks nothing names (once the grace period has
+    /// passed). A damaged checkpoint newer than those two is left for `dynql check` to report
+    /// (and `--repair` to set aside); with fewer than two intact checkpoints nothing is
+    /// deleted, so the store can always open from an intact checkpoint or the whole log.
     pub(crate) async fn collect_garbage(&self) -> Result<()> {
         let prefix = ObjectPath::from(crate::checkpoint::CHECKPOINT_DIR);
         let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
@@ -33,23 +36,42 @@ impl Store {
             .collect();
         seqs.sort_by_key(|(s, _)| std::cmp::Reverse(*s));
         let mut referenced = HashSet::new();
-        for (_, location) in seqs.iter().take(2) {
-            // A damaged manifest stops the collection: what it names cannot be known. One
-            // deleted meanwhile was collected by a newer checkpoint's collection, which
-            // covers this one's work.
-            let named =
-                match crate::checkpoint::manifest_chunks(self.objects.as_ref(), location).await {
-                    Err(e) if crate::checkpoint::is_not_found(&e) => return Ok(()),
-                    read => read?,
-                };
-            referenced.extend(named);
+        let mut intact = Vec::new();
+        let mut damaged_kept = false;
+        for (seq, location) in &seqs {
+            if intact.len() == 2 {
+                break;
+            }
+            match crate::checkpoint::verify(self.objects.as_ref(), *seq, location).await {
+                Ok(()) => intact.push((*seq, location.clone())),
+                // One deleted meanwhile was collected by a newer checkpoint's collection,
+                // which covers this one's work.
+                Err(e) if crate::checkpoint::is_not_found(&e) => return Ok(()),
+                Err(Error::ObjectStore(e)) => return Err(e.into()),
+                Err(_) => damaged_kept = true,
+            }
         }
-        for (_, location) in seqs.iter().skip(2) {
+        let [_, (oldest_kept, _)] = intact.as_slice() else {
+            return Ok(());
+        };
+        let oldest_kept = *oldest_kept;
+        for (seq, location) in &seqs {
+            if *seq >= oldest_kept {
+                // A damaged manifest names chunks nobody can know: sweep none.
+                match crate::checkpoint::manifest_chunks(self.objects.as_ref(), location).await {
+                    Ok(named) => referenced.extend(named),
+                    Err(e) if crate::checkpoint::is_not_found(&e) => return Ok(()),
+                    Err(Error::ObjectStore(e)) => return Err(e.into()),
+                    Err(_) => damaged_kept = true,
+                }
+            }
+        }
+        for (_, location) in seqs.iter().filter(|(seq, _)| *seq < oldest_kept) {
             crate::objects::delete_if_present(self.objects.as_ref(), location).await?;
         }
         // Log records covered by the older kept checkpoint are no longer needed to open the
         // store; a reader still behind them reloads a checkpoint.
-        if let Some((oldest_kept, _)) = seqs.get(1) {
+        {
             let mut records = crate::objects::list_all(
                 self.objects.as_ref(),
                 &ObjectPath::from(crate::log::LOG_DIR),
@@ -60,10 +82,13 @@ impl Store {
             records.sort_by(|a, b| a.location.cmp(&b.location));
             for r in records {
                 let seq = sequence_number(&r.location);
-                if seq.is_some_and(|s| s <= *oldest_kept) {
+                if seq.is_some_and(|s| s <= oldest_kept) {
                     crate::objects::delete_if_present(self.objects.as_ref(), &r.location).await?;
                 }
             }
+        }
+        if damaged_kept {
+            return Ok(());
         }
         // Chunks named by the remaining log records (large writes, flushes, compactions) are
         // live too; an unnamed chunk younger than the grace period may belong to a commit in
@@ -85,11 +110,8 @@ impl Store {
             // A damaged record may name chunks: collect nothing rather than guess.
             let record = match crate::log::decode_record(r.location.as_ref(), seq, &bytes) {
                 crate::log::LogEntry::Record(record) => record,
-                crate::log::LogEntry::Damaged(d) => {
-                    return Err(Error::Corrupt {
-                        path: d.path,
-                        message: d.message,
-                    })
+                crate::log::LogEntry::Damaged(_) | crate::log::LogEntry::Missing { .. } => {
+                    return Ok(())
                 }
             };
             for a in record.actions {

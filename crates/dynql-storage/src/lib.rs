@@ -40,6 +40,7 @@ mod page_index;
 pub mod partitioning;
 pub mod queue;
 mod read;
+mod repair;
 mod replay;
 mod row_group_decode;
 pub mod row_group_filter;
@@ -61,6 +62,7 @@ mod write;
 pub use bulk::BulkWrite;
 pub use check::{CheckReport, Damage};
 pub use chunk::{ChunkRef, Cleanliness, RowGroupRef};
+pub use commit::MAX_READ_AHEAD_NANOS;
 pub use compaction::Retention;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
@@ -68,11 +70,12 @@ pub use key_range::PivotKey;
 pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
 pub use read::LookupStatistics;
+pub use repair::RepairReport;
 pub use row_group_filter::{ColumnStatistics, RowGroupFilter};
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{
     validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS,
-    WRITABLE_ATTRIBUTES,
+    MAX_PATH_BYTES, MAX_PATH_DEPTH, WRITABLE_ATTRIBUTES,
 };
 pub use stream::{Prefetch, ScanStream, Snapshot, StreamRead, TableScan};
 pub use tablets::{Reshard, TabletCommand, TabletState};

@@ -33,6 +33,54 @@ pub struct CommitRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transaction_id: Option<String>,
     pub actions: Vec<Action>,
+    /// What the record before this one touched: when that record is lost, this bounds the
+    /// damage to its tables (absent in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<RecordSummary>,
+    /// Set on a placeholder `dynql check --repair` wrote where a record was lost: replaying
+    /// it damages what the lost record may have touched, as the gap did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<LostRecord>,
+}
+
+/// What a record touched, as the record after it remembers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordSummary {
+    pub seq: u64,
+    /// The (path, id) of every table and node its actions touched; `None` when unknown (a
+    /// placeholder of a record whose neighbours did not say).
+    pub tables: Option<Vec<(String, String)>>,
+}
+
+/// A record known to be lost, as its placeholder records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostRecord {
+    /// What it may have touched; `None`: anything.
+    pub tables: Option<Vec<(String, String)>>,
+    /// What happened to it (missing, damaged), for `dynql check`.
+    pub problem: String,
+}
+
+impl CommitRecord {
+    /// What this record touched, for the next record's [`CommitRecord::previous`].
+    pub fn summary(&self) -> RecordSummary {
+        let tables = match &self.lost {
+            Some(lost) => lost.tables.clone(),
+            None => Some(record_tables(&self.actions)),
+        };
+        RecordSummary {
+            seq: self.seq,
+            tables,
+        }
+    }
+}
+
+/// The (path, id) every action touches, sorted, once each.
+fn record_tables(actions: &[Action]) -> Vec<(String, String)> {
+    let mut tables: Vec<(String, String)> = actions.iter().flat_map(touched_tables).collect();
+    tables.sort();
+    tables.dedup();
+    tables
 }
 
 /// One change in a commit.
@@ -244,6 +292,14 @@ pub enum Action {
         /// Text YSON maps of the key columns.
         keys: Vec<String>,
     },
+    /// `dynql check --repair --accept-loss PATH`: the table, damaged only by lost records,
+    /// is readable again without what they changed (the operator's explicit choice).
+    AcceptLoss {
+        path: String,
+        table_id: String,
+        /// The lost records accepted (for the record).
+        lost: Vec<u64>,
+    },
 }
 
 /// The object path of record `seq`.
@@ -308,13 +364,42 @@ pub struct RecordHeader {
     pub body_xxh64: String,
     /// Every (path, table id) an action of the record touches.
     pub tables: Vec<(String, String)>,
+    /// The body's [`CommitRecord::previous`], so that a record with a damaged body still
+    /// bounds a lost one before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<RecordSummary>,
 }
 
-/// A record as read from the log: decoded and verified, or damaged.
+/// A record as read from the log: decoded and verified, damaged, or missing.
 #[derive(Debug, Clone)]
 pub enum LogEntry {
     Record(CommitRecord),
     Damaged(DamagedRecord),
+    /// No file holds this record, yet later ones exist: it was lost.
+    Missing {
+        seq: u64,
+        path: String,
+    },
+}
+
+impl LogEntry {
+    /// The record's position in the log.
+    pub fn seq(&self) -> u64 {
+        match self {
+            LogEntry::Record(r) => r.seq,
+            LogEntry::Damaged(d) => d.seq,
+            LogEntry::Missing { seq, .. } => *seq,
+        }
+    }
+
+    /// What the record says of the one before it, when it says anything.
+    pub fn previous(&self) -> Option<&RecordSummary> {
+        match self {
+            LogEntry::Record(r) => r.previous.as_ref(),
+            LogEntry::Damaged(d) => d.header.as_ref()?.previous.as_ref(),
+            LogEntry::Missing { .. } => None,
+        }
+    }
 }
 
 /// A record file that fails its checksum or does not decode.
@@ -351,6 +436,7 @@ pub fn action_table(action: &Action) -> (&str, &str) {
         | Action::SetTabletState { path, table_id, .. }
         | Action::Reshard { path, table_id, .. }
         | Action::LockRows { path, table_id, .. }
+        | Action::AcceptLoss { path, table_id, .. }
         | Action::WriteStaticTable { path, table_id, .. } => (path, table_id),
         Action::CreateNode { path, node } | Action::SetNode { path, node } => (path, &node.id),
         Action::RemoveNode { path, node_id } | Action::SetCustomAttribute { path, node_id, .. } => {
@@ -391,10 +477,12 @@ pub fn touched_tables(action: &Action) -> Vec<(String, String)> {
 /// The bytes of a record file (see [`RecordHeader`]).
 pub fn encode_record(record: &CommitRecord) -> Result<Vec<u8>> {
     let body = serde_json::to_vec(record).map_err(|e| Error::Invalid(e.to_string()))?;
-    let mut tables: Vec<(String, String)> =
-        record.actions.iter().flat_map(touched_tables).collect();
-    tables.sort();
-    tables.dedup();
+    // A placeholder's header names what the lost record may have touched (or nothing when
+    // that is unknown: the body says so).
+    let tables = match &record.lost {
+        Some(lost) => lost.tables.clone().unwrap_or_default(),
+        None => record_tables(&record.actions),
+    };
     let header = RecordHeader {
         format: 1,
         seq: record.seq,
@@ -403,6 +491,7 @@ pub fn encode_record(record: &CommitRecord) -> Result<Vec<u8>> {
         body_len: body.len() as u64,
         body_xxh64: format!("{:016x}", crate::checksum::hash(&body)),
         tables,
+        previous: record.previous.clone(),
     };
     let header = serde_json::to_string(&header).map_err(|e| Error::Invalid(e.to_string()))?;
     let line = format!(
@@ -517,13 +606,23 @@ pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Ap
 /// How many times [`read_after`] lists the log when records vanish under the listing.
 const LIST_ATTEMPTS: usize = 4;
 
+/// The longest run of missing records read as lost records; a longer jump in the numbering
+/// is not a loss of a few files but a stray file name, and is refused.
+const MAX_LOST_RECORDS: u64 = 10_000;
+
 /// Reads the records after `after_seq`, in order; a record that fails its checksum or does
-/// not decode is returned as [`LogEntry::Damaged`].
+/// not decode is returned as [`LogEntry::Damaged`], one absent below a later record as
+/// [`LogEntry::Missing`] (the caller decides whether it was lost or collected).
 ///
 /// # Errors
-/// [`Error::Corrupt`] for a gap in the sequence; [`Error::LogTruncated`] when the first
-/// record needed was collected.
-pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<LogEntry>> {
+/// [`Error::LogTruncated`] when the first record needed is absent (it may have been
+/// collected after a newer checkpoint) unless `leading_gap` says to report it as missing;
+/// [`Error::Corrupt`] for a jump of more than [`MAX_LOST_RECORDS`].
+pub async fn read_after(
+    store: &dyn ObjectStore,
+    after_seq: u64,
+    leading_gap: bool,
+) -> Result<Vec<LogEntry>> {
     let prefix = ObjectPath::from(LOG_DIR);
     let offset = record_path(after_seq);
     // A record collected while the listing runs can fail it (a local listing stats each
@@ -554,22 +653,39 @@ pub async fn read_after(store: &dyn ObjectStore, after_seq: u64) -> Result<Vec<L
         if seq < expect {
             continue;
         }
-        let corrupt = |m: String| Error::Corrupt {
-            path: meta.location.to_string(),
-            message: m,
-        };
-        if seq != expect {
+        if seq > expect {
             // Records up to a checkpoint may have been collected: the caller reloads the
             // checkpoint when this is the first record it reads.
-            if out.is_empty() && seq > expect {
+            if out.is_empty() && !leading_gap {
                 return Err(Error::LogTruncated {
                     expected: expect,
                     first: seq,
                 });
             }
-            return Err(corrupt(format!(
-                "commit log has a gap: expected record {expect}"
-            )));
+            if seq - expect > MAX_LOST_RECORDS {
+                return Err(Error::Corrupt {
+                    path: meta.location.to_string(),
+                    message: format!(
+                        "commit log jumps from record {} to {seq}: more than {MAX_LOST_RECORDS} records cannot have been lost; is this file a record?",
+                        expect - 1
+                    ),
+                });
+            }
+            for lost in expect..seq {
+                // The listing may have raced the lost record's creation: look again.
+                match store.get(&record_path(lost)).await {
+                    Ok(found) => {
+                        let bytes = found.bytes().await?;
+                        out.push(decode_record(record_path(lost).as_ref(), lost, &bytes));
+                    }
+                    Err(object_store::Error::NotFound { .. }) => out.push(LogEntry::Missing {
+                        seq: lost,
+                        path: record_path(lost).to_string(),
+                    }),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            expect = seq;
         }
         let bytes = match store.get(&meta.location).await {
             Ok(found) => found.bytes().await?,
@@ -597,6 +713,8 @@ mod tests {
 
     fn record() -> CommitRecord {
         CommitRecord {
+            previous: None,
+            lost: None,
             seq: 4,
             timestamp: 77,
             transaction_id: Some("tx-1".into()),
@@ -631,7 +749,7 @@ mod tests {
                 assert_eq!(h.tables, vec![("//t".to_string(), "id-t".to_string())]);
                 assert_eq!(h.transaction_id.as_deref(), Some("tx-1"));
             }
-            LogEntry::Record(_) => panic!("a damaged body decoded"),
+            other => panic!("a damaged body decoded: {other:?}"),
         }
         // Both header copies damaged: nothing is known.
         let mut damaged = bytes.clone();

@@ -64,6 +64,7 @@ impl Store {
     /// The rows of a table as of `timestamp`: key order for sorted tables, append order for
     /// ordered ones. Sentinel timestamps read the latest state.
     pub async fn read_rows(&self, path: &str, timestamp: Timestamp) -> Result<Vec<Vec<Value>>> {
+        self.settle_read_timestamp(timestamp).await?;
         let state = self.refresh().await?;
         let (entry, data) = state.table_data(path)?;
         let schema = &entry.schema;
@@ -137,6 +138,7 @@ impl Store {
         timestamp: Timestamp,
         use_cache: Option<bool>,
     ) -> Result<(Vec<Option<Vec<Value>>>, LookupStatistics)> {
+        self.settle_read_timestamp(timestamp).await?;
         let state = self.refresh().await?;
         let (entry, data) = state.table_data(path)?;
         crate::tablets::check_readable(entry, path)?;

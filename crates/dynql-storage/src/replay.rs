@@ -77,13 +77,23 @@ pub(crate) fn apply(
     chunks: &HashMap<String, std::result::Result<bytes::Bytes, String>>,
     flushed: &HashMap<String, u64>,
 ) {
+    if let Some(lost) = &record.lost {
+        // A placeholder for a lost record: the same damage the gap made, now on record.
+        state.mark_lost(
+            record.seq,
+            &log::record_path(record.seq).to_string(),
+            &lost.problem,
+            lost.tables.as_deref(),
+            true,
+        );
+    }
     for (n, action) in record.actions.iter().enumerate() {
         let (path, table_id) = log::action_table(action);
-        let damaged = state
+        let frozen = state
             .tables
             .get(path)
-            .is_some_and(|(e, d)| e.id == table_id && d.damage.is_some());
-        if damaged {
+            .is_some_and(|(e, d)| e.id == table_id && d.damage.is_some() && !d.damage_by_loss);
+        if frozen {
             // Its state is unknown: only a removal still applies.
             if matches!(action, Action::RemoveTable { .. }) {
                 state.tables.remove(path);
@@ -105,24 +115,39 @@ pub(crate) fn apply(
     }
     state.seq = record.seq;
     state.last_timestamp = state.last_timestamp.max(Timestamp(record.timestamp));
+    state.last_record = Some(record.summary());
 }
 
-/// Replays a damaged record: the tables its header names (every table, when no copy of the
-/// header is intact) are damaged; the log position, the commit timestamp and the committed
-/// transaction it records still count.
-pub(crate) fn apply_damaged(state: &mut State, d: &log::DamagedRecord) {
-    let reason = format!(
-        "log record {} ({}) is damaged: {}",
-        d.seq, d.path, d.message
-    );
-    state.mark_damaged(d.header.as_ref().map(|h| h.tables.as_slice()), &reason);
-    if let Some(h) = &d.header {
+/// Replays a record that is lost: missing (`d` is `None`) or unreadable. What it may have
+/// touched is damaged by loss ([`State::mark_lost`]): the tables its intact header names, or
+/// else those the next record remembers of it (`next`), or else every table.
+pub(crate) fn apply_lost(
+    state: &mut State,
+    seq: u64,
+    path: &str,
+    d: Option<&log::DamagedRecord>,
+    next: Option<&log::RecordSummary>,
+) {
+    let header = d.and_then(|d| d.header.as_ref());
+    let known = next.filter(|p| p.seq == seq).and_then(|p| p.tables.clone());
+    let tables = header.map(|h| h.tables.clone()).or(known);
+    let problem = match d {
+        Some(d) => format!("is damaged: {}", d.message),
+        None => "is missing".to_string(),
+    };
+    state.mark_lost(seq, path, &problem, tables.as_deref(), false);
+    if let Some(h) = header {
         if let Some(id) = &h.transaction_id {
             state.committed_transactions.insert(id.clone());
         }
         state.last_timestamp = state.last_timestamp.max(Timestamp(h.timestamp));
+        if let Some(lost) = state.lost.get_mut(&seq) {
+            lost.timestamp = h.timestamp;
+            lost.transaction_id = h.transaction_id.clone();
+        }
     }
-    state.seq = d.seq;
+    state.last_record = Some(log::RecordSummary { seq, tables });
+    state.seq = seq;
 }
 
 /// A bulk write's chunk as the table holds it after the commit at `timestamp`: every version
@@ -171,6 +196,7 @@ pub(crate) fn action_summary(action: &Action) -> String {
         Action::StageChanges { transaction_id, .. } => ("stage_changes", transaction_id),
         Action::TakeLock { lock } => ("lock", &lock.path),
         Action::Unlock { transaction_id, .. } => ("unlock", transaction_id),
+        Action::AcceptLoss { path, .. } => ("accept_loss", path),
     };
     format!("{name} {path}")
 }
@@ -217,6 +243,16 @@ fn apply_action(
 ) -> std::result::Result<(), String> {
     let ts = Timestamp(record.timestamp);
     match action {
+        Action::AcceptLoss { path, table_id, .. } => {
+            let (_, data) = target(state, path, table_id)?;
+            if data.damage.is_some() && !data.damage_by_loss {
+                return Err(format!(
+                    "{path} is damaged by an action that does not apply, not only by lost records"
+                ));
+            }
+            data.damage = None;
+            data.damage_by_loss = false;
+        }
         Action::CreateNode { path, node } => {
             if state.tables.contains_key(path) || state.nodes.contains_key(path) {
                 return Err(format!("{path} already exists"));
@@ -590,6 +626,16 @@ impl Store {
         }
     }
 
+    /// Drops the replayed state: the next refresh opens the store afresh (after a repair
+    /// rewrote records this handle had replayed).
+    pub(crate) fn forget_state(&self) {
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Arc::new(State::default());
+    }
+
     /// Reads commits made since the last refresh (by this or any other process).
     pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
         let mut current = self.current();
@@ -608,30 +654,41 @@ impl Store {
         if current.seq > 0 && self.is_current(current.seq).await? {
             return Ok(current);
         }
-        let records = match log::read_after(self.objects.as_ref(), current.seq).await {
-            Err(Error::LogTruncated { expected, first }) => {
-                // This reader fell behind a collected part of the log: start again from the
-                // newest checkpoint, which must cover the collected records.
-                let state = crate::checkpoint::load_latest(self.objects.as_ref()).await?;
-                match state {
-                    Some(state) if state.seq + 1 >= first => {
-                        let mut guard = match self.state.lock() {
-                            Ok(g) => g,
-                            Err(poisoned) => poisoned.into_inner(),
-                        };
-                        *guard = Arc::new(state);
-                        current = guard.clone();
-                    }
-                    _ => {
-                        return Err(Error::Corrupt {
-                            path: log::LOG_DIR.into(),
-                            message: format!("commit log starts at record {first} but record {expected} is needed and no checkpoint covers it"),
-                        })
-                    }
-                }
-                log::read_after(self.objects.as_ref(), current.seq).await?
+        // At most one reload of the newest checkpoint: a reader behind a collected part of the
+        // log (the first record it needs is gone, or records it needs were collected while
+        // it listed) starts again from the checkpoint that covers them. After that, a record
+        // still absent below a later one is lost, not collected: collection never deletes a
+        // record after the older of the two newest checkpoints.
+        let mut reloaded = false;
+        let records = loop {
+            let read = log::read_after(self.objects.as_ref(), current.seq, reloaded).await;
+            let behind = match &read {
+                Err(Error::LogTruncated { .. }) => true,
+                Ok(entries) => match entries.iter().find_map(|e| match e {
+                    log::LogEntry::Missing { seq, .. } => Some(*seq),
+                    _ => None,
+                }) {
+                    Some(missing) => crate::checkpoint::newest_manifest_seq(self.objects.as_ref())
+                        .await?
+                        .is_some_and(|newest| newest >= missing),
+                    None => false,
+                },
+                Err(_) => false,
+            };
+            if !behind || reloaded {
+                break read?;
             }
-            other => other?,
+            reloaded = true;
+            if let Some(state) = crate::checkpoint::load_latest(self.objects.as_ref()).await? {
+                let mut guard = match self.state.lock() {
+                    Ok(g) => g,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                if guard.seq < state.seq {
+                    *guard = Arc::new(state);
+                }
+                current = guard.clone();
+            }
         };
         if records.is_empty() {
             return Ok(current);
@@ -640,7 +697,7 @@ impl Store {
             .iter()
             .filter_map(|e| match e {
                 log::LogEntry::Record(r) => Some(r),
-                log::LogEntry::Damaged(_) => None,
+                log::LogEntry::Damaged(_) | log::LogEntry::Missing { .. } => None,
             })
             .collect();
         let flushed = crate::replay::flushed_later(&intact);
@@ -668,15 +725,20 @@ impl Store {
             Err(poisoned) => poisoned.into_inner(),
         };
         let state = Arc::make_mut(&mut guard);
-        for entry in records {
+        for (i, entry) in records.iter().enumerate() {
+            if entry.seq() != state.seq + 1 {
+                continue;
+            }
+            // What the next record remembers of this one bounds the damage of a lost one.
+            let next = records.get(i + 1).and_then(log::LogEntry::previous);
             match entry {
-                log::LogEntry::Record(r) if r.seq == state.seq + 1 => {
-                    crate::replay::apply(state, &r, &chunks, &flushed)
+                log::LogEntry::Record(r) => crate::replay::apply(state, r, &chunks, &flushed),
+                log::LogEntry::Damaged(d) => {
+                    crate::replay::apply_lost(state, d.seq, &d.path, Some(d), next)
                 }
-                log::LogEntry::Damaged(d) if d.seq == state.seq + 1 => {
-                    crate::replay::apply_damaged(state, &d)
+                log::LogEntry::Missing { seq, path } => {
+                    crate::replay::apply_lost(state, *seq, path, None, next)
                 }
-                _ => {}
             }
         }
         Ok(guard.clone())

@@ -345,6 +345,7 @@ impl Store {
         columnar: Option<bool>,
         sink: &mut (dyn FnMut(usize, Piece) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
+        self.settle_read_timestamp(timestamp).await?;
         let state = self.refresh().await?;
         let all = [KeyRange::all()];
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());

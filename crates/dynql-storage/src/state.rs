@@ -31,8 +31,13 @@ pub(crate) struct TableData {
     pub(crate) last_compaction: Timestamp,
     /// Why the table's state is unknown (a log record it depends on does not apply or cannot
     /// be read, a chunk a logged write names is damaged): reads and writes of it fail with
-    /// [`Error::Damaged`], later actions on it are not applied, and it can be removed.
+    /// [`Error::Damaged`], and it can be removed.
     pub(crate) damage: Option<Arc<str>>,
+    /// Whether the damage comes only from lost records (missing or unreadable): later
+    /// actions still apply, so the state is every acknowledged change but the lost ones', and
+    /// `dynql check --repair --accept-loss` can make it readable. Damage from an action that
+    /// does not apply freezes the table instead: later actions are not applied.
+    pub(crate) damage_by_loss: bool,
 }
 
 impl TableData {
@@ -202,6 +207,27 @@ pub(crate) struct State {
     /// Damage found while replaying that no current table carries (an action for a table
     /// that is not there): reported by [`Store::check`], harmless to the tables there are.
     pub(crate) notes: Vec<String>,
+    /// What the newest record applied touched (for the next record's `previous`).
+    pub(crate) last_record: Option<crate::log::RecordSummary>,
+    /// Records found lost (missing or unreadable) since the newest checkpoint, by position.
+    pub(crate) lost: BTreeMap<u64, LostRecordState>,
+}
+
+/// A record replay could not read, and what it damaged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LostRecordState {
+    /// The record file's path.
+    pub(crate) path: String,
+    /// Missing, or why it does not decode.
+    pub(crate) problem: String,
+    /// What it may have touched (`None`: anything).
+    pub(crate) tables: Option<Vec<(String, String)>>,
+    /// Whether a placeholder record stands in its place (`dynql check --repair`).
+    pub(crate) placeholder: bool,
+    /// Its commit timestamp and transaction, when an intact header of it says (else 0 and
+    /// none: a placeholder changes no row, so its timestamp orders nothing).
+    pub(crate) timestamp: u64,
+    pub(crate) transaction_id: Option<String>,
 }
 
 impl State {
@@ -223,9 +249,69 @@ impl State {
         Ok(table)
     }
 
-    /// Whether replay found damage anywhere.
+    /// Whether replay found damage anywhere (a lost record without a placeholder counts even
+    /// when it damaged no current table: a checkpoint would hide it).
     pub(crate) fn has_damage(&self) -> bool {
-        !self.notes.is_empty() || self.tables.values().any(|(_, d)| d.damage.is_some())
+        !self.notes.is_empty()
+            || self.tables.values().any(|(_, d)| d.damage.is_some())
+            || self.lost.values().any(|l| !l.placeholder)
+    }
+
+    /// Replays a lost record `seq` (its file `path` missing or unreadable: `problem`): the
+    /// tables it may have touched are damaged by loss (every table when `tables` is `None`),
+    /// and nodes or master transactions it may have touched are noted.
+    pub(crate) fn mark_lost(
+        &mut self,
+        seq: u64,
+        path: &str,
+        problem: &str,
+        tables: Option<&[(String, String)]>,
+        placeholder: bool,
+    ) {
+        let reason: Arc<str> = Arc::from(format!(
+            "log record {seq} ({path}) {problem}{}",
+            match tables {
+                Some(_) => ", and it touched this table",
+                None => ", and nothing says which tables it touched",
+            }
+        ));
+        let damage = |data: &mut TableData| {
+            if data.damage.is_none() {
+                data.damage = Some(reason.clone());
+                data.damage_by_loss = true;
+            }
+        };
+        match tables {
+            Some(tables) => {
+                for (table_path, id) in tables {
+                    match self.tables.get_mut(table_path).filter(|(e, _)| e.id == *id) {
+                        Some((_, data)) => damage(data),
+                        // A node, a master transaction, or a table that is gone (or that the
+                        // lost record created): said by `check`.
+                        None if !placeholder => self.notes.push(format!(
+                            "{table_path} (id {id}) may have been changed by {reason}"
+                        )),
+                        None => {}
+                    }
+                }
+            }
+            None => {
+                for (_, data) in self.tables.values_mut() {
+                    damage(data);
+                }
+            }
+        }
+        self.lost.insert(
+            seq,
+            LostRecordState {
+                path: path.to_string(),
+                problem: problem.to_string(),
+                tables: tables.map(<[_]>::to_vec),
+                placeholder,
+                timestamp: 0,
+                transaction_id: None,
+            },
+        );
     }
 
     /// Marks the tables a record names as damaged: by (path, id) when known, every table
@@ -238,6 +324,8 @@ impl State {
                     match self.tables.get_mut(path).filter(|(e, _)| e.id == *id) {
                         Some((_, data)) => {
                             data.damage.get_or_insert_with(|| reason.clone());
+                            // Frozen from here: what follows may depend on what did not apply.
+                            data.damage_by_loss = false;
                         }
                         None => self.notes.push(format!("{path} (id {id}): {reason}")),
                     }
@@ -246,6 +334,7 @@ impl State {
             None => {
                 for (_, data) in self.tables.values_mut() {
                     data.damage.get_or_insert_with(|| reason.clone());
+                    data.damage_by_loss = false;
                 }
                 self.notes.push(reason.to_string());
             }

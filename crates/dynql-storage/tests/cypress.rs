@@ -264,3 +264,73 @@ async fn custom_attributes_live_on_every_node() {
         assert!(err.to_string().contains("Builtin attribute"), "{err}");
     }
 }
+
+/// Issue 38: one `create map_node -r` of 20,000 levels wrote a 1.2 GB log record and made
+/// `exists //m` run for minutes, then overflow the stack. Paths are bounded now, checked
+/// before any work, and `exists` does not build the value below a node.
+#[tokio::test]
+async fn deep_and_long_paths_are_refused_before_any_work() {
+    let (_dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    let deep = |levels: usize| format!("//m{}", "/m".repeat(levels - 1));
+    let before = s.last_committed_timestamp().await.unwrap();
+    for path in [deep(20_000), deep(dynql_storage::MAX_PATH_DEPTH + 1)] {
+        let err = s
+            .create_node(&path, NodeKind::MapNode, BTreeMap::new(), true, false, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("levels deep") || err.contains("bytes a path"),
+            "{err}"
+        );
+        assert!(
+            err.len() < 400,
+            "the error quotes the whole path: {} bytes",
+            err.len()
+        );
+    }
+    let long = format!("//{}", "n".repeat(dynql_storage::MAX_PATH_BYTES));
+    let err = s
+        .create_node(&long, NodeKind::MapNode, BTreeMap::new(), true, false, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("4096 bytes"), "{err}");
+    assert_eq!(
+        s.last_committed_timestamp().await.unwrap(),
+        before,
+        "something was logged"
+    );
+    assert!(!s.node_exists("//m", None).await.unwrap());
+    // At the limit it works, and reads of it are quick.
+    let deepest = deep(dynql_storage::MAX_PATH_DEPTH);
+    s.create_node(
+        &deepest,
+        NodeKind::MapNode,
+        BTreeMap::new(),
+        true,
+        false,
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(s.node_exists("//m", None).await.unwrap());
+    assert!(s.node_exists(&deepest, None).await.unwrap());
+    assert!(s.get_node("//m", None).await.is_ok());
+    // A value whose maps would make nodes past the limit is refused too.
+    let nested = format!("{}1{}", "{a=".repeat(8), "}".repeat(8));
+    let err = s
+        .set_node(&deepest[..deepest.len() - 2], &yson(&nested), true, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("levels deep"), "{err}");
+    assert!(
+        s.get_node(&deepest, None).await.is_ok(),
+        "the refused set changed the tree"
+    );
+    // The store opens again quickly and sees the same tree.
+    let reopened = Store::open(&url).unwrap();
+    assert!(reopened.node_exists(&deepest, None).await.unwrap());
+}

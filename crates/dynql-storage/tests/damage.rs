@@ -86,6 +86,8 @@ async fn a_record_that_does_not_apply_damages_only_its_table() {
             chunk: None,
             chunk_checksum: None,
         }],
+        previous: None,
+        lost: None,
     };
     log::append(s_objects(&url).as_ref(), &record)
         .await
@@ -261,6 +263,8 @@ async fn a_damaged_table_takes_no_change_but_its_removal() {
             chunk: None,
             chunk_checksum: None,
         }],
+        previous: None,
+        lost: None,
     };
     log::append(s_objects(&url).as_ref(), &record)
         .await

@@ -445,3 +445,34 @@ async fn copies_and_moves_of_static_tables_are_staged_and_dynamic_ones_refused()
         .unwrap_err();
     assert!(e.to_string().contains("dynamic table"), "{e}");
 }
+
+/// Issue 38: `check` read only dynamic chunks, so a deleted static chunk made reads fail
+/// while `check` said "no damage found".
+#[tokio::test]
+async fn check_reads_the_chunks_of_static_tables() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    create(&s, "//home/s", true, None).await;
+    write(&s, "//home/s", None, false, &[1, 2, 3])
+        .await
+        .unwrap();
+    s.copy_node("//home/s", "//home/c", true, false, false, None)
+        .await
+        .unwrap();
+    let report = s.check().await.unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.chunks, 1, "a shared chunk is read once");
+    let TableRead::Static { chunks, .. } = s.table_for_read("//home/s", None).await.unwrap() else {
+        panic!("static")
+    };
+    std::fs::remove_file(dir.path().join(&chunks[0].path)).unwrap();
+    let report = s.check().await.unwrap();
+    assert_eq!(report.damage.len(), 1, "{report:?}");
+    let d = &report.damage[0];
+    assert_eq!(d.file, chunks[0].path);
+    assert!(d.problem.contains("missing"), "{d:?}");
+    assert_eq!(
+        d.tables,
+        vec!["//home/c".to_string(), "//home/s".to_string()]
+    );
+}

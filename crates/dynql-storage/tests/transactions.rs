@@ -497,3 +497,63 @@ async fn bank_transfers_keep_the_total_under_compaction_and_freezes() {
         "money was created or lost ({committed} transfers committed)"
     );
 }
+
+/// Issue 38: a read at a timestamp after the newest commit answered, then a later commit drew
+/// a timestamp below it and the same read answered differently. Now such a read waits for the
+/// clock to pass it (when it is close) or is refused, and commits draw timestamps above it.
+#[tokio::test]
+async fn a_read_at_a_timestamp_is_repeatable() {
+    let s = table().await;
+    let scan = |s: Store, at: Timestamp| async move {
+        let rows = s.read_rows("//t", at).await?;
+        let keys = s.lookup_rows("//t", &[vec![Value::Int64(3)]], at).await?;
+        Ok::<_, Error>((rows, keys))
+    };
+    // A generated timestamp, the clock a moment later, and one just ahead of the clock.
+    let generated = s.generate_timestamp().await.unwrap();
+    let ahead = Timestamp(Timestamp::now().0 + 200_000_000);
+    for at in [generated, ahead] {
+        let before = scan(s.clone(), at).await.unwrap();
+        for k in 3..6 {
+            let committed = s
+                .write_rows("//t", WriteKind::Overwrite, false, vec![row(k, k)])
+                .await
+                .unwrap();
+            assert!(
+                committed > at,
+                "commit {committed:?} drew a timestamp below the read {at:?}"
+            );
+            assert_eq!(scan(s.clone(), at).await.unwrap(), before);
+        }
+        s.write_rows(
+            "//t",
+            WriteKind::Delete,
+            false,
+            (3..6)
+                .map(|k| vec![Some(Value::Int64(k)), None, None])
+                .collect(),
+        )
+        .await
+        .unwrap();
+    }
+    // Far ahead of the clock: refused by every read, with the reason.
+    let far = Timestamp(Timestamp::now().0 + (3600u64 << 30));
+    let refused = scan(s.clone(), far).await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::Invalid(m) if m.contains("ahead of the clock")),
+        "{refused}"
+    );
+    assert!(s
+        .scan_ranges("//t", None, far)
+        .await
+        .is_err_and(|e| e.to_string().contains("ahead of the clock")));
+    // The sentinels and past timestamps read as before.
+    assert_eq!(
+        s.read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(s.read_rows("//t", Timestamp::MIN).await.unwrap().len(), 0);
+}

@@ -248,7 +248,10 @@ impl Database {
         let mut rows = vec![Vec::new(); batch.num_rows()];
         for (i, field) in batch.schema().fields().iter().enumerate() {
             let column = entry.schema.column(field.name()).ok_or_else(|| {
-                Error::Invalid(format!("No such column {:?} in table schema", field.name()))
+                Error::Invalid(format!(
+                    "No such column {} in table schema",
+                    dynql_core::error::shown(field.name())
+                ))
             })?;
             let array = batch.column(i);
             for (r, row) in rows.iter_mut().enumerate() {
@@ -314,7 +317,10 @@ impl Database {
                 .iter()
                 .map(|n| {
                     schema.column_index(n).ok_or_else(|| {
-                        Error::Invalid(format!("No such column {n:?} in table schema"))
+                        Error::Invalid(format!(
+                            "No such column {} in table schema",
+                            dynql_core::error::shown(n)
+                        ))
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -580,6 +586,14 @@ impl Database {
     /// tables it affects (`dynql check`); costs a full read of the store.
     pub async fn check(&self) -> Result<dynql_storage::CheckReport> {
         Ok(self.store.check().await?)
+    }
+
+    /// Repairs what can be repaired without losing data (`dynql check --repair`): damaged
+    /// checkpoints set aside, lost log records recorded as such; the tables named in
+    /// `accept_loss`, damaged only by lost records, become readable without those records'
+    /// changes. Returns what was done and the check of the store afterwards.
+    pub async fn repair(&self, accept_loss: &[String]) -> Result<dynql_storage::RepairReport> {
+        Ok(self.store.repair(accept_loss).await?)
     }
 
     /// Whether a node (or a value inside a document) exists at `path` (`yt exists`).

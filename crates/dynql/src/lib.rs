@@ -28,7 +28,8 @@ pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Y
 pub use dynql_exec::{Explanation, FileTables, SelectOptions, Statistics};
 pub use dynql_storage::cypress::{LockOptions, TakenLock};
 pub use dynql_storage::{
-    CheckReport, Damage, LockMode, LookupStatistics, Reshard, TabletCommand, TabletState, Timestamp,
+    CheckReport, Damage, LockMode, LookupStatistics, RepairReport, Reshard, TabletCommand,
+    TabletState, Timestamp,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;

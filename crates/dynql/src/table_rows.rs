@@ -244,7 +244,8 @@ impl Database {
             .map(|n| {
                 schema.column_index(n).ok_or_else(|| {
                     Error::Invalid(format!(
-                        "No such column {n:?} in the schema of {}",
+                        "No such column {} in the schema of {}",
+                        dynql_core::error::shown(n),
                         rich.path
                     ))
                 })

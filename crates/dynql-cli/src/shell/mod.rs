@@ -312,7 +312,7 @@ async fn interactive(
             match result {
                 Some(Ok(Flow::Quit)) => return Ok(()),
                 Some(Ok(Flow::Continue)) => {}
-                Some(Err(e)) => eprintln!("Error: {e:#}"),
+                Some(Err(e)) => eprintln!("Error: {}", crate::error_text(&e)),
                 None => {
                     eprintln!("Cancelled.");
                     break;

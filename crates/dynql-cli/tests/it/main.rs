@@ -1,5 +1,6 @@
 //! End-to-end tests of the `dynql` binary through its command-line contract.
 
+mod bad_input;
 mod cli;
 mod conformance;
 mod cypress;

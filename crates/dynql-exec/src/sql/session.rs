@@ -233,6 +233,7 @@ impl SqlSession {
         let state = self.ctx.state();
         let references = state.resolve_table_references(&statement)?;
         // Every dynamic table of the statement is read from one snapshot.
+        store.settle_read_timestamp(options.timestamp).await?;
         let snapshot = store.snapshot().await?;
         let tables = snapshot.tables();
         let files = &options.files;

@@ -183,7 +183,7 @@ impl Binder {
             None => name.to_string(),
         };
         Error::invalid(
-            format!("Undefined reference {full:?}: after GROUP BY only group items and aggregates can be used"),
+            format!("Undefined reference {}: after GROUP BY only group items and aggregates can be used", dynql_core::error::shown(&full)),
             span,
         )
     }

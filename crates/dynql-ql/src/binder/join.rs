@@ -44,8 +44,9 @@ impl Binder {
                         .ok_or_else(|| {
                             Error::invalid(
                                 format!(
-                                    "Undefined reference {column:?} in joined table {:?}",
-                                    join.table.path
+                                    "Undefined reference {} in joined table {}",
+                                    dynql_core::error::shown(column),
+                                    dynql_core::error::shown(&join.table.path)
                                 ),
                                 *span,
                             )

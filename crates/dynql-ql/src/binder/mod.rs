@@ -516,7 +516,10 @@ impl Binder {
                 Some(t) => format!("{t}.{name}"),
                 None => name.to_string(),
             };
-            Error::invalid(format!("Undefined reference {full:?}"), span)
+            Error::invalid(
+                format!("Undefined reference {}", dynql_core::error::shown(&full)),
+                span,
+            )
         })
     }
 

@@ -421,7 +421,7 @@ async fn manifests_written_before_checksums_still_load() {
 }
 
 #[tokio::test]
-async fn a_corrupt_checkpoint_is_a_clear_error() {
+async fn a_corrupt_only_checkpoint_opens_from_the_log_or_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", dir.path().display());
     let s = Store::open(&url).unwrap();
@@ -436,6 +436,14 @@ async fn a_corrupt_checkpoint_is_a_clear_error() {
         b"[",
     )
     .unwrap();
+    // The log is all there: the store opens from its first record.
+    assert_eq!(Store::open(&url).unwrap().tables().await.unwrap().len(), 1);
+    // Without its first record it cannot open, and says which file to restore.
+    std::fs::remove_file(dir.path().join("_log").join(format!("{:020}.json", 1))).unwrap();
     let err = Store::open(&url).unwrap().tables().await.unwrap_err();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&format!("{seq:020}.json")),
+        "{err}"
+    );
 }

@@ -272,17 +272,22 @@ fn build(path: &str, value: &Yson, actions: &mut Vec<Action>) {
     }
 }
 
-fn check_keys(value: &Yson) -> Result<()> {
+/// Checks the keys of a value `set` at `path`: each a valid node name, and each node a map
+/// would make within the path limits ([`crate::MAX_PATH_DEPTH`], [`crate::MAX_PATH_BYTES`]).
+fn check_keys(path: &str, value: &Yson) -> Result<()> {
     match unattributed(value) {
         Yson::Map(entries) => {
             for (k, v) in entries {
                 let name = String::from_utf8_lossy(k);
                 crate::validate_path(&format!("//{name}")).map_err(|_| {
                     Error::Invalid(format!(
-                        "Invalid key {name:?}: a node name cannot be empty, contain / or YPath's special characters"
+                        "Invalid key {}: a node name cannot be empty, contain / or YPath's special characters",
+                        dynql_core::error::shown(&name)
                     ))
                 })?;
-                check_keys(v)?;
+                let child = child_path(path, &name);
+                crate::validate_path(&child)?;
+                check_keys(&child, v)?;
             }
             Ok(())
         }
@@ -295,7 +300,7 @@ fn check_keys(value: &Yson) -> Result<()> {
 /// value's keys; a missing node is made from the value (a map becomes a map node).
 pub(crate) fn set(tree: &Tree, path: &str, value: &Yson, recursive: bool) -> Result<Vec<Action>> {
     validate(path)?;
-    check_keys(value)?;
+    check_keys(path, value)?;
     let (at, view, inner) = match tree.resolve(path) {
         Ok(found) => found,
         Err(Error::NoSuchNode { .. }) => {

@@ -75,8 +75,7 @@ impl Store {
     pub async fn node_exists(&self, path: &str, tx: Option<&str>) -> Result<bool> {
         let path = normalize(path);
         super::validate(path)?;
-        self.read_tree(tx, |tree| Ok(tree.value(path).is_ok()))
-            .await
+        self.read_tree(tx, |tree| Ok(tree.exists(path))).await
     }
 
     /// The value `yt get PATH` prints: a map node is the map of its children's values, a

@@ -170,9 +170,34 @@ impl<'a> Tree<'a> {
         Err(Error::NoSuchNode { path: path.into() })
     }
 
+    /// Whether `path` names a node, or a part of a document's value (without building the
+    /// value of what is below it, as [`Tree::value`] would).
+    pub fn exists(&self, path: &str) -> bool {
+        if system_children(self.state, path).is_some() {
+            return true;
+        }
+        match self.resolve(path) {
+            Ok((_, _, inner)) if inner.is_empty() => true,
+            Ok((_, NodeView::Node(n), inner)) => n
+                .value()
+                .is_some_and(|v| super::plan::inside(&v, &inner).is_some()),
+            _ => false,
+        }
+    }
+
     /// The value `get PATH` prints: a map node is the map of its children's values, a table
     /// `#` (YT prints opaque nodes so), a document or scalar its value.
+    ///
+    /// The recursion follows the tree's depth, which paths bound ([`crate::MAX_PATH_DEPTH`]);
+    /// a deeper tree (made before the bound) is refused rather than followed.
     pub fn value(&self, path: &str) -> Result<Yson> {
+        if path.bytes().filter(|b| *b == b'/').count() > crate::MAX_PATH_DEPTH + 1 {
+            return Err(Error::Invalid(format!(
+                "Cannot get {}: the tree below it is deeper than {} levels",
+                dynql_core::error::shown(path),
+                crate::MAX_PATH_DEPTH
+            )));
+        }
         if let Some(ids) = system_children(self.state, path) {
             // The system's objects print as entities, as YT prints opaque nodes.
             return Ok(Yson::Map(

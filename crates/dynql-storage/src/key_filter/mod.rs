@@ -298,51 +298,79 @@ impl KeyFilterBuilder {
     }
 }
 
-/// Decoded key filters by chunk path, shared by the clones of a [`Store`].
+/// Decoded key filters by chunk path, shared by the clones of a [`Store`]; `None` for a
+/// filter file found missing or damaged (fetched once, then the chunk is read without it).
 #[derive(Debug, Default)]
 pub(crate) struct KeyFilterCache {
-    entries: Mutex<(HashMap<String, Arc<ChunkKeyFilter>>, usize)>,
+    entries: Mutex<(HashMap<String, Option<Arc<ChunkKeyFilter>>>, usize)>,
+}
+
+/// Reads and checks the key filter file of `chunk` (which must have one).
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the filter file when it is missing, does not decode, or does
+/// not match the chunk; other errors when the object store fails.
+pub(crate) async fn load(
+    objects: &dyn object_store::ObjectStore,
+    chunk: &ChunkRef,
+) -> Result<ChunkKeyFilter> {
+    let path = filter_path(&chunk.path);
+    let data = match objects.get(&ObjectPath::from(path.as_str())).await {
+        Ok(got) => got.bytes().await?,
+        Err(object_store::Error::NotFound { .. }) => {
+            return Err(Error::Corrupt {
+                path,
+                message: "the key filter file is missing".into(),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let filter = ChunkKeyFilter::decode(&path, &data)?;
+    if filter.groups.len() != chunk.row_group_count() {
+        return Err(Error::Corrupt {
+            path,
+            message: format!(
+                "key filter holds {} row groups, the chunk {}",
+                filter.groups.len(),
+                chunk.row_group_count()
+            ),
+        });
+    }
+    Ok(filter)
 }
 
 impl Store {
-    /// The key filters of `chunk`, from the cache or its filter file; `None` when it has none.
+    /// The key filters of `chunk`, from the cache or its filter file; `None` when it has none,
+    /// or when its file is missing or damaged: a filter only ever lets a read skip row groups,
+    /// so reading without it is always right (`dynql check` reports the file).
     pub(crate) async fn key_filter(&self, chunk: &ChunkRef) -> Result<Option<Arc<ChunkKeyFilter>>> {
         if chunk.key_filter.is_none() {
             return Ok(None);
         }
         if let Some(f) = self.key_filters.lock().0.get(&chunk.path) {
-            return Ok(Some(f.clone()));
+            return Ok(f.clone());
         }
-        let path = filter_path(&chunk.path);
-        let data = self
-            .objects
-            .get(&ObjectPath::from(path.as_str()))
-            .await?
-            .bytes()
-            .await?;
-        let filter = Arc::new(ChunkKeyFilter::decode(&path, &data)?);
-        if filter.groups.len() != chunk.row_group_count() {
-            return Err(Error::Corrupt {
-                path,
-                message: format!(
-                    "key filter holds {} row groups, the chunk {}",
-                    filter.groups.len(),
-                    chunk.row_group_count()
-                ),
-            });
-        }
+        let filter = match load(self.objects.as_ref(), chunk).await {
+            Ok(filter) => Some(Arc::new(filter)),
+            Err(Error::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let size = filter.as_ref().map_or(64, |f| f.bytes());
         let mut entries = self.key_filters.lock();
-        if entries.1 + filter.bytes() > CACHE_BYTES {
+        if entries.1 + size > CACHE_BYTES {
             *entries = Default::default();
         }
-        entries.1 += filter.bytes();
+        entries.1 += size;
         entries.0.insert(chunk.path.clone(), filter.clone());
-        Ok(Some(filter))
+        Ok(filter)
     }
 }
 
 impl KeyFilterCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<String, Arc<ChunkKeyFilter>>, usize)> {
+    #[allow(clippy::type_complexity)]
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (HashMap<String, Option<Arc<ChunkKeyFilter>>>, usize)> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

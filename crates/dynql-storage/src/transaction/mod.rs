@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};

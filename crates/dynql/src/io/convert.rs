@@ -172,7 +172,10 @@ impl Converter {
                 None if self.key_count == 0 && name == VIRTUAL_TABLET_INDEX => {
                     tablet_column = Some(i)
                 }
-                None => problems.push_all(format!("No such column {name:?} in table schema")),
+                None => problems.push_all(format!(
+                    "No such column {} in table schema",
+                    dynql_core::error::shown(name)
+                )),
             }
         }
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(width);

@@ -1,0 +1,86 @@
+//! Input a careful database refuses (issue 38): reads at timestamps not yet reached, values
+//! with YSON attributes, hostile names and paths. Each is a clear error, bounded in size and
+//! time, that leaves the store as it was.
+
+use std::time::{Duration, Instant};
+
+use super::TestStore;
+
+const SCHEMA: &str =
+    "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]}";
+
+fn store_with_table() -> TestStore {
+    let s = TestStore::new();
+    s.ok(&["create", "table", "//t", "--attributes", SCHEMA], None);
+    s.ok(&["insert-rows", "//t"], Some("{k=1;v=1}"));
+    s
+}
+
+#[test]
+fn a_read_at_a_timestamp_answers_the_same_after_later_commits() {
+    let s = store_with_table();
+    let at = s.ok(&["generate-timestamp"], None).trim().to_string();
+    let query = [
+        "select-rows",
+        "k, v from [//t]",
+        "--timestamp",
+        &at,
+        "--format",
+        "json",
+    ];
+    let before = s.ok(&query, None);
+    assert_eq!(before.trim(), r#"{"k":1,"v":1}"#);
+    s.ok(&["insert-rows", "//t"], Some("{k=2;v=2}"));
+    assert_eq!(s.ok(&query, None), before);
+    let lookup = ["lookup-rows", "//t", "--timestamp", &at, "--format", "json"];
+    assert_eq!(s.ok(&lookup, Some("{\"k\":2}")).trim(), "");
+    // An hour ahead of the clock: refused, saying why.
+    let far: u64 = at.parse::<u64>().unwrap() + (3600u64 << 30);
+    let far = far.to_string();
+    let err = s.fails(&["select-rows", "k from [//t]", "--timestamp", &far], None);
+    assert!(err.contains("ahead of the clock"), "{err}");
+}
+
+#[test]
+fn values_with_top_level_attributes_are_refused() {
+    let s = store_with_table();
+    let err = s.fails(&["insert-rows", "//t"], Some("{k=5;v=<a=b>3}"));
+    assert!(
+        err.contains("Table values cannot have top-level attributes"),
+        "{err}"
+    );
+    let rows = s.ok(&["select-rows", "k from [//t]", "--format", "json"], None);
+    assert_eq!(rows.trim(), r#"{"k":1}"#, "the refused row was written");
+}
+
+#[test]
+fn a_huge_name_is_not_echoed_whole() {
+    let s = store_with_table();
+    let name = "c".repeat(1 << 20);
+    let err = s.fails(&["insert-rows", "//t"], Some(&format!("{{k=1;{name}=1}}")));
+    assert!(
+        err.contains("No such column"),
+        "{}",
+        &err[..err.len().min(300)]
+    );
+    assert!(err.len() < 1024, "the error is {} bytes", err.len());
+}
+
+#[test]
+fn deep_paths_are_refused_at_once() {
+    let s = TestStore::new();
+    let path = format!("//m{}", "/m".repeat(19_999));
+    let started = Instant::now();
+    let err = s.fails(&["create", "map_node", &path, "-r"], None);
+    assert!(err.contains("4096 bytes"), "{}", &err[..err.len().min(300)]);
+    assert!(err.len() < 1024, "the error is {} bytes", err.len());
+    let deep = format!("//m{}", "/m".repeat(128));
+    let err = s.fails(&["create", "map_node", &deep, "-r"], None);
+    assert!(err.contains("129 levels deep"), "{err}");
+    assert_eq!(s.ok(&["exists", "//m"], None).trim(), "false");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,281 @@
+//! One damaged file does not take the whole store down (issue 38): a damaged only checkpoint
+//! opens from the whole log, a lost log record damages only what the record after it says it
+//! touched (or everything, when nothing says), garbage collection keeps an older checkpoint
+//! until a newer one reads back, and `Store::repair` records losses without dropping an
+//! acknowledged change unless told to for a named table.
+
+use std::path::Path;
+
+use dynql_core::{TableSchema, Value};
+use dynql_storage::{Error, Store, TableOptions, Timestamp, WriteKind};
+
+fn sorted() -> TableSchema {
+    TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]").unwrap()
+}
+
+fn row(k: i64, v: i64) -> Vec<Option<Value>> {
+    vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
+}
+
+fn temp_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    (dir, url)
+}
+
+async fn write(s: &Store, table: &str, k: i64) {
+    s.write_rows(table, WriteKind::Overwrite, false, vec![row(k, k)])
+        .await
+        .unwrap();
+}
+
+async fn keys(s: &Store, table: &str) -> Result<Vec<i64>, Error> {
+    Ok(s.read_rows(table, Timestamp::MAX)
+        .await?
+        .iter()
+        .map(|r| match r[0] {
+            Value::Int64(k) => k,
+            _ => unreachable!(),
+        })
+        .collect())
+}
+
+/// The newest log record's number.
+fn newest_record(dir: &Path) -> u64 {
+    std::fs::read_dir(dir.join("_log"))
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .strip_suffix(".json")?
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap()
+}
+
+fn record_file(dir: &Path, seq: u64) -> std::path::PathBuf {
+    dir.join("_log").join(format!("{seq:020}.json"))
+}
+
+fn manifest_file(dir: &Path, seq: u64) -> std::path::PathBuf {
+    dir.join("_checkpoints").join(format!("{seq:020}.json"))
+}
+
+fn flip_middle(file: &Path) {
+    let mut bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(file, bytes).unwrap();
+}
+
+#[tokio::test]
+async fn the_only_checkpoint_damaged_opens_from_the_log_and_repair_sets_it_aside() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    for t in ["//a", "//b"] {
+        s.create_table(t, sorted(), TableOptions::default())
+            .await
+            .unwrap();
+        write(&s, t, 1).await;
+    }
+    let only = s.checkpoint().await.unwrap();
+    write(&s, "//a", 2).await;
+    flip_middle(&manifest_file(dir.path(), only));
+    // Every command works, reads answer from the whole log, `remove` included.
+    let fresh = Store::open(&url).unwrap();
+    assert_eq!(keys(&fresh, "//a").await.unwrap(), [1, 2]);
+    assert_eq!(keys(&fresh, "//b").await.unwrap(), [1]);
+    write(&fresh, "//b", 3).await;
+    fresh.remove_table("//b").await.unwrap();
+    let report = fresh.check().await.unwrap();
+    assert_eq!(report.damage.len(), 1, "{report:?}");
+    assert!(report.damage[0].file.contains("_checkpoints"), "{report:?}");
+    let repaired = fresh.repair(&[]).await.unwrap();
+    assert!(repaired.check.is_ok(), "{repaired:?}");
+    assert!(
+        repaired.repaired.iter().any(|r| r.contains("set aside")),
+        "{repaired:?}"
+    );
+    assert!(dir
+        .path()
+        .join("_damaged/_checkpoints")
+        .join(format!("{only:020}.json"))
+        .exists());
+    let reopened = Store::open(&url).unwrap();
+    assert_eq!(keys(&reopened, "//a").await.unwrap(), [1, 2]);
+    assert!(reopened.table("//b").await.is_err());
+}
+
+#[tokio::test]
+async fn every_checkpoint_damaged_and_the_log_collected_names_the_files() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    s.create_table("//a", sorted(), TableOptions::default())
+        .await
+        .unwrap();
+    let mut checkpoints = Vec::new();
+    for k in 0..3 {
+        write(&s, "//a", k).await;
+        checkpoints.push(s.checkpoint().await.unwrap());
+    }
+    assert!(
+        !record_file(dir.path(), 1).exists(),
+        "the log was collected"
+    );
+    for seq in &checkpoints {
+        if manifest_file(dir.path(), *seq).exists() {
+            flip_middle(&manifest_file(dir.path(), *seq));
+        }
+    }
+    let err = Store::open(&url).unwrap().tables().await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("restore one of these files"), "{text}");
+    assert!(text.contains("_checkpoints"), "{text}");
+}
+
+/// Issue 38: a checkpoint damaged after garbage collection had deleted what the one before it
+/// needed left nothing to open from. Collection now keeps the two newest checkpoints that
+/// read back, so losing the newest leaves an older one and the log after it.
+#[tokio::test]
+async fn collection_keeps_an_older_checkpoint_until_two_newer_ones_read_back() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    s.create_table("//a", sorted(), TableOptions::default())
+        .await
+        .unwrap();
+    write(&s, "//a", 1).await;
+    let first = s.checkpoint().await.unwrap();
+    write(&s, "//a", 2).await;
+    let second = s.checkpoint().await.unwrap();
+    flip_middle(&manifest_file(dir.path(), second));
+    write(&s, "//a", 3).await;
+    let third = s.checkpoint().await.unwrap();
+    // The damaged second one does not count: the first stays, with the log after it.
+    assert!(manifest_file(dir.path(), first).exists());
+    assert!(record_file(dir.path(), first + 1).exists());
+    flip_middle(&manifest_file(dir.path(), third));
+    let fresh = Store::open(&url).unwrap();
+    assert_eq!(keys(&fresh, "//a").await.unwrap(), [1, 2, 3]);
+}
+
+/// Two tables; the record that wrote `//lost`'s row 2 goes missing.
+async fn store_with_a_lost_record(dir: &Path, url: &str) -> u64 {
+    let s = Store::open(url).unwrap();
+    for t in ["//kept", "//lost"] {
+        s.create_table(t, sorted(), TableOptions::default())
+            .await
+            .unwrap();
+        write(&s, t, 1).await;
+    }
+    write(&s, "//lost", 2).await;
+    let lost = newest_record(dir);
+    write(&s, "//kept", 2).await;
+    write(&s, "//lost", 3).await;
+    std::fs::remove_file(record_file(dir, lost)).unwrap();
+    lost
+}
+
+#[tokio::test]
+async fn a_missing_record_damages_only_what_the_next_record_says_it_touched() {
+    let (dir, url) = temp_store();
+    let lost = store_with_a_lost_record(dir.path(), &url).await;
+    let s = Store::open(&url).unwrap();
+    // The other table reads and writes.
+    assert_eq!(keys(&s, "//kept").await.unwrap(), [1, 2]);
+    write(&s, "//kept", 3).await;
+    let err = keys(&s, "//lost").await.unwrap_err();
+    assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    assert!(err.to_string().contains("is missing"), "{err}");
+    let report = s.check().await.unwrap();
+    let named: Vec<_> = report
+        .damage
+        .iter()
+        .filter(|d| d.file.ends_with(&format!("{lost:020}.json")))
+        .collect();
+    assert_eq!(named.len(), 1, "{report:?}");
+    assert_eq!(named[0].tables, vec!["//lost".to_string()]);
+    // No checkpoint while a loss is unrecorded: the log keeps what repair needs.
+    assert!(s.checkpoint().await.is_err());
+    // Repair records the loss; the table stays damaged until the loss is accepted.
+    let repaired = s.repair(&[]).await.unwrap();
+    assert!(
+        repaired.repaired.iter().any(|r| r.contains("placeholder")),
+        "{repaired:?}"
+    );
+    assert!(record_file(dir.path(), lost).exists());
+    assert!(!repaired.check.is_ok());
+    assert!(keys(&Store::open(&url).unwrap(), "//lost").await.is_err());
+    // Accepting it for a table another action damaged is refused; for this one it works.
+    let err = s.repair(&["//kept".into()]).await.unwrap_err();
+    assert!(err.to_string().contains("not damaged"), "{err}");
+    let repaired = s.repair(&["//lost".into()]).await.unwrap();
+    assert!(repaired.check.is_ok(), "{repaired:?}");
+    // Every acknowledged change but the lost record's.
+    for fresh in [s.clone(), Store::open(&url).unwrap()] {
+        assert_eq!(keys(&fresh, "//lost").await.unwrap(), [1, 3]);
+        assert_eq!(keys(&fresh, "//kept").await.unwrap(), [1, 2, 3]);
+    }
+    // A checkpoint was written: the store is whole again.
+    assert!(repaired.repaired.iter().any(|r| r.contains("checkpoint")));
+    write(&s, "//lost", 4).await;
+    assert_eq!(
+        keys(&Store::open(&url).unwrap(), "//lost").await.unwrap(),
+        [1, 3, 4]
+    );
+}
+
+#[tokio::test]
+async fn a_loss_nothing_bounds_damages_every_table_but_the_store_opens() {
+    let (dir, url) = temp_store();
+    let lost = store_with_a_lost_record(dir.path(), &url).await;
+    // The record after it goes too: nothing says what the first one touched.
+    std::fs::remove_file(record_file(dir.path(), lost + 1)).unwrap();
+    let s = Store::open(&url).unwrap();
+    for t in ["//kept", "//lost"] {
+        assert!(matches!(
+            keys(&s, t).await.unwrap_err(),
+            Error::Damaged { .. }
+        ));
+    }
+    // The catalog, the check and removal work.
+    assert_eq!(s.tables().await.unwrap().len(), 2);
+    assert!(!s.check().await.unwrap().is_ok());
+    s.remove_table("//kept").await.unwrap();
+    let repaired = s.repair(&["//lost".into()]).await.unwrap();
+    assert!(repaired.check.is_ok(), "{repaired:?}");
+    assert_eq!(keys(&s, "//lost").await.unwrap(), [1, 3]);
+}
+
+#[tokio::test]
+async fn a_damaged_record_is_set_aside_and_restoring_it_restores_the_rows() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    s.create_table("//t", sorted(), TableOptions::default())
+        .await
+        .unwrap();
+    write(&s, "//t", 1).await;
+    write(&s, "//t", 2).await;
+    let damaged = newest_record(dir.path());
+    write(&s, "//t", 3).await;
+    let file = record_file(dir.path(), damaged);
+    let intact = std::fs::read(&file).unwrap();
+    let mut bytes = intact.clone();
+    let end = bytes.len() - 3;
+    bytes[end] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let s = Store::open(&url).unwrap();
+    assert!(keys(&s, "//t").await.is_err());
+    let repaired = s.repair(&[]).await.unwrap();
+    assert!(
+        repaired.repaired.iter().any(|r| r.contains("_damaged")),
+        "{repaired:?}"
+    );
+    // The original file back over the placeholder: everything is there again.
+    std::fs::write(&file, &intact).unwrap();
+    let fresh = Store::open(&url).unwrap();
+    assert_eq!(keys(&fresh, "//t").await.unwrap(), [1, 2, 3]);
+    assert!(fresh.check().await.unwrap().is_ok());
+}
