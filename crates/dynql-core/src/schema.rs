@@ -163,7 +163,11 @@ impl TableSchema {
     pub fn from_yson(node: &Yson) -> Result<TableSchema> {
         let list = match node {
             Yson::List(items) => items,
-            Yson::Attributed { value, .. } => return TableSchema::from_yson(value),
+            Yson::Attributed { attributes, value } => {
+                let schema = TableSchema::from_yson(value)?;
+                check_schema_attributes(attributes, &schema)?;
+                return Ok(schema);
+            }
             _ => {
                 return Err(Error::InvalidSchema(
                     "schema must be a list of columns".into(),
@@ -270,6 +274,27 @@ impl TableSchema {
             } else {
                 ORDERED_SYSTEM_COLUMNS.contains(&c.name.as_str())
             };
+            // YT types the system columns of ordered tables: anything else would be accepted
+            // here and fail every later read.
+            let system_type = match c.name.as_str() {
+                "$timestamp" if !sorted => Some(LogicalType::Uint64),
+                "$cumulative_data_weight" if !sorted => Some(LogicalType::Int64),
+                _ => None,
+            };
+            if let Some(expected) = system_type {
+                if c.logical_type != expected
+                    || c.required
+                    || c.expression.is_some()
+                    || c.aggregate.is_some()
+                {
+                    return bad(format!(
+                        "system column {:?} must be a nullable column of type {expected} (not computed, not aggregating); it has type {}{}",
+                        c.name,
+                        c.logical_type,
+                        if c.required { ", required" } else { "" }
+                    ));
+                }
+            }
             if c.name.starts_with('$') && !system_ok {
                 return bad(format!(
                     "column name {:?} is reserved: names starting with \"$\" are system columns",
@@ -328,6 +353,41 @@ impl TableSchema {
         }
         Ok(())
     }
+}
+
+/// Checks a schema's attributes (`<strict=%true; unique_keys=%true>[...]`): dynql keeps
+/// only strict schemas, with unique keys when sorted, so anything else is refused rather than
+/// silently made so (YT refuses non-strict schemas and non-unique keys on dynamic tables).
+fn check_schema_attributes(attributes: &[(Vec<u8>, Yson)], schema: &TableSchema) -> Result<()> {
+    for (k, v) in attributes {
+        let flag = || match v {
+            Yson::Boolean(b) => Ok(*b),
+            _ => Err(Error::InvalidSchema(format!(
+                "schema attribute {:?} must be %true or %false",
+                String::from_utf8_lossy(k)
+            ))),
+        };
+        match k.as_slice() {
+            b"strict" if !flag()? => {
+                return Err(Error::InvalidSchema(
+                    "a non-strict schema (strict=%false) is not supported: dynql's tables, like YT's dynamic tables, have strict schemas".into(),
+                ))
+            }
+            b"unique_keys" if !flag()? && schema.is_sorted() => {
+                return Err(Error::InvalidSchema(
+                    "a sorted schema with unique_keys=%false is not supported: dynql's sorted tables, like YT's dynamic tables, have unique keys".into(),
+                ))
+            }
+            b"strict" | b"unique_keys" => {}
+            other => {
+                return Err(Error::InvalidSchema(format!(
+                    "unknown schema attribute {:?} (known: strict, unique_keys)",
+                    String::from_utf8_lossy(other)
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The longest column name YT accepts (`MaxColumnNameLength`), in bytes.
@@ -423,6 +483,46 @@ mod tests {
         assert_eq!(y.key_column_count(), 1);
         assert_eq!(y.columns()[1].wire_type(), ValueType::String);
         assert!(y.columns()[1].required);
+    }
+
+    #[test]
+    fn schema_attributes_are_checked_not_dropped() {
+        let cols = "[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]";
+        assert!(TableSchema::parse(&format!("<strict=%true;unique_keys=%true>{cols}")).is_ok());
+        for (attrs, says) in [
+            ("<strict=%false>", "non-strict"),
+            ("<unique_keys=%false>", "unique_keys=%false"),
+            ("<strict=1>", "must be %true or %false"),
+            ("<weak=%true>", "unknown schema attribute"),
+        ] {
+            let e = TableSchema::parse(&format!("{attrs}{cols}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{attrs}: {e}");
+        }
+        // An ordered schema may say its keys are not unique (it has none).
+        assert!(TableSchema::parse("<unique_keys=%false>[{name=a;type=int64}]").is_ok());
+    }
+
+    #[test]
+    fn system_columns_of_ordered_tables_are_typed_at_creation() {
+        for bad in [
+            "[{name=a;type=int64};{name=\"$timestamp\";type=int64}]",
+            "[{name=a;type=int64};{name=\"$timestamp\";type=uint32}]",
+            "[{name=a;type=int64};{name=\"$timestamp\";type=uint64;required=%true}]",
+            "[{name=a;type=int64};{name=\"$cumulative_data_weight\";type=uint64}]",
+            "[{name=a;type=int64};{name=\"$cumulative_data_weight\";type=string}]",
+        ] {
+            let e = TableSchema::parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("must be a nullable column of type"),
+                "{bad}: {e}"
+            );
+        }
+        TableSchema::parse(
+            "[{name=a;type=int64};{name=\"$timestamp\";type=uint64};{name=\"$cumulative_data_weight\";type=int64}]",
+        )
+        .unwrap();
     }
 
     #[test]

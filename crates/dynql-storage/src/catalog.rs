@@ -41,6 +41,8 @@ pub struct TableOptions {
     pub lookup_cache_rows_ratio: Option<f64>,
     /// `mount_config/enable_lookup_cache_by_default`.
     pub enable_lookup_cache_by_default: Option<bool>,
+    /// `mount_config/lookup_cache_rows_per_tablet` (deprecated in YT, still honoured).
+    pub lookup_cache_rows_per_tablet: Option<u64>,
     /// `chunk_writer`: key filters written with the table's chunks ([`crate::key_filter`]).
     pub chunk_writer: Option<crate::key_filter::ChunkWriterSettings>,
     /// `mount_config/enable_key_filter_for_lookup`: lookups and key-prefix selects consult
@@ -117,6 +119,11 @@ pub struct TableEntry {
     /// `mount_config/enable_lookup_cache_by_default`: lookups that do not say use the cache.
     #[serde(default, skip_serializing_if = "is_false")]
     pub enable_lookup_cache_by_default: bool,
+    /// `mount_config/lookup_cache_rows_per_tablet` (deprecated in YT, which still honours it):
+    /// rows the lookup cache holds per tablet, besides the share `lookup_cache_rows_ratio`
+    /// gives (the larger room wins).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub lookup_cache_rows_per_tablet: u64,
     /// `chunk_writer`: the key filters new chunks carry ([`crate::key_filter`]).
     #[serde(default, skip_serializing_if = "is_default")]
     pub chunk_writer: crate::key_filter::ChunkWriterSettings,
@@ -167,6 +174,7 @@ impl TableEntry {
             forced_compaction_revision: None,
             lookup_cache_rows_ratio: 0.0,
             enable_lookup_cache_by_default: false,
+            lookup_cache_rows_per_tablet: 0,
             chunk_writer: Default::default(),
             enable_key_filter_for_lookup: false,
             in_memory_mode: Default::default(),
@@ -188,6 +196,10 @@ fn is_zero(f: &f64) -> bool {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_true(b: &bool) -> bool {
@@ -236,10 +248,40 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "mount_config/lookup_cache_rows_ratio",
     "mount_config/enable_lookup_cache_by_default",
     "mount_config/enable_key_filter_for_lookup",
+    "mount_config/lookup_cache_rows_per_tablet",
+    "max_ordered_tablet_data_weight",
+    "enable_compaction_and_partitioning",
+    "lookup_cache_rows_ratio",
+    "enable_lookup_cache_by_default",
+    "enable_key_filter_for_lookup",
+    "lookup_cache_rows_per_tablet",
+    "key_bloom_filter",
     "chunk_writer",
     "in_memory_mode",
     "ttl",
 ];
+
+/// The `mount_config` settings dynql honours. YT lets each be set at the table's top level
+/// too (`set //t/@lookup_cache_rows_ratio 0.01`): both names mean the same setting.
+pub const MOUNT_CONFIG_KEYS: &[&str] = &[
+    "max_ordered_tablet_data_weight",
+    "enable_compaction_and_partitioning",
+    "enable_key_filter_for_lookup",
+    "auto_compaction_period",
+    "lookup_cache_rows_ratio",
+    "enable_lookup_cache_by_default",
+    "lookup_cache_rows_per_tablet",
+];
+
+/// `name` with a mount-config setting given at the table's top level written as
+/// `mount_config/NAME` (`auto_compaction_period` stays: it was always top-level too).
+pub fn canonical_attribute(name: &str) -> std::borrow::Cow<'_, str> {
+    if name != "auto_compaction_period" && MOUNT_CONFIG_KEYS.contains(&name) {
+        std::borrow::Cow::Owned(format!("mount_config/{name}"))
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
+}
 
 /// Applies a writable attribute to a catalog entry, checking it (the same check runs when
 /// the change is made and when it is replayed).
@@ -261,6 +303,8 @@ pub(crate) fn set_attribute(
         ))),
         AttributeValue::Removed => Err(removed_error(name)),
     };
+    let canonical = canonical_attribute(name);
+    let name = canonical.as_ref();
     let mut next = entry.clone();
     if crate::partitioning::ATTRIBUTES.contains(&name) {
         if !entry.schema.is_sorted() {
@@ -349,6 +393,9 @@ pub(crate) fn set_attribute(
         "mount_config/max_ordered_tablet_data_weight" => {
             next.max_ordered_tablet_data_weight = Some(number()?)
         }
+        "mount_config/lookup_cache_rows_per_tablet" => {
+            next.lookup_cache_rows_per_tablet = number()?
+        }
         "mount_config/enable_compaction_and_partitioning" => match value {
             AttributeValue::Boolean(b) => next.enable_compaction_and_partitioning = *b,
             _ => {
@@ -357,6 +404,23 @@ pub(crate) fn set_attribute(
                 )))
             }
         },
+        "commit_ordering" if !entry.dynamic => {
+            return Err(Error::Invalid(
+                "Attribute \"commit_ordering\" is for dynamic tables: a static table has no commits of its own".into(),
+            ))
+        }
+        "key_bloom_filter" => {
+            // YDB's name (seed 002) for what YT splits in two: writing key filters with new
+            // chunks, and lookups consulting them.
+            let enable = key_bloom_filter(value)?;
+            let key_count = entry.schema.key_column_count();
+            next.chunk_writer = entry.chunk_writer.with(
+                "key_filter/enable",
+                dynql_core::Yson::Boolean(enable),
+                key_count,
+            )?;
+            next.enable_key_filter_for_lookup = enable;
+        }
         "commit_ordering" => match value {
             AttributeValue::Text(t) if t == "weak" || t == "strong" => {
                 next.commit_ordering = t.clone()
@@ -413,6 +477,18 @@ fn attribute_yson(value: &AttributeValue) -> dynql_core::Yson {
         AttributeValue::Removed => Yson::Entity,
         AttributeValue::Text(t) => dynql_core::yson::parse(t.as_bytes())
             .unwrap_or_else(|_| Yson::String(t.as_bytes().to_vec())),
+    }
+}
+
+/// `key_bloom_filter`: `ENABLED` or `DISABLED` (YDB's values; any case).
+pub fn key_bloom_filter(value: &AttributeValue) -> Result<bool> {
+    match value {
+        AttributeValue::Text(t) if t.eq_ignore_ascii_case("enabled") => Ok(true),
+        AttributeValue::Text(t) if t.eq_ignore_ascii_case("disabled") => Ok(false),
+        AttributeValue::Boolean(b) => Ok(*b),
+        _ => Err(Error::Invalid(
+            "Attribute \"key_bloom_filter\" must be ENABLED or DISABLED".into(),
+        )),
     }
 }
 
@@ -623,6 +699,7 @@ impl Store {
                 options.lookup_cache_rows_ratio.unwrap_or(0.0),
             )?,
             enable_lookup_cache_by_default: options.enable_lookup_cache_by_default.unwrap_or(false),
+            lookup_cache_rows_per_tablet: options.lookup_cache_rows_per_tablet.unwrap_or(0),
             chunk_writer: options.chunk_writer.clone().unwrap_or_default(),
             enable_key_filter_for_lookup: options.enable_key_filter_for_lookup.unwrap_or(false),
             in_memory_mode: options.in_memory_mode.unwrap_or_default(),

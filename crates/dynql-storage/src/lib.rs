@@ -74,8 +74,8 @@ pub use repair::RepairReport;
 pub use row_group_filter::{ColumnStatistics, RowGroupFilter};
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{
-    validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions, GC_GRACE_MS,
-    MAX_PATH_BYTES, MAX_PATH_DEPTH, WRITABLE_ATTRIBUTES,
+    canonical_attribute, validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions,
+    GC_GRACE_MS, MAX_PATH_BYTES, MAX_PATH_DEPTH, MOUNT_CONFIG_KEYS, WRITABLE_ATTRIBUTES,
 };
 pub use stream::{Prefetch, ScanStream, Snapshot, StreamRead, TableScan};
 pub use tablets::{Reshard, TabletCommand, TabletState};

@@ -149,7 +149,7 @@ impl Store {
         }
         self.keep_in_memory(entry, data).await?;
         let cached = timestamp.is_latest()
-            && entry.lookup_cache_rows_ratio > 0.0
+            && (entry.lookup_cache_rows_ratio > 0.0 || entry.lookup_cache_rows_per_tablet > 0)
             && use_cache.unwrap_or(entry.enable_lookup_cache_by_default);
         let mut statistics = LookupStatistics {
             rows_looked_up: keys.len() as u64,
@@ -178,7 +178,11 @@ impl Store {
         // The table's size without walking its dynamic store on every lookup: chunk versions
         // plus the keys in memory.
         let stored = data.chunks.iter().map(|c| c.rows).sum::<u64>() + data.sorted.len() as u64;
-        let capacity = (entry.lookup_cache_rows_ratio * stored as f64) as usize;
+        // The larger room of the two settings (YT's deprecated per-tablet row count stays
+        // honoured beside the ratio).
+        let per_tablets = (entry.lookup_cache_rows_per_tablet as usize)
+            .saturating_mul(crate::scan::tablet_ranges(entry).len().max(1));
+        let capacity = ((entry.lookup_cache_rows_ratio * stored as f64) as usize).max(per_tablets);
         let hits = self
             .lookup_cache
             .get(&entry.id, &chunks, capacity, keys, |k| {

@@ -36,8 +36,8 @@ use crate::error::{Error, Result};
 
 pub(crate) use crate::catalog::set_attribute;
 pub use crate::catalog::{
-    validate_path, AttributeValue, TableEntry, TableOptions, MAX_PATH_BYTES, MAX_PATH_DEPTH,
-    WRITABLE_ATTRIBUTES,
+    canonical_attribute, validate_path, AttributeValue, TableEntry, TableOptions, MAX_PATH_BYTES,
+    MAX_PATH_DEPTH, MOUNT_CONFIG_KEYS, WRITABLE_ATTRIBUTES,
 };
 pub(crate) use crate::conflict::{check_conflicts, chunks_after, decode_key, MissingChunks};
 pub(crate) use crate::state::{KeyOrd, State, TableData};

@@ -6,7 +6,7 @@
 //! scans select chunks by their key bounds, not by tablet, so results never change. Flush and
 //! compaction write chunks per tablet of the pivots current at the time.
 
-use dynql_core::{compare_rows, TableSchema, Value, ValueType};
+use dynql_core::{compare_rows, LogicalType, TableSchema, Value, ValueType};
 
 use crate::error::{Error, Result};
 use crate::key_range::PivotKey;
@@ -175,20 +175,46 @@ pub fn uniform_pivots(schema: &TableSchema, count: usize) -> Result<Vec<Vec<Valu
     if count == 0 {
         return Err(Error::Invalid("\"tablet_count\" must be positive".into()));
     }
-    let step = |i: usize| ((i as u128) << 64) / count as u128;
-    let value = |i: usize| {
-        match first.wire_type() {
-        ValueType::Uint64 => Ok(Value::Uint64(step(i) as u64)),
-        ValueType::Int64 => Ok(Value::Int64((i64::MIN as i128 + step(i) as i128) as i64)),
-        other => Err(Error::Invalid(format!(
-            "Uniform pivots need an integer first key column; {:?} is {other}: give pivot keys instead",
-            first.name
-        ))),
+    // The range of the column's own type (YDB's UNIFORM_PARTITIONS on Uint32 splits the
+    // 32-bit range; splitting the 64-bit range would put every key in tablet 0).
+    let (min, max): (i128, i128) = match first.logical_type {
+        LogicalType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+        LogicalType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+        LogicalType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+        LogicalType::Int64 => (i64::MIN.into(), i64::MAX.into()),
+        LogicalType::Uint8 => (0, u8::MAX.into()),
+        LogicalType::Uint16 => (0, u16::MAX.into()),
+        LogicalType::Uint32 => (0, u32::MAX.into()),
+        LogicalType::Uint64 => (0, u64::MAX.into()),
+        // YT's ranges of its date types.
+        LogicalType::Date => (0, 49_672),
+        LogicalType::Datetime => (0, 4_102_444_799),
+        LogicalType::Timestamp => (0, 4_102_444_799_999_999),
+        LogicalType::Interval => (-4_102_444_799_999_999, 4_102_444_799_999_999),
+        other => {
+            return Err(Error::Invalid(format!(
+                "Uniform pivots need an integer first key column; {:?} is {other}: give pivot keys instead",
+                first.name
+            )))
+        }
+    };
+    let values = max - min + 1;
+    if count as i128 > values {
+        return Err(Error::Invalid(format!(
+            "Cannot split {:?} uniformly into {count} tablets: its type {} has {values} values",
+            first.name, first.logical_type
+        )));
     }
+    let value = |i: usize| {
+        let v = min + (i as i128 * values) / count as i128;
+        match first.wire_type() {
+            ValueType::Uint64 => Value::Uint64(v as u64),
+            _ => Value::Int64(v as i64),
+        }
     };
     let mut pivots = vec![vec![]];
     for i in 1..count {
-        pivots.push(vec![value(i)?]);
+        pivots.push(vec![value(i)]);
     }
     Ok(pivots)
 }
@@ -698,5 +724,44 @@ mod tests {
         let p = uniform_pivots(&uint, 3).unwrap();
         assert_eq!(p.len(), 3);
         assert_eq!(p[1], vec![Value::Uint64(((1u128 << 64) / 3) as u64)]);
+    }
+
+    /// Issue 39: a narrow key splits its own type's range (every key used to land in tablet 0).
+    #[test]
+    fn uniform_pivots_follow_the_key_type() {
+        let schema = |t: &str| {
+            TableSchema::parse(&format!("[{{name=k;type={t};sort_order=ascending}}]")).unwrap()
+        };
+        assert_eq!(
+            uniform_pivots(&schema("uint32"), 4).unwrap(),
+            vec![
+                vec![],
+                vec![Value::Uint64(1 << 30)],
+                vec![Value::Uint64(2 << 30)],
+                vec![Value::Uint64(3 << 30)]
+            ]
+        );
+        assert_eq!(
+            uniform_pivots(&schema("int32"), 2).unwrap(),
+            vec![vec![], vec![Value::Int64(0)]]
+        );
+        assert_eq!(
+            uniform_pivots(&schema("int8"), 4).unwrap(),
+            vec![
+                vec![],
+                vec![Value::Int64(-64)],
+                vec![Value::Int64(0)],
+                vec![Value::Int64(64)]
+            ]
+        );
+        assert_eq!(
+            uniform_pivots(&schema("uint16"), 2).unwrap(),
+            vec![vec![], vec![Value::Uint64(1 << 15)]]
+        );
+        assert!(uniform_pivots(&schema("uint8"), 257)
+            .unwrap_err()
+            .to_string()
+            .contains("has 256 values"));
+        assert_eq!(uniform_pivots(&schema("uint8"), 256).unwrap().len(), 256);
     }
 }

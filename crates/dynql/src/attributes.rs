@@ -42,6 +42,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "forced_compaction_revision",
     "mount_config",
     "chunk_writer",
+    "key_bloom_filter",
     "in_memory_mode",
     "ttl",
 ];
@@ -77,6 +78,12 @@ fn mount_config(entry: &dynql_storage::TableEntry) -> Yson {
     }
     if let Some(p) = entry.auto_compaction_period {
         map.push((b"auto_compaction_period".to_vec(), Yson::Uint64(p)));
+    }
+    if entry.lookup_cache_rows_per_tablet > 0 {
+        map.push((
+            b"lookup_cache_rows_per_tablet".to_vec(),
+            Yson::Uint64(entry.lookup_cache_rows_per_tablet),
+        ));
     }
     if entry.schema.is_sorted() {
         map.push((
@@ -214,6 +221,10 @@ impl Database {
             }
             return Ok(Yson::Map(all));
         };
+        // A mount-config setting given at the top level is read from mount_config (a custom
+        // attribute of the same name, stored by an older dynql, does not hide it).
+        let canonical = dynql_storage::canonical_attribute(name);
+        let name = canonical.as_ref();
         if let Some(value) = custom_attribute(entry, name) {
             return Ok(value);
         }
@@ -329,6 +340,13 @@ impl Database {
                 }
             }
             "chunk_writer" => entry.chunk_writer.to_yson(),
+            "key_bloom_filter" => text(
+                if entry.chunk_writer.key_filter.enable && entry.enable_key_filter_for_lookup {
+                    "ENABLED"
+                } else {
+                    "DISABLED"
+                },
+            ),
             "in_memory_mode" => text(entry.in_memory_mode.name()),
             "ttl" => entry
                 .ttl

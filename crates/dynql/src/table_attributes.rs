@@ -34,6 +34,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
     let mut dynamic = false;
     let mut options = TableOptions::default();
     let mut chunk_writer = None;
+    let mut key_bloom_filter = None;
     let mut given = Vec::new();
     for (k, v) in entries {
         let key = String::from_utf8_lossy(k);
@@ -78,6 +79,11 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             }
             // Checked against the key once the schema is known.
             "chunk_writer" => chunk_writer = Some(v),
+            "key_bloom_filter" => {
+                key_bloom_filter = Some(dynql_storage::catalog::key_bloom_filter(
+                    &crate::attributes::attribute_value("key_bloom_filter", v)?,
+                )?)
+            }
             "in_memory_mode" => {
                 let mode = unwrap_attributes(v).as_str().ok_or_else(|| {
                     Error::Invalid(
@@ -88,60 +94,18 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                 options.in_memory_mode = Some(dynql_storage::in_memory::InMemoryMode::parse(mode)?);
             }
             "mount_config" => {
-                let config = unwrap_attributes(v);
-                check_mount_config(config)?;
-                if let Some(w) = config.get("max_ordered_tablet_data_weight") {
-                    options.max_ordered_tablet_data_weight =
-                        Some(non_negative("max_ordered_tablet_data_weight", w)?);
+                let Yson::Map(config) = unwrap_attributes(v) else {
+                    return Err(Error::Invalid(
+                        "Attribute \"mount_config\" must be a map".into(),
+                    ));
+                };
+                for (k, value) in config {
+                    mount_config_setting(&mut options, &String::from_utf8_lossy(k), value)?;
                 }
-                if let Some(r) = config.get("lookup_cache_rows_ratio") {
-                    options.lookup_cache_rows_ratio =
-                        Some(match unwrap_attributes(r) {
-                            Yson::Double(f) => *f,
-                            Yson::Int64(n) => *n as f64,
-                            Yson::Uint64(n) => *n as f64,
-                            _ => return Err(Error::Invalid(
-                                "mount_config/lookup_cache_rows_ratio must be a number from 0 to 1"
-                                    .into(),
-                            )),
-                        });
-                }
-                if let Some(b) = config.get("enable_lookup_cache_by_default") {
-                    match unwrap_attributes(b) {
-                        Yson::Boolean(b) => options.enable_lookup_cache_by_default = Some(*b),
-                        _ => return Err(Error::Invalid(
-                            "mount_config/enable_lookup_cache_by_default must be %true or %false"
-                                .into(),
-                        )),
-                    }
-                }
-                if let Some(b) = config.get("enable_key_filter_for_lookup") {
-                    match unwrap_attributes(b) {
-                        Yson::Boolean(b) => options.enable_key_filter_for_lookup = Some(*b),
-                        _ => {
-                            return Err(Error::Invalid(
-                                "mount_config/enable_key_filter_for_lookup must be %true or %false"
-                                    .into(),
-                            ))
-                        }
-                    }
-                }
-                if let Some(p) = config.get("auto_compaction_period") {
-                    options.auto_compaction_period =
-                        Some(non_negative("auto_compaction_period", p)?);
-                }
-                if let Some(b) = config.get("enable_compaction_and_partitioning") {
-                    match unwrap_attributes(b) {
-                        Yson::Boolean(b) => {
-                            options.enable_compaction_and_partitioning = Some(*b)
-                        }
-                        _ => {
-                            return Err(Error::Invalid(
-                                "mount_config/enable_compaction_and_partitioning must be %true or %false".into(),
-                            ))
-                        }
-                    }
-                }
+            }
+            // YT lets every mount-config setting be given at the table's top level too.
+            name if dynql_storage::MOUNT_CONFIG_KEYS.contains(&name) => {
+                mount_config_setting(&mut options, name, v)?
             }
             "trimmed_row_counts" => {
                 let Yson::List(items) = unwrap_attributes(v) else {
@@ -217,6 +181,16 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             schema.key_column_count(),
         )?);
     }
+    if let Some(enable) = key_bloom_filter {
+        // YDB's switch for both halves of YT's key filters: writing and consulting them.
+        let settings = options.chunk_writer.take().unwrap_or_default();
+        options.chunk_writer = Some(settings.with(
+            "key_filter/enable",
+            Yson::Boolean(enable),
+            schema.key_column_count(),
+        )?);
+        options.enable_key_filter_for_lookup = Some(enable);
+    }
     ComputedColumns::compile(&schema)?;
     Ok((schema, options))
 }
@@ -229,6 +203,7 @@ fn is_dynamic_only(key: &str) -> bool {
         "pivot_keys",
         "commit_ordering",
         "chunk_writer",
+        "key_bloom_filter",
         "in_memory_mode",
         "mount_config",
         "trimmed_row_counts",
@@ -239,34 +214,54 @@ fn is_dynamic_only(key: &str) -> bool {
         "auto_compaction_period",
         "ttl",
     ];
-    DYNAMIC_ONLY.contains(&key) || dynql_storage::partitioning::ATTRIBUTES.contains(&key)
+    DYNAMIC_ONLY.contains(&key)
+        || dynql_storage::partitioning::ATTRIBUTES.contains(&key)
+        || dynql_storage::MOUNT_CONFIG_KEYS.contains(&key)
 }
 
-/// The keys of a `mount_config` dynql honours.
-const MOUNT_CONFIG_KEYS: &[&str] = &[
-    "max_ordered_tablet_data_weight",
-    "enable_compaction_and_partitioning",
-    "enable_key_filter_for_lookup",
-    "auto_compaction_period",
-    "lookup_cache_rows_ratio",
-    "enable_lookup_cache_by_default",
-];
-
-/// Refuses the `mount_config` keys dynql would not honour: every key either has its effect
-/// or is an error, never silently ignored.
-fn check_mount_config(config: &Yson) -> Result<()> {
-    let Yson::Map(entries) = config else {
-        return Err(Error::Invalid(
-            "Attribute \"mount_config\" must be a map".into(),
-        ));
+/// Applies one `mount_config` setting (given inside `mount_config` or at the top level).
+/// Every key either has its effect or is an error, never silently ignored.
+fn mount_config_setting(options: &mut TableOptions, key: &str, v: &Yson) -> Result<()> {
+    let boolean = |name: &str| match unwrap_attributes(v) {
+        Yson::Boolean(b) => Ok(*b),
+        _ => Err(Error::Invalid(format!(
+            "mount_config/{name} must be %true or %false"
+        ))),
     };
-    for (k, _) in entries {
-        let key = String::from_utf8_lossy(k);
-        if !MOUNT_CONFIG_KEYS.contains(&key.as_ref()) {
+    match key {
+        "max_ordered_tablet_data_weight" => {
+            options.max_ordered_tablet_data_weight = Some(non_negative(key, v)?)
+        }
+        "lookup_cache_rows_ratio" => {
+            options.lookup_cache_rows_ratio = Some(match unwrap_attributes(v) {
+                Yson::Double(f) => *f,
+                Yson::Int64(n) => *n as f64,
+                Yson::Uint64(n) => *n as f64,
+                _ => {
+                    return Err(Error::Invalid(
+                        "mount_config/lookup_cache_rows_ratio must be a number from 0 to 1".into(),
+                    ))
+                }
+            })
+        }
+        "lookup_cache_rows_per_tablet" => {
+            options.lookup_cache_rows_per_tablet = Some(non_negative(key, v)?)
+        }
+        "enable_lookup_cache_by_default" => {
+            options.enable_lookup_cache_by_default = Some(boolean(key)?)
+        }
+        "enable_key_filter_for_lookup" => {
+            options.enable_key_filter_for_lookup = Some(boolean(key)?)
+        }
+        "auto_compaction_period" => options.auto_compaction_period = Some(non_negative(key, v)?),
+        "enable_compaction_and_partitioning" => {
+            options.enable_compaction_and_partitioning = Some(boolean(key)?)
+        }
+        other => {
             return Err(Error::Invalid(format!(
-                "mount_config/{key} is not supported by dynql (supported: {})",
-                MOUNT_CONFIG_KEYS.join(", ")
-            )));
+                "mount_config/{other} is not supported by dynql (supported: {})",
+                dynql_storage::MOUNT_CONFIG_KEYS.join(", ")
+            )))
         }
     }
     Ok(())
@@ -363,8 +358,8 @@ mod tests {
                 "bits_per_key must be an integer from 1 to 64",
             ),
             (
-                "mount_config={lookup_cache_rows_per_tablet=100}",
-                "mount_config/lookup_cache_rows_per_tablet is not supported",
+                "mount_config={lookup_cache_rows_per_tablet=%true}",
+                "lookup_cache_rows_per_tablet",
             ),
             ("mount_config=1", "must be a map"),
         ] {

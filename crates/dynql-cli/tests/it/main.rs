@@ -6,6 +6,7 @@ mod conformance;
 mod cypress;
 mod damage;
 mod explain;
+mod fidelity;
 mod files;
 mod io;
 mod key_filters;
