@@ -64,6 +64,9 @@ pub struct BulkWrite {
     rows: u64,
     rows_written: u64,
     folded: u64,
+    /// The rows of a static table becoming dynamic (`alter-table --dynamic true`): the table
+    /// is static and unmounted while they are written, and they always go to chunks.
+    converting: bool,
 }
 
 impl std::fmt::Debug for BulkWrite {
@@ -78,6 +81,11 @@ impl std::fmt::Debug for BulkWrite {
 }
 
 impl BulkWrite {
+    /// The chunks written so far, taken out (a conversion commits them itself).
+    pub(crate) fn take_chunks(&mut self) -> Vec<ChunkRef> {
+        std::mem::take(&mut self.chunks)
+    }
+
     /// The table as the write started: the schema and retention staged rows must fit.
     pub fn table(&self) -> &crate::store::TableEntry {
         &self.entry
@@ -167,7 +175,32 @@ impl Store {
             rows: 0,
             rows_written: 0,
             folded: 0,
+            converting: false,
         })
+    }
+
+    /// A bulk write of the rows of the static sorted table `entry` into versioned chunks, for
+    /// its conversion to a dynamic table (see [`Store::alter_table`]).
+    pub(crate) fn start_conversion(
+        &self,
+        path: &str,
+        entry: &crate::store::TableEntry,
+    ) -> BulkWrite {
+        BulkWrite {
+            path: path.to_string(),
+            table_id: entry.id.clone(),
+            schema: entry.schema.clone(),
+            entry: entry.clone(),
+            sort_memory: DEFAULT_SORT_MEMORY,
+            sorter: None,
+            written: false,
+            inline: Vec::new(),
+            chunks: Vec::new(),
+            rows: 0,
+            rows_written: 0,
+            folded: 0,
+            converting: true,
+        }
     }
 
     /// Stages full rows (schema order, computed columns filled) in overwrite mode, in any
@@ -248,7 +281,8 @@ impl Store {
             return Ok(());
         };
         let total_rows = sorter.rows();
-        let small = total_rows < LARGE_WRITE_ROWS as u64 && sorter.spilled_runs() == 0;
+        let small =
+            !bulk.converting && total_rows < LARGE_WRITE_ROWS as u64 && sorter.spilled_runs() == 0;
         let mut sorted = sorter.finish()?;
         let schema = &entry.schema;
         if small {
@@ -354,7 +388,9 @@ impl Store {
         if entry.schema != bulk.schema {
             return Err(crate::validate::schema_changed(&bulk.path));
         }
-        crate::tablets::check_writable(&entry, &bulk.path)?;
+        if !bulk.converting {
+            crate::tablets::check_writable(&entry, &bulk.path)?;
+        }
         Ok(entry)
     }
 

@@ -454,6 +454,9 @@ fn apply_action(
             if let Some(dynamic) = dynamic {
                 if *dynamic && !entry.dynamic {
                     crate::queue::forget_trimming(data);
+                    // A static table's rows come with this record as a bulk insert of
+                    // versioned chunks (`Store::alter_table`): its static chunks are done.
+                    entry.static_chunks.clear();
                 }
                 entry.dynamic = *dynamic;
             }

@@ -356,6 +356,21 @@ impl Store {
         };
         // The chunks a change of layout replaces, and their rewrites.
         let mut rewritten: Option<(Vec<String>, Vec<crate::chunk::ChunkRef>)> = None;
+        // A static sorted table with rows becoming dynamic (YT's bulk-load path): its rows as
+        // versioned chunks, and the static chunks they were read from.
+        let mut converted: Option<(Vec<String>, Vec<crate::chunk::ChunkRef>)> = None;
+        if dynamic == Some(true) {
+            let state = self.refresh().await?;
+            let (entry, _) = state.table_data(path)?;
+            if !entry.dynamic && !entry.static_chunks.is_empty() {
+                if schema.is_some() {
+                    return Err(Error::Invalid(format!(
+                        "Cannot alter table {path}: make it dynamic first, then change its schema"
+                    )));
+                }
+                converted = Some(self.convert_static_rows(path, entry).await?);
+            }
+        }
         if let Some(new) = &schema {
             let state = self.refresh().await?;
             let (entry, data) = state.table_data(path)?;
@@ -378,18 +393,36 @@ impl Store {
             if schema.is_none() && dynamic.is_none_or(|d| d == entry.dynamic) {
                 return Ok(vec![]);
             }
-            if !entry.static_chunks.is_empty() {
-                // Its chunks hold unversioned rows in the schema they were written with.
-                return Err(Error::Invalid(format!(
-                    "Cannot alter static table {path}: it has rows written by write-table; dynql alters empty static tables only (write it over with no rows first)"
-                )));
-            }
+            let static_paths: Vec<&String> = entry.static_chunks.iter().map(|c| &c.path).collect();
             let mut actions = vec![Action::AlterTable {
                 path: path.into(),
                 table_id: entry.id.clone(),
                 schema: schema.clone(),
                 dynamic,
             }];
+            match &converted {
+                Some((read, chunks)) if !entry.dynamic => {
+                    if !static_paths.iter().copied().eq(read.iter()) {
+                        return Err(Error::Invalid(format!(
+                            "Cannot alter table {path}: its rows changed while they were converted; try again"
+                        )));
+                    }
+                    if !chunks.is_empty() {
+                        actions.push(Action::BulkInsert {
+                            path: path.into(),
+                            table_id: entry.id.clone(),
+                            chunks: chunks.clone(),
+                        });
+                    }
+                }
+                _ if !static_paths.is_empty() => {
+                    // Its chunks hold unversioned rows in the schema they were written with.
+                    return Err(Error::Invalid(format!(
+                        "Cannot alter static table {path}: it has rows written by write-table; dynql alters them only to make the table dynamic (alter-table --dynamic true, sorted tables)"
+                    )));
+                }
+                _ => {}
+            }
             if let Some((replaces, chunks)) = &rewritten {
                 if !data.chunks.iter().map(|c| &c.path).eq(replaces.iter()) {
                     return Err(Error::Invalid(format!(
@@ -411,6 +444,32 @@ impl Store {
         })
         .await?;
         Ok(())
+    }
+
+    /// Writes the rows of the static sorted table `entry` as the versioned chunks of a bulk
+    /// insert (every row one overwrite, stamped with the commit's timestamp); returns the
+    /// static chunks read and the chunks written.
+    ///
+    /// # Errors
+    /// An ordered (unsorted) table; damaged chunks; the store failing.
+    async fn convert_static_rows(
+        &self,
+        path: &str,
+        entry: &TableEntry,
+    ) -> Result<(Vec<String>, Vec<crate::chunk::ChunkRef>)> {
+        if !entry.schema.is_sorted() {
+            return Err(Error::Invalid(format!(
+                "Cannot make static table {path} dynamic: it is not sorted, and dynql's ordered dynamic tables keep their rows in tablets of their own log (write them with insert-rows instead)"
+            )));
+        }
+        let mut bulk = self.start_conversion(path, entry);
+        for chunk in &entry.static_chunks {
+            let batches = self.read_static_chunk(chunk).await?;
+            self.stage_bulk_batches(&mut bulk, &batches).await?;
+        }
+        self.write_bulk_rows(&mut bulk, &mut |_| {}).await?;
+        let read = entry.static_chunks.iter().map(|c| c.path.clone()).collect();
+        Ok((read, bulk.take_chunks()))
     }
 
     async fn reshard_queues(

@@ -476,3 +476,73 @@ async fn check_reads_the_chunks_of_static_tables() {
         vec!["//home/c".to_string(), "//home/s".to_string()]
     );
 }
+
+/// Issue 39: YT's bulk-load path. A sorted static table written with write-table, then made
+/// dynamic, keeps every row, readable (and writable) as a dynamic table; an unsorted one is
+/// refused with the reason.
+#[tokio::test]
+async fn a_sorted_static_table_with_rows_becomes_dynamic() {
+    let (_dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    create(&s, "//home/s", true, None).await;
+    let keys: Vec<i64> = (0..25_000).map(|k| k * 2).collect();
+    write(&s, "//home/s", None, false, &keys[..12_000])
+        .await
+        .unwrap();
+    write(&s, "//home/s", None, true, &keys[12_000..])
+        .await
+        .unwrap();
+    s.alter_table("//home/s", None, Some(true)).await.unwrap();
+    s.set_tablet_state("//home/s", dynql_storage::TabletCommand::Mount)
+        .await
+        .unwrap();
+    for fresh in [s.clone(), Store::open(&url).unwrap()] {
+        let rows = fresh
+            .read_rows("//home/s", dynql_storage::Timestamp::MAX)
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), keys.len());
+        assert_eq!(rows[100], row(200));
+        let found = fresh
+            .lookup_rows(
+                "//home/s",
+                &[vec![Value::Int64(48_000)], vec![Value::Int64(3)]],
+                dynql_storage::Timestamp::MAX,
+            )
+            .await
+            .unwrap();
+        assert_eq!(found, vec![Some(row(48_000)), None]);
+    }
+    // A dynamic table now: rows are written by key.
+    s.write_rows(
+        "//home/s",
+        dynql_storage::WriteKind::Overwrite,
+        false,
+        vec![vec![Some(Value::Int64(3)), Some(Value::string("v3"))]],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.read_rows("//home/s", dynql_storage::Timestamp::MAX)
+            .await
+            .unwrap()
+            .len(),
+        keys.len() + 1
+    );
+    assert!(s.check().await.unwrap().is_ok());
+
+    create(&s, "//home/u", false, None).await;
+    write(&s, "//home/u", None, false, &[3, 1, 2])
+        .await
+        .unwrap();
+    let err = s
+        .alter_table("//home/u", None, Some(true))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not sorted"), "{err}");
+    assert_eq!(keys_of_static(&s, "//home/u").await, [3, 1, 2]);
+}
+
+async fn keys_of_static(s: &Store, path: &str) -> Vec<i64> {
+    keys(s, path, None).await
+}

@@ -186,3 +186,41 @@ fn uniform_tablets_split_the_range_of_the_key_type() {
     let rows = store.ok(&["select-rows", "k from [//t]", "--format", "json"], None);
     assert_eq!(rows, "{\"k\":1}\n{\"k\":3000000000}\n");
 }
+
+/// YT's bulk-load path: write a sorted static table, make it dynamic, mount it, read it.
+#[test]
+fn a_sorted_static_table_with_rows_becomes_dynamic() {
+    let store = TestStore::new();
+    create(&store, "//s", &format!("{{schema={SORTED}}}"));
+    store.ok(
+        &["write-table", "//s"],
+        Some("{k=1;v=a};{k=2;v=b};{k=5;v=e};"),
+    );
+    store.ok(&["alter-table", "//s", "--dynamic", "true"], None);
+    store.ok(&["mount-table", "//s"], None);
+    assert_eq!(store.ok(&["get", "//s/@dynamic"], None).trim(), "%true");
+    let rows = store.ok(
+        &[
+            "select-rows",
+            "k, v from [//s] where k >= 2",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(rows, "{\"k\":2,\"v\":\"b\"}\n{\"k\":5,\"v\":\"e\"}\n");
+    let found = store.ok(
+        &["lookup-rows", "//s", "--format", "json"],
+        Some("{\"k\":1}"),
+    );
+    assert_eq!(found.trim(), "{\"k\":1,\"v\":\"a\"}");
+    // An unsorted static table is refused, saying why, and keeps its rows.
+    create(&store, "//u", "{schema=[{name=a;type=int64}]}");
+    store.ok(&["write-table", "//u"], Some("{a=2};{a=1};"));
+    let err = store.fails(&["alter-table", "//u", "--dynamic", "true"], None);
+    assert!(err.contains("not sorted"), "{err}");
+    assert_eq!(
+        store.ok(&["read-table", "//u", "--format", "json"], None),
+        "{\"a\":2}\n{\"a\":1}\n"
+    );
+}
