@@ -187,32 +187,28 @@ impl Store {
     /// [`Error::Corrupt`] naming the first damaged or missing staged write.
     pub(super) async fn read_staged(&self, id: &str, seal: u64) -> Result<Vec<Action>> {
         let listing = self.listing(id).await?;
-        let damage = self.staged_damage(id, &listing, Some(seal)).await?;
+        let (damage, actions) = self.staged_damage(id, &listing, Some(seal)).await?;
         if let Some(d) = damage.into_iter().next() {
             return Err(Error::Corrupt {
                 path: d.file,
                 message: format!("{}; the transaction cannot be committed", d.problem),
             });
         }
-        let mut actions = Vec::new();
-        for location in listing.slots.range(..seal).map(|(_, l)| l) {
-            if let Some((slot, _)) = self.read_slot(location).await? {
-                actions.extend(slot.actions);
-            }
-        }
         Ok(actions)
     }
 
     /// Everything wrong with the staged writes of transaction `id` below `seal` (or below the
     /// newest slot that is not a seal when `None`): missing, damaged, or not matching their
-    /// acknowledgement; a seal that records another count.
+    /// acknowledgement; a seal that records another count. Also the actions of the intact
+    /// slots, in slot order (each slot is read once).
     async fn staged_damage(
         &self,
         id: &str,
         listing: &Listing,
         seal: Option<u64>,
-    ) -> Result<Vec<Damage>> {
+    ) -> Result<(Vec<Damage>, Vec<Action>)> {
         let mut damage = Vec::new();
+        let mut actions = Vec::new();
         let mut problem = |location: &ObjectPath, problem: String| {
             damage.push(Damage {
                 file: location.to_string(),
@@ -249,7 +245,10 @@ impl Store {
             };
             let hash = match read {
                 Ok(Some((slot, _))) if seal.is_none() && slot.seal.is_some() => continue,
-                Ok(Some((_, hash))) => hash,
+                Ok(Some((slot, hash))) => {
+                    actions.extend(slot.actions);
+                    hash
+                }
                 Ok(None) => {
                     problem(
                         &location,
@@ -279,7 +278,7 @@ impl Store {
                 }
             }
         }
-        Ok(damage)
+        Ok((damage, actions))
     }
 
     /// Damaged staged writes of every live transaction (for [`Store::check`]).
@@ -301,7 +300,7 @@ impl Store {
                 Ok(Some(_)) => files.slots.keys().next_back().copied(),
                 _ => None,
             };
-            damage.extend(self.staged_damage(id, &files, seal).await?);
+            damage.extend(self.staged_damage(id, &files, seal).await?.0);
         }
         Ok(damage)
     }
