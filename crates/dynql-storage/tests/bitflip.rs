@@ -215,8 +215,9 @@ async fn staged_transaction() -> (tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", dir.path().display());
     let s = Store::open(&url).unwrap();
-    let schema = TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=n;type=int64}]")
-        .unwrap();
+    let schema =
+        TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=n;type=int64}]")
+            .unwrap();
     s.create_table("//t", schema, TableOptions::default())
         .await
         .unwrap();
@@ -254,7 +255,11 @@ async fn a_flipped_bit_in_a_staged_write_fails_the_commit_and_check_names_it() {
         .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
         .filter(|n| n != "meta.json")
         .collect();
-    assert_eq!(names.len(), 4, "two slots and two acknowledgements: {names:?}");
+    assert_eq!(
+        names.len(),
+        4,
+        "two slots and two acknowledgements: {names:?}"
+    );
     let mut flips = 0;
     for name in &names {
         let len = {

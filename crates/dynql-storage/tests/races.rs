@@ -470,7 +470,11 @@ async fn racing_writers_and_a_commit_lose_no_acknowledged_write() {
         let tx = p.other.start_transaction(60_000).await.unwrap();
         let mut writers = Vec::new();
         for w in 0..3i64 {
-            let store = if w % 2 == 0 { p.held.clone() } else { p.other.clone() };
+            let store = if w % 2 == 0 {
+                p.held.clone()
+            } else {
+                p.other.clone()
+            };
             let id = tx.id.clone();
             writers.push(tokio::spawn(async move {
                 let mut acked = Vec::new();

@@ -69,7 +69,10 @@ pub(super) fn classify(location: &ObjectPath) -> Option<TxFile> {
     if name == "meta.json" {
         return Some(TxFile::Meta);
     }
-    if let Some(n) = name.strip_prefix("staged-").and_then(|r| r.strip_suffix(".json")) {
+    if let Some(n) = name
+        .strip_prefix("staged-")
+        .and_then(|r| r.strip_suffix(".json"))
+    {
         return n.parse().ok().map(TxFile::Slot);
     }
     name.strip_prefix("acked-")?.parse().ok().map(TxFile::Acked)

@@ -258,7 +258,10 @@ impl Store {
                     continue;
                 }
                 Err(Error::Corrupt { message, .. }) => {
-                    problem(&location, format!("staged write {n} of transaction {id}: {message}"));
+                    problem(
+                        &location,
+                        format!("staged write {n} of transaction {id}: {message}"),
+                    );
                     continue;
                 }
                 Err(e) => return Err(e),
