@@ -312,6 +312,8 @@ async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Res
         }
         state.tables.insert(t.path, (t.entry, data));
     }
+    // Transactions checkpointed before per-key changes hold whole versions.
+    crate::cypress::transactions::upgrade_legacy(&mut state).map_err(corrupt)?;
     Ok(state)
 }
 

@@ -261,6 +261,7 @@ pub(crate) fn check_conflicts(
             | Action::CommitMasterTransaction { .. }
             | Action::AbortMasterTransaction { .. }
             | Action::StageChanges { .. }
+            | Action::StageDeltas { .. }
             | Action::TakeLock { .. }
             | Action::Unlock { .. }
             | Action::AcceptLoss { .. } => {}

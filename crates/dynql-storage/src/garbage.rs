@@ -122,13 +122,19 @@ impl Store {
                     Action::WriteStaticTable { chunks, .. } => {
                         referenced.extend(chunks.into_iter().map(|c| c.path));
                     }
-                    // A master transaction's staged write of a static table.
+                    // A master transaction's staged write of a static table (logs before per-key
+                    // changes, then now).
                     Action::StageChanges { changes, .. } => {
                         for (_, entry) in changes {
                             if let Some(Entry::Table(t)) = entry {
                                 referenced
                                     .extend(static_table::chunk_paths(&t).map(str::to_string));
                             }
+                        }
+                    }
+                    Action::StageDeltas { changes, .. } => {
+                        for (_, change) in changes {
+                            referenced.extend(change.chunk_paths().map(str::to_string));
                         }
                     }
 

@@ -267,10 +267,17 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         expired: bool,
     },
-    /// Node versions a master transaction changed: path to the entry, `None` removed.
+    /// Whole node versions a master transaction changed (path to the entry, `None`
+    /// removed), as logs written before per-key changes hold them: replayed, never written.
     StageChanges {
         transaction_id: String,
         changes: Vec<(String, Option<crate::cypress::transactions::Entry>)>,
+    },
+    /// What a master transaction changed, per path: each merges into its change of the path
+    /// ([`crate::cypress::transactions::Change`]).
+    StageDeltas {
+        transaction_id: String,
+        changes: Vec<(String, crate::cypress::transactions::Change)>,
     },
     /// A node lock, acquired or pending ([`crate::cypress::locks`]).
     TakeLock {
@@ -447,6 +454,9 @@ pub fn action_table(action: &Action) -> (&str, &str) {
         | Action::CommitMasterTransaction { id }
         | Action::AbortMasterTransaction { id, .. }
         | Action::StageChanges {
+            transaction_id: id, ..
+        }
+        | Action::StageDeltas {
             transaction_id: id, ..
         }
         | Action::Unlock {

@@ -15,6 +15,7 @@ use object_store::ObjectStoreExt;
 use crate::chunk::ChunkRef;
 use crate::compaction::compact_versions;
 use crate::conflict::{all_groups, LockDelta};
+use crate::cypress::transactions::committed_node_mut as node_mut;
 use crate::error::{Error, Result};
 use crate::log::{self, Action, CommitRecord};
 use crate::mvcc::RowDelta;
@@ -194,6 +195,7 @@ pub(crate) fn action_summary(action: &Action) -> String {
         Action::CommitMasterTransaction { id } => ("commit_tx", id),
         Action::AbortMasterTransaction { id, .. } => ("abort_tx", id),
         Action::StageChanges { transaction_id, .. } => ("stage_changes", transaction_id),
+        Action::StageDeltas { transaction_id, .. } => ("stage_deltas", transaction_id),
         Action::TakeLock { lock } => ("lock", &lock.path),
         Action::Unlock { transaction_id, .. } => ("unlock", transaction_id),
         Action::AcceptLoss { path, .. } => ("accept_loss", path),
@@ -213,23 +215,6 @@ fn target<'a>(
             "{path} is another table than the one the action names (id {table_id})"
         )),
         None => Err(format!("there is no table {path} (id {table_id})")),
-    }
-}
-
-/// The node at `path` with id `id` to change; a builtin one joins `state.nodes` first.
-fn node_mut<'a>(
-    state: &'a mut State,
-    path: &str,
-    id: &str,
-) -> std::result::Result<&'a mut crate::cypress::Node, String> {
-    if !state.nodes.contains_key(path) {
-        if let Some(b) = crate::cypress::builtin(path) {
-            state.nodes.insert(path.to_string(), b.clone());
-        }
-    }
-    match state.nodes.get_mut(path) {
-        Some(n) if n.id == id => Ok(n),
-        _ => Err(format!("there is no node {path} (id {id})")),
     }
 }
 
@@ -273,6 +258,10 @@ fn apply_action(
             crate::cypress::transactions::abort(state, id)?
         }
         Action::StageChanges {
+            transaction_id,
+            changes,
+        } => crate::cypress::transactions::stage_legacy(state, transaction_id, changes)?,
+        Action::StageDeltas {
             transaction_id,
             changes,
         } => crate::cypress::transactions::stage(state, transaction_id, changes)?,

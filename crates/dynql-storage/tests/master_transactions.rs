@@ -2,6 +2,8 @@
 //! table-driven test, branched versions merging at commit and vanishing at abort, nested
 //! commits and aborts, snapshot locks, waitable locks in queue order, expiry, durability;
 //! and a property test of random nested sequences against a model of versioned nodes.
+//! Concurrent transactions changing different keys of one node: [`merging`] (deterministic
+//! cases) and [`merge_model`] (a property test against a model of per-key changes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,6 +12,11 @@ use dynql_storage::cypress::locks::{LockMode, LockState};
 use dynql_storage::cypress::{LockOptions, NodeKind, Object};
 use dynql_storage::{Error, Store};
 use proptest::prelude::*;
+
+#[path = "master_transactions/merge_model.rs"]
+mod merge_model;
+#[path = "master_transactions/merging.rs"]
+mod merging;
 
 fn yson(text: &str) -> Yson {
     dynql_core::yson::parse(text.as_bytes()).unwrap()
@@ -580,6 +587,8 @@ fn outcome(result: dynql_storage::Result<()>) -> Outcome {
         Ok(()) => Outcome::Ok,
         Err(Error::LockConflict(_)) => Outcome::Conflict,
         Err(Error::NoSuchNode { .. }) => Outcome::Missing,
+        // Removing an attribute that is not there.
+        Err(Error::Invalid(m)) if m.contains("is not found") => Outcome::Missing,
         Err(e) if e.to_string().contains("active nested") => Outcome::HasNested,
         Err(e) => panic!("unexpected error: {e}"),
     }

@@ -279,8 +279,8 @@ fn transaction_attributes(
     let branched: Vec<String> = t
         .changes
         .values()
-        .flatten()
-        .map(|e| e.id().to_string())
+        .filter_map(|c| c.id())
+        .map(str::to_string)
         .chain(acquired().map(|l| l.node_id.clone()))
         .collect();
     map.extend([

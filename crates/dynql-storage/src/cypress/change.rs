@@ -3,21 +3,22 @@
 //! checked against the locks held ([`super::locks`]), and then
 //!
 //! * outside a transaction, its actions are logged as they are (and it holds no lock after);
-//! * inside transaction T, its node versions are staged as T's changes and the implied locks
-//!   are taken by T. Only making an implied directory a node of its own (to carry an
-//!   attribute) is logged as it is: it changes nothing anyone sees.
+//! * inside transaction T, its actions become per-path changes ([`Change`]: removed, created
+//!   whole, or the keys of a node it changed) staged as T's, and the implied locks are taken
+//!   by T. Only making an implied directory a node of its own (to carry an attribute) is
+//!   logged as it is: it changes nothing anyone sees.
 //!
 //! Transactions found expired are aborted first, in the same log record.
 
 use std::borrow::Cow;
 
 use super::locks::{already_held, conflict, conflict_message, implied, Lock, LockState};
-use super::transactions::{Changes, Entry};
+use super::transactions::{Change, Changes, Entry, NodeDelta};
 use super::tree::Tree;
 use super::{now_ms, NodeKind, NodeView};
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::static_table::{has_dynamic_rows, StagedRows};
+use crate::static_table::{has_dynamic_rows, RowsDelta};
 use crate::store::{fresh_id, State, Store};
 
 /// The state with expired transactions aborted, and the actions that abort them.
@@ -61,16 +62,29 @@ pub(crate) fn actions(
         actions.extend(planned);
         return Ok(actions);
     };
-    let mut changes = Changes::new();
+    let mut staged = Changes::new();
     for action in planned {
-        if let Some(committed) = stage(&tree, &mut changes, action)? {
+        if let Some(committed) = stage(&tree, &mut staged, action)? {
             actions.push(committed);
         }
     }
-    if !changes.is_empty() {
-        actions.push(Action::StageChanges {
+    // Replay merges each into T's change of its path: it must merge, or the record would
+    // not apply (locks make a failure unreachable).
+    let own = state
+        .master
+        .transactions
+        .get(tx)
+        .map(|t| &t.changes)
+        .ok_or_else(|| Error::NoSuchTransaction { id: tx.into() })?;
+    for (path, change) in &staged {
+        Change::then(path, own.get(path).cloned(), change.clone()).map_err(|why| {
+            Error::Invalid(format!("Cannot change {path} in transaction {tx}: {why}"))
+        })?;
+    }
+    if !staged.is_empty() {
+        actions.push(Action::StageDeltas {
             transaction_id: tx.into(),
-            changes: changes.into_iter().collect(),
+            changes: staged.into_iter().collect(),
         });
     }
     let mut seq = state.master.next_lock_seq;
@@ -99,88 +113,66 @@ pub(crate) fn actions(
     Ok(actions)
 }
 
-/// Turns one planned action into a version staged in `changes`; returns the action itself
-/// when it is to be logged as it is.
-fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Action>> {
-    // The transaction's own version of a node, else one branched from its parent's: a
-    // static table's staged rows belong to the version that staged them.
-    let current = |changes: &Changes, path: &str| match changes.get(path) {
-        Some(entry) => entry.clone(),
-        None => match tree.own_version(path) {
-            Some(own) => own.cloned(),
-            None => tree.entry(path).map(|e| match e {
-                Entry::Table(mut t) => {
-                    t.staged_rows = None;
-                    Entry::Table(t)
-                }
-                node => node,
-            }),
-        },
-    };
+/// Merges `change` into the change staged at `path`.
+fn put(staged: &mut Changes, path: String, change: Change) -> Result<Option<Action>> {
+    let merged = Change::then(&path, staged.remove(&path), change).map_err(Error::Invalid)?;
+    staged.insert(path, merged);
+    Ok(None)
+}
+
+/// Turns one planned action into the change it makes, merged into `staged`; returns the
+/// action itself when it is to be logged as it is.
+fn stage(tree: &Tree, staged: &mut Changes, action: Action) -> Result<Option<Action>> {
     match action {
         Action::CreateNode { ref path, ref node }
             if node.kind == NodeKind::MapNode
                 && matches!(tree.node(path), Some(NodeView::ImplicitMap))
-                && !changes.contains_key(path) =>
+                && !staged.contains_key(path) =>
         {
             Ok(Some(action))
         }
-        Action::CreateNode { path, node } | Action::SetNode { path, node } => {
-            changes.insert(path, Some(Entry::Node(node)));
-            Ok(None)
+        Action::CreateNode { path, node } => put(staged, path, Change::Created(Entry::Node(node))),
+        // Only the value: the attributes the planned node carries are the ones T saw.
+        Action::SetNode { path, node } => {
+            let delta = NodeDelta {
+                value: Some(node.kind),
+                ..NodeDelta::new(&node.id)
+            };
+            put(staged, path, Change::Modified(delta))
         }
-        Action::CreateTable { path, mut entry } => {
-            // Its rows are all in this version.
-            entry.staged_rows = Some(StagedRows::Overwritten);
-            changes.insert(path, Some(Entry::Table(entry)));
-            Ok(None)
+        Action::CreateTable { path, entry } => {
+            put(staged, path, Change::Created(Entry::Table(entry)))
         }
         Action::WriteStaticTable {
             path,
+            table_id,
             append,
             chunks,
-            ..
         } => {
-            let Some(Entry::Table(mut table)) = current(changes, &path) else {
-                return Err(Error::NoSuchTable { path });
+            let rows = match append {
+                true => RowsDelta::Appended(chunks),
+                false => RowsDelta::Overwritten(chunks),
             };
-            table.staged_rows = Some(match (append, table.staged_rows.take()) {
-                (false, _) => {
-                    table.static_chunks = chunks;
-                    StagedRows::Overwritten
-                }
-                (true, Some(StagedRows::Overwritten)) => {
-                    table.static_chunks.extend(chunks);
-                    StagedRows::Overwritten
-                }
-                (true, Some(StagedRows::Appended(mut before))) => {
-                    before.extend(chunks);
-                    StagedRows::Appended(before)
-                }
-                (true, None) => StagedRows::Appended(chunks),
-            });
-            changes.insert(path, Some(Entry::Table(table)));
-            Ok(None)
+            let delta = NodeDelta {
+                rows: Some(rows),
+                ..NodeDelta::new(&table_id)
+            };
+            put(staged, path, Change::Modified(delta))
         }
         Action::RemoveNode { path, .. } | Action::RemoveTable { path, .. } => {
-            changes.insert(path, None);
-            Ok(None)
+            put(staged, path, Change::Removed)
         }
         Action::SetCustomAttribute {
-            path, name, value, ..
+            path,
+            node_id,
+            name,
+            value,
         } => {
-            let mut entry =
-                current(changes, &path).ok_or_else(|| Error::NoSuchNode { path: path.clone() })?;
-            let attributes = match &mut entry {
-                Entry::Node(n) => &mut n.attributes,
-                Entry::Table(t) => &mut t.custom_attributes,
+            let delta = NodeDelta {
+                attributes: [(name, value)].into(),
+                ..NodeDelta::new(&node_id)
             };
-            match value {
-                Some(v) => attributes.insert(name, v),
-                None => attributes.remove(&name),
-            };
-            changes.insert(path, Some(entry));
-            Ok(None)
+            put(staged, path, Change::Modified(delta))
         }
         Action::CopyTable {
             source,
@@ -196,7 +188,7 @@ fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Ac
                 .tables
                 .get(&source)
                 .is_some_and(|(e, data)| e.id == table_id && has_dynamic_rows(data));
-            let Some(Entry::Table(mut table)) = tree.resolved_entry(&source) else {
+            let Some(Entry::Table(mut table)) = tree.entry(&source) else {
                 return Err(Error::NoSuchTable { path: source });
             };
             if table.dynamic || dynamic_rows {
@@ -205,10 +197,9 @@ fn stage(tree: &Tree, changes: &mut Changes, action: Action) -> Result<Option<Ac
                 )));
             }
             table.id = if keep_source { new_id } else { table_id };
-            table.staged_rows = Some(StagedRows::Overwritten);
-            changes.insert(destination, Some(Entry::Table(table)));
+            put(staged, destination, Change::Created(Entry::Table(table)))?;
             if !keep_source {
-                changes.insert(source, None);
+                put(staged, source, Change::Removed)?;
             }
             Ok(None)
         }
@@ -228,5 +219,58 @@ impl Store {
     ) -> Result<()> {
         self.commit(|state| actions(state, tx, &plan)).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cypress::transactions::MasterTransaction;
+    use crate::store::{TableData, TableEntry};
+
+    /// An attribute set in a transaction on a directory only a table's path implies (stores
+    /// written before directories were nodes): the directory becomes a node, logged as it is,
+    /// and the attribute is the transaction's change of that node.
+    #[test]
+    fn an_attribute_of_an_implicit_directory_is_staged_on_the_node_it_becomes() {
+        let mut state = State::default();
+        let schema = dynql_core::TableSchema::parse("[{name=k;type=int64}]").unwrap();
+        let table = TableEntry::new_static("t-id", schema);
+        let data = TableData::empty_for(&table);
+        state.tables.insert("//x/t".into(), (table, data));
+        let tx = MasterTransaction {
+            id: "tx".into(),
+            parent_id: None,
+            title: None,
+            timeout_ms: 600_000,
+            start_time: now_ms(),
+            last_ping_time: now_ms(),
+            changes: Default::default(),
+            legacy_versions: Default::default(),
+        };
+        super::super::transactions::start(&mut state, &tx).unwrap();
+        let value = dynql_core::Yson::Int64(1);
+        let planned = actions(&state, Some("tx"), &|tree| {
+            super::super::plan::set_attribute(tree, "//x", "p", Some(&value))
+        })
+        .unwrap();
+        let [Action::CreateNode { path, node }, Action::StageDeltas { changes, .. }, ..] =
+            planned.as_slice()
+        else {
+            panic!("{planned:?}")
+        };
+        assert_eq!(path, "//x");
+        let [(staged_path, Change::Modified(delta))] = changes.as_slice() else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(
+            (staged_path.as_str(), delta.id.as_str()),
+            ("//x", node.id.as_str())
+        );
+        // Replayed and committed, the node carries the attribute.
+        state.nodes.insert(path.clone(), node.clone());
+        super::super::transactions::stage(&mut state, "tx", changes).unwrap();
+        super::super::transactions::commit(&mut state, "tx").unwrap();
+        assert_eq!(state.nodes["//x"].attributes["p"], "1");
     }
 }

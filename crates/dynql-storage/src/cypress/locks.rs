@@ -337,7 +337,7 @@ pub(crate) fn grant_pending(state: &mut State) {
 fn snapshot_of(state: &State, tx: &str, path: &str) -> (Option<Entry>, Option<u64>) {
     let snapshot = Tree::of(state, Some(tx))
         .ok()
-        .and_then(|tree| tree.resolved_entry(path));
+        .and_then(|tree| tree.entry(path));
     let timestamp = matches!(snapshot, Some(Entry::Table(_))).then_some(state.last_timestamp.0);
     (snapshot, timestamp)
 }

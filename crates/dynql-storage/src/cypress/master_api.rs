@@ -74,6 +74,7 @@ impl Store {
             start_time: now,
             last_ping_time: now,
             changes: Default::default(),
+            legacy_versions: Default::default(),
         };
         self.commit(|state| {
             let (state, mut actions) = reap_expired(state)?;

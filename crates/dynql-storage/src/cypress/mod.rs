@@ -18,6 +18,7 @@
 //! * a node keeps its id while it lives: `move` keeps it, `copy` makes a new one.
 
 pub(crate) mod change;
+pub mod delta;
 pub mod locks;
 mod master_api;
 pub mod plan;

@@ -1,26 +1,30 @@
-//! The tree as one transaction sees it: the committed nodes and tables, overlaid with the
-//! changes of each of its master transactions from the topmost down (seed 004's branched
-//! versions: a transaction reads its own version of a node, else its parent's, ..., else the
-//! committed one). Without a transaction it is the committed tree.
+//! The tree as one transaction sees it: the committed nodes and tables with the changes of
+//! its master transactions composed over them, the topmost transaction's first (seed 004's
+//! branched versions: a transaction reads its own change of a node over its parent's, ...,
+//! over the committed node; a change holds only the keys it changed, so keys others
+//! committed meanwhile show through). Without a transaction it is the committed tree.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use dynql_core::Yson;
 
-use super::transactions::{Changes, Entry};
+use super::transactions::{Change, Entry};
 use super::{
     builtin, child_path, parent, prefix_of, system_children, Node, NodeKind, NodeView, ROOT,
 };
 use crate::error::{Error, Result};
-use crate::static_table::{StagedRows, StaticChunk};
+use crate::static_table::StaticChunk;
 use crate::store::State;
 
 /// The tree seen by a transaction (or none).
 #[derive(Clone)]
 pub struct Tree<'a> {
     pub(crate) state: &'a State,
-    /// The changes of the transaction and its ancestors, the transaction's own first.
-    overlays: Vec<&'a Changes>,
+    /// The version of every path the transaction or an ancestor changed (`None`: nothing is
+    /// there). A node one of them put there is borrowed; one they changed is composed.
+    versions: BTreeMap<&'a str, Option<Cow<'a, Entry>>>,
 }
 
 impl<'a> Tree<'a> {
@@ -28,7 +32,7 @@ impl<'a> Tree<'a> {
     pub(crate) fn committed(state: &'a State) -> Tree<'a> {
         Tree {
             state,
-            overlays: vec![],
+            versions: BTreeMap::new(),
         }
     }
 
@@ -40,28 +44,34 @@ impl<'a> Tree<'a> {
         let Some(id) = transaction else {
             return Ok(Tree::committed(state));
         };
-        let mut overlays = Vec::new();
-        for tx in state.master.ancestry(id)? {
-            overlays.push(&tx.changes);
+        let mut versions: BTreeMap<&'a str, Option<Cow<'a, Entry>>> = BTreeMap::new();
+        for tx in state.master.ancestry(id)?.into_iter().rev() {
+            for (path, change) in &tx.changes {
+                let version = match change {
+                    Change::Removed => None,
+                    Change::Created(entry) => Some(Cow::Borrowed(entry)),
+                    Change::Modified(_) => {
+                        let below = match versions.remove(path.as_str()) {
+                            Some(version) => version.map(Cow::into_owned),
+                            None => committed_entry(state, path),
+                        };
+                        change.version(path, below).map(Cow::Owned)
+                    }
+                };
+                versions.insert(path.as_str(), version);
+            }
         }
-        Ok(Tree { state, overlays })
+        Ok(Tree { state, versions })
     }
 
-    /// What the overlays say of `path`: `Some(None)` removed, `Some(Some(e))` changed.
-    fn overlaid(&self, path: &str) -> Option<Option<&'a Entry>> {
-        self.overlays
-            .iter()
-            .find_map(|o| o.get(path))
-            .map(Option::as_ref)
-    }
-
-    /// The transaction's own version of `path` (not its ancestors'): `Some(None)` removed.
-    pub(crate) fn own_version(&self, path: &str) -> Option<Option<&'a Entry>> {
-        self.overlays.first()?.get(path).map(Option::as_ref)
+    /// What the transactions' changes make of `path`: `Some(None)` removed, `Some(Some(e))`
+    /// changed, `None` unchanged.
+    fn overlaid(&self, path: &str) -> Option<Option<&Entry>> {
+        self.versions.get(path).map(Option::as_deref)
     }
 
     /// The node at `path`, if there is one.
-    pub fn node(&self, path: &str) -> Option<NodeView<'a>> {
+    pub fn node(&self, path: &str) -> Option<NodeView<'_>> {
         match self.overlaid(path) {
             Some(Some(Entry::Node(n))) => return Some(NodeView::Node(n)),
             Some(Some(Entry::Table(t))) => return Some(NodeView::Table(t)),
@@ -84,9 +94,9 @@ impl<'a> Tree<'a> {
     }
 
     /// Every path with a node below `path` (not itself), sorted: explicit nodes and tables.
-    fn paths_below(&self, path: &str) -> BTreeSet<&'a str> {
+    fn paths_below(&self, path: &str) -> BTreeSet<&str> {
         let prefix = prefix_of(path);
-        let mut paths: BTreeSet<&'a str> = self
+        let mut paths: BTreeSet<&str> = self
             .state
             .nodes
             .range(prefix.clone()..)
@@ -94,15 +104,16 @@ impl<'a> Tree<'a> {
             .map(|(k, _)| k.as_str())
             .collect();
         paths.extend(self.state.tables.paths_under(&prefix).map(String::as_str));
-        for o in self.overlays.iter().rev() {
-            for (k, _) in o
-                .range(prefix.clone()..)
-                .take_while(|(k, _)| k.starts_with(&prefix))
-            {
-                paths.insert(k.as_str());
-            }
+        let changed = self
+            .versions
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(&prefix));
+        for (k, version) in changed {
+            match version {
+                Some(_) => paths.insert(*k),
+                None => paths.remove(*k),
+            };
         }
-        paths.retain(|p| !matches!(self.overlaid(p), Some(None)));
         paths
     }
 
@@ -147,7 +158,7 @@ impl<'a> Tree<'a> {
     ///
     /// # Errors
     /// [`Error::NoSuchNode`] when nothing is there.
-    pub fn resolve<'p>(&self, path: &'p str) -> Result<(&'p str, NodeView<'a>, Vec<&'p str>)> {
+    pub fn resolve<'p>(&self, path: &'p str) -> Result<(&'p str, NodeView<'_>, Vec<&'p str>)> {
         if let Some(view) = self.node(path) {
             return Ok((path, view, vec![]));
         }
@@ -252,50 +263,17 @@ impl<'a> Tree<'a> {
         })
     }
 
-    /// The entry at `path` as a transaction's change records it.
     /// The rows of the static table at `path` as the tree sees them: its chunks in row
-    /// order (a transaction's appends after the rows of the version it branched from).
+    /// order (a transaction's appends after the rows below them).
     pub fn static_chunks(&self, path: &str) -> Vec<StaticChunk> {
-        self.static_chunks_from(path, 0)
-    }
-
-    fn static_chunks_from(&self, path: &str, level: usize) -> Vec<StaticChunk> {
-        for (i, overlay) in self.overlays.iter().enumerate().skip(level) {
-            let table = match overlay.get(path) {
-                None => continue,
-                Some(Some(Entry::Table(t))) => t,
-                Some(_) => return vec![],
-            };
-            match &table.staged_rows {
-                None => continue,
-                Some(StagedRows::Overwritten) => return table.static_chunks.clone(),
-                Some(StagedRows::Appended(appended)) => {
-                    let mut chunks = self.static_chunks_from(path, i + 1);
-                    chunks.extend(appended.iter().cloned());
-                    return chunks;
-                }
-            }
-        }
-        self.state
-            .tables
-            .get(path)
-            .map(|(entry, _)| entry.static_chunks.clone())
-            .unwrap_or_default()
-    }
-
-    /// The entry at `path` with a static table's rows resolved: what a snapshot or a copy
-    /// of it holds (all its rows, nothing staged).
-    pub(crate) fn resolved_entry(&self, path: &str) -> Option<Entry> {
-        match self.entry(path)? {
-            Entry::Table(mut t) => {
-                t.static_chunks = self.static_chunks(path);
-                t.staged_rows = None;
-                Some(Entry::Table(t))
-            }
-            node => Some(node),
+        match self.node(path) {
+            Some(NodeView::Table(t)) => t.static_chunks.clone(),
+            _ => vec![],
         }
     }
 
+    /// The node or table at `path` as the tree sees it (a static table with all its rows):
+    /// what a snapshot or a copy of it holds. `None` for an implicit directory.
     pub(crate) fn entry(&self, path: &str) -> Option<Entry> {
         match self.node(path)? {
             NodeView::Node(n) => Some(Entry::Node(n.clone())),
@@ -303,4 +281,15 @@ impl<'a> Tree<'a> {
             NodeView::ImplicitMap => None,
         }
     }
+}
+
+/// The committed node or table at `path` (a builtin directory included).
+fn committed_entry(state: &State, path: &str) -> Option<Entry> {
+    if let Some(n) = state.nodes.get(path) {
+        return Some(Entry::Node(n.clone()));
+    }
+    if let Some((entry, _)) = state.tables.get(path) {
+        return Some(Entry::Table(entry.clone()));
+    }
+    builtin(path).map(|n| Entry::Node(n.clone()))
 }

@@ -3,20 +3,21 @@
 //! exclusive lock) or appends to them (`<append=%true>`, a shared lock), `read-table` reads
 //! them in row order. The rows are a list of immutable chunks in row order, each a Parquet
 //! file of the table's columns; the list is part of the table's catalog entry
-//! ([`TableEntry::static_chunks`]), so a master transaction branches it with the rest of the
-//! node, and a copy shares the chunks.
+//! ([`TableEntry::static_chunks`]), and a copy shares the chunks.
 //!
-//! Inside a master transaction a write is staged in the transaction's version of the table:
-//! [`StagedRows::Overwritten`] (the version's chunk list is the whole table) or
-//! [`StagedRows::Appended`] (the chunks go after the rows of the version it branched from).
-//! Appends of unrelated transactions (shared locks) therefore all land, in commit order.
+//! Inside a master transaction a write is staged as the rows part of the transaction's
+//! change of the table ([`crate::cypress::delta::NodeDelta::rows`], a [`RowsDelta`]):
+//! [`RowsDelta::Overwritten`] (these chunks are all the rows) or [`RowsDelta::Appended`] (the
+//! chunks go after the rows below). Appends of unrelated transactions (shared locks)
+//! therefore all land, in commit order.
 //!
 //! Invariants:
-//! * a committed entry's `static_chunks` are all its rows and its `staged_rows` is `None`;
+//! * a committed entry's `static_chunks` are all its rows and its `staged_rows` is `None`
+//!   (only versions logged before per-key changes carry one, see [`StagedRows`]);
 //! * the rows of a sorted static table are in strictly increasing key order (its schema says
 //!   `unique_keys=%true`), across chunks too: every write and every commit checks it;
-//! * a chunk named by a committed entry, a transaction's version or a snapshot lock is never
-//!   collected ([`chunk_paths`]).
+//! * a chunk named by a committed entry, a transaction's change or a snapshot lock is never
+//!   collected ([`chunk_paths`], [`master_chunk_paths`]).
 
 mod read;
 mod write;
@@ -30,7 +31,7 @@ use dynql_core::{TableSchema, Value};
 
 use crate::checksum::ChunkChecksum;
 use crate::chunk::key_serde;
-use crate::cypress::transactions::Entry;
+use crate::cypress::transactions::{Entry, Master};
 use crate::store::{State, TableData, TableEntry};
 
 pub use read::TableRead;
@@ -54,8 +55,10 @@ pub struct StaticChunk {
     pub checksum: ChunkChecksum,
 }
 
-/// How a master transaction's version of a static table's rows differs from the version it
-/// branched from.
+/// How a master transaction's version of a static table's rows differed from the version it
+/// branched from, in the whole versions logged before transactions staged per-key changes
+/// (`stage_changes` records, `changes` of checkpointed transactions). Read, never written:
+/// [`crate::cypress::delta::Change::from_legacy`] turns it into a [`RowsDelta`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StagedRows {
@@ -64,6 +67,82 @@ pub enum StagedRows {
     Overwritten,
     /// These chunks follow the rows of the version it branched from.
     Appended(Vec<StaticChunk>),
+}
+
+/// What a master transaction did to a static table's rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowsDelta {
+    /// Written over: these chunks are all the rows.
+    Overwritten(Vec<StaticChunk>),
+    /// These chunks follow the rows below (the parent's or the committed ones).
+    Appended(Vec<StaticChunk>),
+}
+
+impl RowsDelta {
+    /// `self` followed by `upper`: an overwrite wins, appends concatenate.
+    pub(crate) fn then(self, upper: RowsDelta) -> RowsDelta {
+        match (self, upper) {
+            (_, over @ RowsDelta::Overwritten(_)) => over,
+            (RowsDelta::Overwritten(mut rows), RowsDelta::Appended(more)) => {
+                rows.extend(more);
+                RowsDelta::Overwritten(rows)
+            }
+            (RowsDelta::Appended(mut rows), RowsDelta::Appended(more)) => {
+                rows.extend(more);
+                RowsDelta::Appended(rows)
+            }
+        }
+    }
+
+    /// The chunks the delta names.
+    pub(crate) fn chunks(&self) -> &[StaticChunk] {
+        match self {
+            RowsDelta::Overwritten(chunks) | RowsDelta::Appended(chunks) => chunks,
+        }
+    }
+
+    /// Checks that appended rows follow `rows` (a sorted table's keys strictly increase);
+    /// an overwrite follows anything.
+    ///
+    /// # Errors
+    /// The first appended key does not follow the last of `rows`.
+    pub(crate) fn check_follows(
+        &self,
+        schema: &TableSchema,
+        rows: &[StaticChunk],
+        path: &str,
+    ) -> Result<(), String> {
+        let RowsDelta::Appended(appended) = self else {
+            return Ok(());
+        };
+        match appended.iter().find(|c| c.rows > 0) {
+            Some(first) => check_follows(schema, last_key(rows), &first.first_key)
+                .map_err(|e| format!("Cannot append to {path}: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies the delta to `entry`'s rows; with `check` (a commit), appended rows must
+    /// follow the rows there, else nothing changes.
+    ///
+    /// # Errors
+    /// See [`RowsDelta::check_follows`].
+    pub(crate) fn apply(
+        &self,
+        entry: &mut TableEntry,
+        path: &str,
+        check: bool,
+    ) -> Result<(), String> {
+        if check {
+            self.check_follows(&entry.schema, &entry.static_chunks, path)?;
+        }
+        match self {
+            RowsDelta::Overwritten(chunks) => entry.static_chunks = chunks.clone(),
+            RowsDelta::Appended(chunks) => entry.static_chunks.extend(chunks.iter().cloned()),
+        }
+        Ok(())
+    }
 }
 
 /// Whether a table is one `write-table` may write: static, and holding no rows of the
@@ -129,72 +208,6 @@ pub(crate) fn last_key(chunks: &[StaticChunk]) -> Option<&[Value]> {
         .map(|c| c.last_key.as_slice())
 }
 
-/// A nested transaction's version of a table merged into its parent's (`parent`: the
-/// parent's own version, if it has one): the child's attributes, and rows that combine both
-/// deltas.
-pub(crate) fn merge_nested(parent: Option<&Entry>, child: Entry) -> Entry {
-    let Entry::Table(mut child) = child else {
-        return child;
-    };
-    let Some(Entry::Table(parent)) = parent else {
-        return Entry::Table(child);
-    };
-    if parent.id != child.id {
-        return Entry::Table(child);
-    }
-    match child.staged_rows.take() {
-        Some(StagedRows::Overwritten) => child.staged_rows = Some(StagedRows::Overwritten),
-        None => {
-            child.static_chunks = parent.static_chunks.clone();
-            child.staged_rows = parent.staged_rows.clone();
-        }
-        Some(StagedRows::Appended(appended)) => {
-            child.static_chunks = parent.static_chunks.clone();
-            child.staged_rows = match parent.staged_rows.clone() {
-                None => Some(StagedRows::Appended(appended)),
-                Some(StagedRows::Appended(mut before)) => {
-                    before.extend(appended);
-                    Some(StagedRows::Appended(before))
-                }
-                Some(StagedRows::Overwritten) => {
-                    child.static_chunks.extend(appended);
-                    Some(StagedRows::Overwritten)
-                }
-            };
-        }
-    }
-    Entry::Table(child)
-}
-
-/// A topmost transaction's version of a table applied to the committed entry of the same
-/// table.
-///
-/// # Errors
-/// Appended rows of a sorted table that no longer follow the committed ones (another
-/// transaction appended meanwhile).
-pub(crate) fn apply_committed(
-    committed: &mut TableEntry,
-    version: &TableEntry,
-    path: &str,
-) -> Result<(), String> {
-    match &version.staged_rows {
-        None => {}
-        Some(StagedRows::Overwritten) => committed.static_chunks = version.static_chunks.clone(),
-        Some(StagedRows::Appended(appended)) => {
-            if let Some(first) = appended.iter().find(|c| c.rows > 0) {
-                check_follows(
-                    &committed.schema,
-                    last_key(&committed.static_chunks),
-                    &first.first_key,
-                )
-                .map_err(|e| format!("Cannot append to {path}: {e}"))?;
-            }
-            committed.static_chunks.extend(appended.iter().cloned());
-        }
-    }
-    Ok(())
-}
-
 /// Replays a write of a static table outside transactions.
 pub(crate) fn replay_write(
     state: &mut State,
@@ -215,7 +228,7 @@ pub(crate) fn replay_write(
     }
 }
 
-/// The chunk files an entry names (its rows, staged ones included).
+/// The chunk files an entry names (its rows, and those a legacy version staged).
 pub(crate) fn chunk_paths(entry: &TableEntry) -> impl Iterator<Item = &str> {
     let staged = match &entry.staged_rows {
         Some(StagedRows::Appended(chunks)) => chunks.as_slice(),
@@ -228,22 +241,29 @@ pub(crate) fn chunk_paths(entry: &TableEntry) -> impl Iterator<Item = &str> {
         .map(|c| c.path.as_str())
 }
 
-/// The chunk files the master transactions' versions and snapshot locks name.
-pub(crate) fn master_chunk_paths(master: &crate::cypress::transactions::Master) -> Vec<String> {
-    let versions = master
-        .transactions
-        .values()
-        .flat_map(|t| t.changes.values().flatten());
-    let snapshots = master.locks.values().filter_map(|l| l.snapshot.as_ref());
-    versions
-        .chain(snapshots)
-        .filter_map(|e| match e {
-            Entry::Table(t) => Some(t),
-            Entry::Node(_) => None,
-        })
-        .flat_map(chunk_paths)
-        .map(str::to_string)
-        .collect()
+/// The chunk files the master transactions' changes (legacy versions included) and snapshot
+/// locks name.
+pub(crate) fn master_chunk_paths(master: &Master) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in master.transactions.values() {
+        out.extend(
+            t.changes
+                .values()
+                .flat_map(|c| c.chunk_paths())
+                .map(str::to_string),
+        );
+        for version in t.legacy_versions.values().flatten() {
+            if let Entry::Table(table) = version {
+                out.extend(chunk_paths(table).map(str::to_string));
+            }
+        }
+    }
+    for snapshot in master.locks.values().filter_map(|l| l.snapshot.as_ref()) {
+        if let Entry::Table(table) = snapshot {
+            out.extend(chunk_paths(table).map(str::to_string));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -265,63 +285,52 @@ mod tests {
         }
     }
 
-    fn table(chunks: Vec<StaticChunk>, staged: Option<StagedRows>) -> TableEntry {
+    fn table(chunks: Vec<StaticChunk>) -> TableEntry {
         let schema = TableSchema::parse("[{name=k;type=int64;sort_order=ascending}]").unwrap();
         let mut entry = crate::store::TableEntry::new_static("t1", schema);
         entry.static_chunks = chunks;
-        entry.staged_rows = staged;
         entry
     }
 
-    fn names(e: &TableEntry) -> Vec<&str> {
-        chunk_paths(e).collect()
+    fn names(chunks: &[StaticChunk]) -> Vec<&str> {
+        chunks.iter().map(|c| c.path.as_str()).collect()
     }
 
     #[test]
-    fn a_nested_append_follows_the_parents_rows() {
-        let parent = Entry::Table(table(
-            vec![],
-            Some(StagedRows::Appended(vec![chunk("a", 1, 1)])),
-        ));
-        let child = Entry::Table(table(
-            vec![],
-            Some(StagedRows::Appended(vec![chunk("b", 2, 2)])),
-        ));
-        let Entry::Table(merged) = merge_nested(Some(&parent), child) else {
-            panic!("a table")
-        };
-        assert_eq!(names(&merged), ["a", "b"]);
-        assert!(matches!(merged.staged_rows, Some(StagedRows::Appended(_))));
-    }
-
-    #[test]
-    fn a_nested_overwrite_replaces_and_an_attribute_change_keeps_the_parents_rows() {
-        let parent = Entry::Table(table(vec![chunk("a", 1, 1)], Some(StagedRows::Overwritten)));
-        let over = Entry::Table(table(vec![chunk("c", 5, 5)], Some(StagedRows::Overwritten)));
-        let Entry::Table(merged) = merge_nested(Some(&parent), over) else {
-            panic!("a table")
-        };
-        assert_eq!(names(&merged), ["c"]);
-        let attribute_only = Entry::Table(table(vec![chunk("stale", 0, 0)], None));
-        let Entry::Table(merged) = merge_nested(Some(&parent), attribute_only) else {
-            panic!("a table")
-        };
-        assert_eq!(names(&merged), ["a"]);
-        assert_eq!(merged.staged_rows, Some(StagedRows::Overwritten));
+    fn nested_appends_concatenate_and_an_overwrite_wins() {
+        let parent = RowsDelta::Appended(vec![chunk("a", 1, 1)]);
+        let merged = parent.then(RowsDelta::Appended(vec![chunk("b", 2, 2)]));
+        assert_eq!(names(merged.chunks()), ["a", "b"]);
+        assert!(matches!(merged, RowsDelta::Appended(_)));
+        let over = RowsDelta::Overwritten(vec![chunk("a", 1, 1)]);
+        let merged = over
+            .clone()
+            .then(RowsDelta::Appended(vec![chunk("b", 2, 2)]));
+        assert_eq!(
+            merged,
+            RowsDelta::Overwritten(vec![chunk("a", 1, 1), chunk("b", 2, 2)])
+        );
+        let merged = merged.then(RowsDelta::Overwritten(vec![chunk("c", 5, 5)]));
+        assert_eq!(merged, RowsDelta::Overwritten(vec![chunk("c", 5, 5)]));
     }
 
     #[test]
     fn a_commit_appends_after_the_committed_rows_in_key_order_only() {
-        let mut committed = table(vec![chunk("a", 1, 3)], None);
-        let later = table(vec![], Some(StagedRows::Appended(vec![chunk("b", 4, 9)])));
-        apply_committed(&mut committed, &later, "//t").unwrap();
-        assert_eq!(names(&committed), ["a", "b"]);
-        let earlier = table(vec![], Some(StagedRows::Appended(vec![chunk("c", 2, 2)])));
-        let error = apply_committed(&mut committed, &earlier, "//t").unwrap_err();
+        let mut committed = table(vec![chunk("a", 1, 3)]);
+        let later = RowsDelta::Appended(vec![chunk("b", 4, 9)]);
+        later.apply(&mut committed, "//t", true).unwrap();
+        assert_eq!(names(&committed.static_chunks), ["a", "b"]);
+        let earlier = RowsDelta::Appended(vec![chunk("c", 2, 2)]);
+        let error = earlier.apply(&mut committed, "//t", true).unwrap_err();
         assert!(error.contains("Sort order violation"), "{error}");
-        let same = table(vec![], Some(StagedRows::Appended(vec![chunk("d", 9, 10)])));
-        let error = apply_committed(&mut committed, &same, "//t").unwrap_err();
+        let same = RowsDelta::Appended(vec![chunk("d", 9, 10)]);
+        let error = same.apply(&mut committed, "//t", true).unwrap_err();
         assert!(error.contains("Duplicate key"), "{error}");
-        assert_eq!(names(&committed), ["a", "b"]);
+        assert_eq!(names(&committed.static_chunks), ["a", "b"]);
+        // An overwrite replaces whatever is there.
+        RowsDelta::Overwritten(vec![chunk("e", 0, 0)])
+            .apply(&mut committed, "//t", true)
+            .unwrap();
+        assert_eq!(names(&committed.static_chunks), ["e"]);
     }
 }
