@@ -478,7 +478,7 @@ mod tests {
             )
         );
         assert_eq!(
-            at("get //home/users/@key"),
+            at("get //home/users/@key_c"),
             (4, vec!["//home/users/@key_columns".into()])
         );
         assert_eq!(at("create ta"), (7, vec!["table".into()]));
