@@ -8,6 +8,7 @@ mod explain;
 mod files;
 mod io;
 mod key_filters;
+mod limits;
 mod mvcc;
 mod queues;
 mod shell;
