@@ -76,7 +76,8 @@ pub fn table_arrow_schema(schema: &TableSchema) -> SchemaRef {
 /// Builds one Arrow array from values of one wire type (nulls allowed).
 ///
 /// # Errors
-/// When a value is of another type than `t`.
+/// When a value is of another type than `t`, or the strings add up to more than a `Binary`
+/// array holds (its offsets are `i32`).
 pub fn values_to_array(t: ValueType, values: &[&Value]) -> Result<ArrayRef, ArrowError> {
     let wrong =
         |v: &Value| ArrowError::InvalidArgumentError(format!("value {v} does not have type {t}"));
@@ -127,7 +128,18 @@ pub fn values_to_array(t: ValueType, values: &[&Value]) -> Result<ArrayRef, Arro
             Arc::new(b.finish())
         }
         ValueType::String | ValueType::Any => {
-            let mut b = BinaryBuilder::with_capacity(values.len(), 0);
+            // Measured first: Arrow's builder panics once its i32 offsets overflow.
+            let bytes = values.iter().fold(0usize, |n, v| match v {
+                Value::String(x) | Value::Any(x) => n.saturating_add(x.len()),
+                _ => n,
+            });
+            if bytes > i32::MAX as usize {
+                return Err(ArrowError::InvalidArgumentError(format!(
+                    "{bytes} bytes of strings do not fit one Arrow array (at most {} bytes)",
+                    i32::MAX
+                )));
+            }
+            let mut b = BinaryBuilder::with_capacity(values.len(), bytes);
             for v in values {
                 match v {
                     Value::Null => b.append_null(),
@@ -238,6 +250,20 @@ pub fn batch_to_rows(batch: &RecordBatch, types: &[ValueType]) -> Vec<Vec<Value>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_over_an_arrays_offsets_are_an_error_not_a_panic() {
+        // 129 references to one 16 MiB value: 2 GiB + 16 MiB, without allocating them.
+        let value = Value::String(vec![b's'; 16 << 20]);
+        let refs = vec![&value; 129];
+        let err = values_to_array(ValueType::String, &refs).unwrap_err();
+        assert!(
+            err.to_string().contains("do not fit one Arrow array"),
+            "{err}"
+        );
+        let fits = values_to_array(ValueType::String, &refs[..2]).unwrap();
+        assert_eq!(fits.len(), 2);
+    }
 
     #[test]
     fn rows_round_trip_through_a_batch_byte_exactly() {

@@ -7,6 +7,8 @@ use dynql_core::{TableSchema, ValueType};
 use dynql_ql::computed::ComputedColumns;
 use dynql_ql::eval::EvalOptions;
 
+use crate::select::MAX_BATCH_STRING_BYTES;
+use crate::vectorized::budget::Budget;
 use crate::vectorized::evaluate::{evaluate, Batch};
 
 /// Evaluates every computed column of `schema` over `keys` (the key columns of a batch, in
@@ -45,13 +47,18 @@ pub fn evaluate_computed_columns(
 ) -> dynql_ql::Result<Vec<(usize, ArrayRef)>> {
     let types: Vec<ValueType> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
     let rows = keys.first().map_or(0, |a| a.len());
-    let input = Batch {
-        columns: keys,
-        types: &types,
-        rows,
-    };
     computed
         .iter()
-        .map(|(column, e)| Ok((column, evaluate(e, input, EvalOptions::default())?)))
+        .map(|(column, e)| {
+            // Each expression has its budget, as in a query.
+            let budget = Budget::new(MAX_BATCH_STRING_BYTES, rows);
+            let input = Batch {
+                columns: keys,
+                types: &types,
+                rows,
+                budget: &budget,
+            };
+            Ok((column, evaluate(e, input, EvalOptions::default())?))
+        })
         .collect()
 }

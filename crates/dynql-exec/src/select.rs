@@ -204,6 +204,11 @@ fn output_columns(plan: &QueryPlan) -> Vec<(String, ValueType)> {
 /// ranges, a few hundred bytes each, so the cap bounds its memory (hundreds of MB at most).
 pub const MAX_RANGE_EXPANSION_LIMIT: u64 = 1_000_000;
 
+/// The most bytes of strings one expression computes over one batch (at most 8,192 rows),
+/// intermediate values included: 256 MiB. Checked as the values are computed, before their
+/// array is built; far below the 2 GiB an Arrow `Binary` array holds.
+pub const MAX_BATCH_STRING_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Rejects option values that would make a query do unbounded work, before any is done.
 fn check_options(options: &SelectOptions) -> Result<()> {
     if options.max_subqueries == Some(0) {

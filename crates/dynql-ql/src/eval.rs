@@ -27,15 +27,48 @@ fn runtime(msg: impl Into<String>) -> Error {
 /// # Errors
 /// Runtime errors of YT semantics (division by zero, NaN comparison, bad conversions).
 pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value> {
+    eval(e, row, opts, &mut |_: &Value| Ok(()))
+}
+
+/// [`evaluate`], giving `meter` every string or `any` value that a function or `||` computes,
+/// intermediate ones included, as soon as it exists: how a caller bounds the bytes an
+/// evaluation computes (an error from `meter` ends the evaluation with that error).
+///
+/// # Errors
+/// Those of [`evaluate`] and of `meter`.
+pub fn evaluate_metered<M>(
+    e: &TypedExpr,
+    row: &[Value],
+    opts: EvalOptions,
+    meter: &mut M,
+) -> Result<Value>
+where
+    M: FnMut(&Value) -> Result<()>,
+{
+    eval(e, row, opts, meter)
+}
+
+/// Hands a computed value to the meter if it holds bytes.
+fn metered<M: FnMut(&Value) -> Result<()>>(v: Value, meter: &mut M) -> Result<Value> {
+    if matches!(v, Value::String(_) | Value::Any(_)) {
+        meter(&v)?;
+    }
+    Ok(v)
+}
+
+fn eval<M>(e: &TypedExpr, row: &[Value], opts: EvalOptions, meter: &mut M) -> Result<Value>
+where
+    M: FnMut(&Value) -> Result<()>,
+{
     match &e.kind {
         TExpr::Literal(v) => Ok(v.clone()),
         TExpr::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Value::Null)),
         TExpr::Unary(op, operand) => {
-            let v = evaluate(operand, row, opts)?;
+            let v = eval(operand, row, opts, meter)?;
             unary(*op, v)
         }
-        TExpr::Binary(op, l, r) => binary(*op, l, r, row, opts),
-        TExpr::IsNull(x) => Ok(Value::Boolean(evaluate(x, row, opts)?.is_null())),
+        TExpr::Binary(op, l, r) => binary(*op, l, r, row, opts, meter),
+        TExpr::IsNull(x) => Ok(Value::Boolean(eval(x, row, opts, meter)?.is_null())),
         TExpr::In {
             operands,
             set,
@@ -43,7 +76,7 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
         } => {
             let key = operands
                 .iter()
-                .map(|o| evaluate(o, row, opts))
+                .map(|o| eval(o, row, opts, meter))
                 .collect::<Result<Vec<_>>>()?;
             check_nan(&key)?;
             Ok(Value::Boolean(set.contains(&key) != *negated))
@@ -51,7 +84,7 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
         TExpr::Between { operands, ranges } => {
             let key = operands
                 .iter()
-                .map(|o| evaluate(o, row, opts))
+                .map(|o| eval(o, row, opts, meter))
                 .collect::<Result<Vec<_>>>()?;
             check_nan(&key)?;
             let inside = ranges.iter().any(|(lo, hi)| {
@@ -70,10 +103,10 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
             negated,
             compiled,
         } => {
-            let s = evaluate(operand, row, opts)?;
-            let p = evaluate(pattern, row, opts)?;
+            let s = eval(operand, row, opts, meter)?;
+            let p = eval(pattern, row, opts, meter)?;
             let esc = match escape {
-                Some(e) => Some(evaluate(e, row, opts)?),
+                Some(e) => Some(eval(e, row, opts, meter)?),
                 None => None,
             };
             let (Value::String(s), Value::String(p)) = (&s, &p) else {
@@ -94,12 +127,12 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
         }
         TExpr::Case { whens, otherwise } => {
             for (cond, result) in whens {
-                if let Value::Boolean(true) = evaluate(cond, row, opts)? {
-                    return evaluate(result, row, opts);
+                if let Value::Boolean(true) = eval(cond, row, opts, meter)? {
+                    return eval(result, row, opts, meter);
                 }
             }
             match otherwise {
-                Some(o) => evaluate(o, row, opts),
+                Some(o) => eval(o, row, opts, meter),
                 None => Ok(Value::Null),
             }
         }
@@ -110,27 +143,27 @@ pub fn evaluate(e: &TypedExpr, row: &[Value], opts: EvalOptions) -> Result<Value
         } => {
             let key = operands
                 .iter()
-                .map(|o| evaluate(o, row, opts))
+                .map(|o| eval(o, row, opts, meter))
                 .collect::<Result<Vec<_>>>()?;
             match map.get(&key) {
                 Some(v) => Ok(v.clone()),
                 None => match default {
-                    Some(d) => evaluate(d, row, opts),
+                    Some(d) => eval(d, row, opts, meter),
                     None => Ok(Value::Null),
                 },
             }
         }
-        TExpr::Call(ScalarFunction::If, args) => match evaluate(&args[0], row, opts)? {
-            Value::Boolean(true) => evaluate(&args[1], row, opts),
-            Value::Boolean(false) => evaluate(&args[2], row, opts),
+        TExpr::Call(ScalarFunction::If, args) => match eval(&args[0], row, opts, meter)? {
+            Value::Boolean(true) => eval(&args[1], row, opts, meter),
+            Value::Boolean(false) => eval(&args[2], row, opts, meter),
             _ => Ok(Value::Null),
         },
         TExpr::Call(f, args) => {
             let values = args
                 .iter()
-                .map(|a| evaluate(a, row, opts))
+                .map(|a| eval(a, row, opts, meter))
                 .collect::<Result<Vec<_>>>()?;
-            call_scalar(*f, &values, e.ty)
+            metered(call_scalar(*f, &values, e.ty)?, meter)
         }
     }
 }
@@ -218,14 +251,15 @@ fn binary(
     r: &TypedExpr,
     row: &[Value],
     opts: EvalOptions,
+    meter: &mut impl FnMut(&Value) -> Result<()>,
 ) -> Result<Value> {
     match op {
         BinaryOp::And => {
-            let a = evaluate(l, row, opts)?;
+            let a = eval(l, row, opts, meter)?;
             if let Value::Boolean(false) = a {
                 return Ok(a);
             }
-            let b = evaluate(r, row, opts)?;
+            let b = eval(r, row, opts, meter)?;
             Ok(match (a, b) {
                 (_, Value::Boolean(false)) => Value::Boolean(false),
                 (Value::Boolean(true), Value::Boolean(true)) => Value::Boolean(true),
@@ -233,11 +267,11 @@ fn binary(
             })
         }
         BinaryOp::Or => {
-            let a = evaluate(l, row, opts)?;
+            let a = eval(l, row, opts, meter)?;
             if let Value::Boolean(true) = a {
                 return Ok(a);
             }
-            let b = evaluate(r, row, opts)?;
+            let b = eval(r, row, opts, meter)?;
             Ok(match (a, b) {
                 (_, Value::Boolean(true)) => Value::Boolean(true),
                 (Value::Boolean(false), Value::Boolean(false)) => Value::Boolean(false),
@@ -245,9 +279,9 @@ fn binary(
             })
         }
         _ => {
-            let a = evaluate(l, row, opts)?;
-            let b = evaluate(r, row, opts)?;
-            apply_binary(op, a, b, opts)
+            let a = eval(l, row, opts, meter)?;
+            let b = eval(r, row, opts, meter)?;
+            metered(apply_binary(op, a, b, opts)?, meter)
         }
     }
 }
@@ -328,7 +362,9 @@ pub fn apply_binary(op: BinaryOp, a: Value, b: Value, opts: EvalOptions) -> Resu
                 )))
             }
         }),
-        (Value::String(x), Value::String(y)) if op == Concat => Value::String([x, y].concat()),
+        (Value::String(x), Value::String(y)) if op == Concat => {
+            Value::String(crate::value_limits::concat(&[&x, &y])?)
+        }
         (a, b) => {
             return Err(runtime(format!(
                 "operator {} cannot be applied to {} and {}",
@@ -444,6 +480,45 @@ mod tests {
             .unwrap(),
             Value::Uint64(15)
         );
+    }
+
+    #[test]
+    fn concatenation_is_capped_and_metered() {
+        let o = EvalOptions::default();
+        let half = Value::String(vec![b'h'; crate::value_limits::MAX_STRING_VALUE_LENGTH / 2]);
+        let full = apply_binary(BinaryOp::Concat, half.clone(), half, o).unwrap();
+        let err = apply_binary(BinaryOp::Concat, full, Value::string("!"), o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("String value is too long: 16777217 bytes (limit 16777216)"),
+            "{err}"
+        );
+        // (c0 || c0) || lower(c0): the meter sees both intermediate values and the result.
+        let s = ValueType::String;
+        let c = || TypedExpr::new(TExpr::Column(0), s);
+        let both = TypedExpr::new(
+            TExpr::Binary(BinaryOp::Concat, Box::new(c()), Box::new(c())),
+            s,
+        );
+        let lower = TypedExpr::new(TExpr::Call(ScalarFunction::Lower, vec![c()]), s);
+        let e = TypedExpr::new(
+            TExpr::Binary(BinaryOp::Concat, Box::new(both), Box::new(lower)),
+            s,
+        );
+        let mut seen = Vec::new();
+        let v = evaluate_metered(&e, &[Value::string("aB")], o, &mut |v: &Value| {
+            seen.push(v.clone());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(v, Value::string("aBaBab"));
+        assert_eq!(seen, ["aBaB", "ab", "aBaBab"].map(Value::string).to_vec());
+        // The meter's error ends the evaluation.
+        let refused = evaluate_metered(&e, &[Value::string("aB")], o, &mut |_: &Value| {
+            Err(Error::Runtime("over budget".into()))
+        });
+        assert_eq!(refused.unwrap_err().to_string(), "over budget");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use dynql_core::{Value, ValueType};
 
 use crate::error::{Error, Result};
 use crate::types::TypeSet;
+use crate::value_limits::{self, Rewrite};
 
 /// A parameter of a function signature.
 #[derive(Debug, Clone, Copy)]
@@ -607,33 +608,6 @@ pub fn compile_regex(pattern: &[u8]) -> Result<regex::bytes::Regex> {
         .map_err(|e| runtime(format!("Error parsing regular expression {text:?}: {e}")))
 }
 
-/// Converts an RE2 rewrite string (`\1`, `\\`) to the regex crate's syntax (`${1}`, `$$`).
-fn rewrite_template(r: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(r.len());
-    let mut i = 0;
-    while i < r.len() {
-        match r[i] {
-            b'\\' if i + 1 < r.len() && r[i + 1].is_ascii_digit() => {
-                out.extend_from_slice(format!("${{{}}}", r[i + 1] - b'0').as_bytes());
-                i += 2;
-            }
-            b'\\' if i + 1 < r.len() && r[i + 1] == b'\\' => {
-                out.push(b'\\');
-                i += 2;
-            }
-            b'$' => {
-                out.extend_from_slice(b"$$");
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// RE2::QuoteMeta: escapes every byte but `[A-Za-z0-9_]` and UTF-8 bytes >= 0x80; NUL -> `\x00`.
 fn regex_escape(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len() * 2);
@@ -837,7 +811,7 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             Err(_) => str_arg(a(0)).to_ascii_lowercase(),
         }),
         S::Length => Value::Int64(str_arg(a(0)).len() as i64),
-        S::Concat => Value::String([str_arg(a(0)), str_arg(a(1))].concat()),
+        S::Concat => Value::String(value_limits::concat(&[str_arg(a(0)), str_arg(a(1))])?),
         S::FarmHash => {
             let inputs: Vec<HashInput> = args
                 .iter()
@@ -872,27 +846,16 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             Value::Boolean(re.is_match(str_arg(a(1))))
         }
         S::RegexPartialMatch => Value::Boolean(compile_regex(str_arg(a(0)))?.is_match(str_arg(a(1)))),
-        S::RegexReplaceFirst => {
+        S::RegexReplaceFirst | S::RegexReplaceAll => {
             let re = compile_regex(str_arg(a(0)))?;
-            let t = rewrite_template(str_arg(a(2)));
-            Value::String(re.replacen(str_arg(a(1)), 1, t.as_slice()).into_owned())
-        }
-        S::RegexReplaceAll => {
-            let re = compile_regex(str_arg(a(0)))?;
-            let t = rewrite_template(str_arg(a(2)));
-            Value::String(re.replace_all(str_arg(a(1)), t.as_slice()).into_owned())
+            let rewrite = Rewrite::parse(str_arg(a(2)));
+            let all = f == S::RegexReplaceAll;
+            Value::String(value_limits::replace(&re, str_arg(a(1)), &rewrite, all)?)
         }
         S::RegexExtract => {
             let re = compile_regex(str_arg(a(0)))?;
-            let t = rewrite_template(str_arg(a(2)));
-            match re.captures(str_arg(a(1))) {
-                Some(caps) => {
-                    let mut out = Vec::new();
-                    caps.expand(&t, &mut out);
-                    Value::String(out)
-                }
-                None => Value::Null,
-            }
+            let rewrite = Rewrite::parse(str_arg(a(2)));
+            value_limits::extract(&re, str_arg(a(1)), &rewrite)?.map_or(Value::Null, Value::String)
         }
         S::RegexEscape => Value::String(regex_escape(str_arg(a(0)))),
         S::FormatTimestamp => Value::String(format_timestamp(int_arg(a(0)), str_arg(a(1)))?),
@@ -1022,7 +985,13 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::ToValidUtf8 => Value::String(String::from_utf8_lossy(str_arg(a(0))).into_owned().into_bytes()),
         S::ToAny => match a(0) {
             Value::Any(y) => Value::Any(y.clone()),
-            other => Value::Any(dynql_core::yson::to_text(&other.to_yson()).into_bytes()),
+            other => {
+                // A string's YSON text is at least the string and its two quotes.
+                value_limits::check_string_length(value_limits::value_bytes(other).saturating_add(2))?;
+                let text = dynql_core::yson::to_text(&other.to_yson()).into_bytes();
+                value_limits::check_string_length(text.len())?;
+                Value::Any(text)
+            }
         },
         S::GetByPath(t, strict) => crate::ypath::get_by_path(a(0), a(1), t, strict)?,
         S::ListContains => crate::ypath::list_contains(a(0), a(1))?,
@@ -1033,7 +1002,7 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::MakeMap => crate::ypath::make_map(args)?,
         S::MakeEntity => Value::Any(b"#".to_vec()),
     })
-    .map(|v| coerce_result(v, result_type))
+    .and_then(|v| value_limits::check_result(f, coerce_result(v, result_type)))
 }
 
 /// Functions whose result type is the type variable may compute in a wider type; keep the

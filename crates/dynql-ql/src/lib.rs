@@ -5,7 +5,7 @@
 //! 2. [`binder`]: names, YT v1 typing and clause rules, producing a [`plan::QueryPlan`] of
 //!    [`texpr::TypedExpr`]s;
 //! 3. [`eval`] and [`aggregate`]: YT semantics for evaluating expressions and aggregates;
-//!    [`functions`] holds the builtins;
+//!    [`functions`] holds the builtins, [`value_limits`] the cap on the strings they build;
 //! 4. [`computed`]: computed key columns, checked at table creation and filled on write;
 //! 5. [`ranges`]: key-range inference, the key ranges a WHERE predicate can match
 //!    ([`ranges::infer_key_ranges`]).
@@ -26,6 +26,7 @@ pub mod plan;
 pub mod ranges;
 pub mod texpr;
 pub mod types;
+pub mod value_limits;
 pub mod ypath;
 
 pub use binder::{bind_query, BindOptions, Catalog};

@@ -8,6 +8,7 @@
 use dynql_core::{Value, ValueType, Yson};
 
 use crate::error::{Error, Result};
+use crate::value_limits::{check_string_length, value_bytes};
 
 fn runtime(msg: impl Into<String>) -> Error {
     Error::Runtime(msg.into())
@@ -180,8 +181,20 @@ pub fn yson_string_to_any(value: &Value) -> Result<Value> {
     }
 }
 
+/// Refuses a list or map whose string arguments alone exceed the value cap, before building
+/// it: each is in its YSON text at least once (an `any` argument may shrink when it is
+/// reformatted, so only the result tells).
+fn check_string_arguments(args: &[Value]) -> Result<()> {
+    let strings = args
+        .iter()
+        .filter(|v| matches!(v, Value::String(_)))
+        .fold(0usize, |n, v| n.saturating_add(value_bytes(v)));
+    check_string_length(strings)
+}
+
 /// `make_list(v, ...)`.
 pub fn make_list(args: &[Value]) -> Result<Value> {
+    check_string_arguments(args)?;
     let items = args.iter().map(yson_of).collect::<Result<Vec<_>>>()?;
     Ok(Value::Any(
         dynql_core::yson::to_text(&Yson::List(items)).into_bytes(),
@@ -195,6 +208,7 @@ pub fn make_map(args: &[Value]) -> Result<Value> {
             "make_map takes key/value pairs: an even number of arguments",
         ));
     }
+    check_string_arguments(args)?;
     let mut entries = Vec::with_capacity(args.len() / 2);
     for pair in args.chunks(2) {
         let Value::String(k) = &pair[0] else {

@@ -10,6 +10,7 @@ mod fidelity;
 mod files;
 mod io;
 mod key_filters;
+mod limits;
 mod mvcc;
 mod queues;
 mod shell;

@@ -8,7 +8,11 @@
 //! The hot forms (columns, literals, comparisons and single-column BETWEEN ([`super::compare`]),
 //! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`) run as array kernels. Every other form is evaluated row by row with the
 //! row evaluator itself over the batch, and scalar functions row by row on their vectorised
-//! arguments: slower, never different.
+//! arguments ([`super::calls`]): slower, never different.
+//!
+//! Literals stay single values where they meet a column (comparisons, function arguments);
+//! only a literal that is itself a result becomes a column of copies. The strings an
+//! evaluation computes are charged to the batch's [`Budget`] before they are kept.
 
 use std::sync::Arc;
 
@@ -22,13 +26,16 @@ use arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type, UIn
 
 use dynql_core::arrow_convert::{array_value, arrow_type, values_to_array};
 
+use super::budget::Budget;
 use super::byte_kernels::{bytes_predicate, starts_with};
+use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
-use dynql_ql::eval::{evaluate as evaluate_row, EvalOptions};
-use dynql_ql::functions::{call_scalar, ScalarFunction};
+use dynql_ql::eval::{evaluate_metered, EvalOptions};
+use dynql_ql::functions::ScalarFunction;
 use dynql_ql::texpr::{TExpr, TypedExpr};
+use dynql_ql::value_limits::value_bytes;
 use dynql_ql::{Error, Result};
 
 /// The input of an evaluation: the arrays of one batch with their YT types, each array in
@@ -39,6 +46,9 @@ pub(crate) struct Batch<'a> {
     pub columns: &'a [ArrayRef],
     pub types: &'a [ValueType],
     pub rows: usize,
+    /// What the expression may still compute over the batch (shared by the subsets of rows
+    /// that AND/OR evaluate their right side on).
+    pub budget: &'a Budget,
 }
 
 pub(super) fn runtime(message: impl Into<String>) -> Error {
@@ -56,7 +66,7 @@ pub(super) fn arrow_error(e: arrow::error::ArrowError) -> Error {
 /// The runtime errors the row evaluator gives for some row of the batch.
 pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<ArrayRef> {
     match &e.kind {
-        TExpr::Literal(v) => Ok(literal(v, e.ty, input.rows)),
+        TExpr::Literal(v) => literal(v, e.ty, input),
         TExpr::Column(i) => Ok(input.columns[*i].clone()),
         TExpr::IsNull(x) => {
             let a = evaluate(x, input, opts)?;
@@ -89,83 +99,24 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
             Ok(starts_with(&s, prefix))
         }
         TExpr::Call(ScalarFunction::FarmHash, args) if args.iter().all(|a| hashable(a.ty)) => {
-            let arrays = args
-                .iter()
-                .map(|a| evaluate(a, input, opts))
-                .collect::<Result<Vec<_>>>()?;
-            let types: Vec<ValueType> = args.iter().map(|a| a.ty).collect();
-            farm_hash_arrays(&arrays, &types, input.rows)
+            farm_hash_call(args, input, opts)
         }
-        TExpr::Call(f, args) if *f != ScalarFunction::If => {
-            let arrays = args
-                .iter()
-                .map(|a| evaluate(a, input, opts))
-                .collect::<Result<Vec<_>>>()?;
-            let mut values = Vec::with_capacity(args.len());
-            let mut out = Vec::with_capacity(input.rows);
-            for row in 0..input.rows {
-                values.clear();
-                for (a, arg) in arrays.iter().zip(args) {
-                    values.push(array_value(a.as_ref(), arg.ty, row));
-                }
-                out.push(call_scalar(*f, &values, e.ty)?);
-            }
-            to_array(e.ty, &out)
-        }
+        TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
         _ => row_by_row(e, input, opts),
     }
 }
 
-/// Whether `farm_hash` reads values of type `t` from arrays directly (`any` is refused by the
-/// row path, with its error).
-fn hashable(t: ValueType) -> bool {
-    !matches!(t, ValueType::Any)
-}
-
-/// `farm_hash` of each row's values of `arrays` (of `types`), read in place: the row path's
-/// hash inputs without a value per cell.
-fn farm_hash_arrays(arrays: &[ArrayRef], types: &[ValueType], rows: usize) -> Result<ArrayRef> {
-    use dynql_core::farm_hash::{farm_hash, HashInput};
-    let mut inputs: Vec<HashInput> = Vec::with_capacity(arrays.len());
-    let mut out = Vec::with_capacity(rows);
-    for row in 0..rows {
-        inputs.clear();
-        for (a, t) in arrays.iter().zip(types) {
-            inputs.push(if a.is_null(row) {
-                HashInput::Null
-            } else {
-                match t {
-                    ValueType::Int64 => HashInput::Int64(a.as_primitive::<Int64Type>().value(row)),
-                    ValueType::Uint64 => {
-                        HashInput::Uint64(a.as_primitive::<UInt64Type>().value(row))
-                    }
-                    ValueType::Double => {
-                        HashInput::Double(a.as_primitive::<Float64Type>().value(row))
-                    }
-                    ValueType::Boolean => HashInput::Boolean(a.as_boolean().value(row)),
-                    ValueType::String => match a.as_binary_opt::<i32>() {
-                        Some(b) => HashInput::String(b.value(row)),
-                        None => HashInput::String(a.as_binary_view().value(row)),
-                    },
-                    ValueType::Null => HashInput::Null,
-                    ValueType::Any => return row_error_any(),
-                }
-            });
-        }
-        out.push(farm_hash(&inputs));
+/// A literal as the column of the batch's rows, charged to its budget before it is built.
+fn literal(v: &Value, ty: ValueType, input: Batch<'_>) -> Result<ArrayRef> {
+    let bytes = (value_bytes(v) as u64).saturating_mul(input.rows as u64);
+    if bytes > 0 {
+        input.budget.charge(bytes)?;
     }
-    Ok(Arc::new(UInt64Array::from(out)))
+    Ok(literal_array(v, ty, input.rows))
 }
 
-/// The row path's error for hashing `any` (which `hashable` keeps from the array path).
-fn row_error_any<T>() -> Result<T> {
-    Err(runtime(
-        "Cannot hash values of type any; only scalar types are allowed for key columns",
-    ))
-}
-
-/// An array of `rows` copies of a literal.
-pub(crate) fn literal(v: &Value, ty: ValueType, rows: usize) -> ArrayRef {
+/// An array of `rows` copies of a literal (uncharged: for a few rows, or once charged).
+pub(super) fn literal_array(v: &Value, ty: ValueType, rows: usize) -> ArrayRef {
     match v {
         Value::Int64(x) => Arc::new(Int64Array::from_value(*x, rows)),
         Value::Uint64(x) => Arc::new(UInt64Array::from_value(*x, rows)),
@@ -186,22 +137,35 @@ pub(crate) fn literal(v: &Value, ty: ValueType, rows: usize) -> ArrayRef {
 }
 
 /// Values of one type as an array.
-fn to_array(ty: ValueType, values: &[Value]) -> Result<ArrayRef> {
+pub(super) fn to_array(ty: ValueType, values: &[Value]) -> Result<ArrayRef> {
     let refs: Vec<&Value> = values.iter().collect();
     values_to_array(ty, &refs).map_err(arrow_error)
 }
 
-/// `e` evaluated by the row evaluator on each row of the batch (the exact fallback).
+/// `e` evaluated by the row evaluator on each row of the batch (the exact fallback), every
+/// string it computes charged to the budget, intermediate ones included.
 pub(super) fn row_by_row(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<ArrayRef> {
     let mut read = Vec::new();
     e.referenced_columns(&mut read);
     let mut row = vec![Value::Null; input.columns.len()];
     let mut out = Vec::with_capacity(input.rows);
+    let mut meter = |v: &Value| input.budget.charge_value(v);
+    // The meter sees the result when a function or `||` computes it; any other result (a
+    // column's or literal's value chosen by CASE or IF) is charged here, as it is kept too.
+    let result_metered = match &e.kind {
+        TExpr::Call(f, _) => *f != ScalarFunction::If,
+        TExpr::Binary(op, _, _) => !matches!(op, BinaryOp::And | BinaryOp::Or),
+        _ => false,
+    };
     for i in 0..input.rows {
         for &c in &read {
             row[c] = array_value(input.columns[c].as_ref(), input.types[c], i);
         }
-        out.push(evaluate_row(e, &row, opts)?);
+        let v = evaluate_metered(e, &row, opts, &mut meter)?;
+        if !result_metered {
+            input.budget.charge_value(&v)?;
+        }
+        out.push(v);
     }
     to_array(e.ty, &out)
 }
@@ -298,6 +262,7 @@ fn logical(
             columns: &columns,
             types: input.types,
             rows: needed,
+            budget: input.budget,
         };
         let evaluated = evaluate(r, subset, opts)?;
         // Back to one value per input row: null where the left side decided.
@@ -464,12 +429,40 @@ mod num_like {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use dynql_ql::eval::evaluate as evaluate_row;
     use dynql_ql::texpr::TypedExpr;
 
-    fn column(i: usize, ty: ValueType) -> TypedExpr {
+    pub(in crate::vectorized) fn column(i: usize, ty: ValueType) -> TypedExpr {
         TypedExpr::new(TExpr::Column(i), ty)
+    }
+
+    /// `rows` (one column per value, of `types`) as arrays.
+    fn columns_of(types: &[ValueType], rows: &[Vec<Value>]) -> Vec<ArrayRef> {
+        types
+            .iter()
+            .enumerate()
+            .map(|(c, t)| to_array(*t, &rows.iter().map(|r| r[c].clone()).collect::<Vec<_>>()))
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
+    /// `e` evaluated over `rows` with `budget`.
+    pub(in crate::vectorized) fn evaluate_with(
+        e: &TypedExpr,
+        types: &[ValueType],
+        rows: &[Vec<Value>],
+        budget: &Budget,
+    ) -> Result<ArrayRef> {
+        let columns = columns_of(types, rows);
+        let batch = Batch {
+            columns: &columns,
+            types,
+            rows: rows.len(),
+            budget,
+        };
+        evaluate(e, batch, EvalOptions::default())
     }
 
     fn binary(op: BinaryOp, l: TypedExpr, r: TypedExpr, ty: ValueType) -> TypedExpr {
@@ -477,17 +470,19 @@ mod tests {
     }
 
     /// Evaluates `e` both ways over `rows` (one column per value) and checks they agree.
-    fn agree(e: &TypedExpr, types: &[ValueType], rows: &[Vec<Value>], opts: EvalOptions) {
-        let columns: Vec<ArrayRef> = types
-            .iter()
-            .enumerate()
-            .map(|(c, t)| to_array(*t, &rows.iter().map(|r| r[c].clone()).collect::<Vec<_>>()))
-            .collect::<Result<_>>()
-            .unwrap();
+    pub(in crate::vectorized) fn agree(
+        e: &TypedExpr,
+        types: &[ValueType],
+        rows: &[Vec<Value>],
+        opts: EvalOptions,
+    ) {
+        let columns = columns_of(types, rows);
+        let budget = Budget::new(u64::MAX, rows.len());
         let batch = Batch {
             columns: &columns,
             types,
             rows: rows.len(),
+            budget: &budget,
         };
         let vectorised = evaluate(e, batch, opts);
         let by_row: Result<Vec<Value>> = rows.iter().map(|r| evaluate_row(e, r, opts)).collect();

@@ -39,7 +39,7 @@ use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
 use datafusion::physical_plan::execute_stream;
 
 use dynql_core::arrow_convert::{arrow_type, rows_to_batch};
-use dynql_core::ValueType;
+use dynql_core::{Value, ValueType};
 use dynql_ql::ast::TotalsMode;
 use dynql_ql::eval::EvalOptions;
 use dynql_ql::functions::AggregateFunction;
@@ -158,7 +158,12 @@ pub(super) fn lower(
     if check == Check::None {
         match &e.kind {
             TExpr::Column(i) => return Ok(column(&layout[*i].0)),
-            TExpr::Literal(v) => return Ok(lit(scalar(v, e.ty)?)),
+            // Strings are left to `YtExpression`, which charges their copy per row to the
+            // batch's budget first: DataFusion would copy them without a limit (and panic
+            // once a Binary column's offsets overflow).
+            TExpr::Literal(v) if !matches!(v, Value::String(_) | Value::Any(_)) => {
+                return Ok(lit(scalar(v, e.ty)?))
+            }
             _ => {}
         }
     }

@@ -1,10 +1,13 @@
 //! The vectorised query pipeline: a bound YT QL query lowered onto a DataFusion logical plan
 //! ([`lower`]) over what it reads ([`input`]: streaming tablet scans, [`table_scan`], under
 //! lookup joins, [`lookup_join`]), with YT's semantics kept in DataFusion functions
-//! ([`udf`]) that evaluate expressions over Arrow arrays ([`evaluate`], [`compare`]), and in operators of
-//! its own where YT's grouping depends on scan order ([`first_groups`], [`totals`]).
+//! ([`udf`]) that evaluate expressions over Arrow arrays ([`evaluate`], [`compare`], [`calls`])
+//! within a budget of computed bytes per batch ([`budget`]), and in operators of its own where
+//! YT's grouping depends on scan order ([`first_groups`], [`totals`]).
 
+pub(crate) mod budget;
 pub(crate) mod byte_kernels;
+pub(crate) mod calls;
 pub(crate) mod compare;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;

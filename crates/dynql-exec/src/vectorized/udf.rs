@@ -24,7 +24,9 @@ use dynql_ql::eval::EvalOptions;
 use dynql_ql::functions::AggregateFunction;
 use dynql_ql::texpr::{TExpr, TypedExpr};
 
+use super::budget::Budget;
 use super::evaluate::{evaluate, Batch};
+use crate::select::MAX_BATCH_STRING_BYTES;
 
 /// Distinguishes function instances: each lowered expression is its own function.
 fn next_id() -> u64 {
@@ -139,10 +141,13 @@ impl ScalarUDFImpl for YtExpression {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let rows = args.number_rows;
         let columns = ColumnarValue::values_to_arrays(&args.args)?;
+        // One budget per expression and batch (see `MAX_BATCH_STRING_BYTES`).
+        let budget = Budget::new(MAX_BATCH_STRING_BYTES, rows);
         let batch = Batch {
             columns: &columns,
             types: &self.types,
             rows,
+            budget: &budget,
         };
         let mut result = evaluate(&self.expr, batch, self.options).map_err(external)?;
         if self.check == Check::NoNanToOrder && result.data_type() == &DataType::Float64 {
@@ -150,6 +155,12 @@ impl ScalarUDFImpl for YtExpression {
         }
         let declared = arrow_type(self.expr.ty);
         if result.data_type() != &declared {
+            if let Some(views) = result.as_binary_view_opt() {
+                // The cast copies the strings into one `Binary` buffer, whose i32 offsets
+                // Arrow's cast would overflow with a panic.
+                let bytes = views.views().iter().map(|v| u64::from(*v as u32)).sum();
+                budget.charge(bytes).map_err(external)?;
+            }
             result = arrow::compute::cast(&result, &declared)?;
         }
         Ok(ColumnarValue::Array(result))

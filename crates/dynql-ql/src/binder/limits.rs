@@ -7,10 +7,16 @@
 //! computed first in linear time, memoised per alias, and a query above
 //! [`MAX_EXPRESSION_NODES`] is refused with its position. Literal lists (`IN`, `BETWEEN`,
 //! `TRANSFORM`) are capped at [`MAX_LIST_ITEMS`].
+//!
+//! Binding copies every string literal once per use of the alias that holds it, so the same
+//! walk sums the bytes of the string literals of the query's expressions, aliases expanded,
+//! and refuses a query above [`MAX_QUERY_LITERAL_BYTES`]: `'<1 MB>' as a0, if(k > 0, a0, a0)
+//! as a1, …` is a small text but binds to gigabytes. The sum is over the whole query, as
+//! any number of projections may repeat the same alias.
 
 use std::collections::HashMap;
 
-use crate::ast::{Expr, ExprKind, JoinCondition, Query};
+use crate::ast::{Expr, ExprKind, JoinCondition, Literal, Query};
 use crate::error::{Error, Result};
 
 use super::Binder;
@@ -20,6 +26,25 @@ pub const MAX_EXPRESSION_NODES: u64 = 100_000;
 
 /// The most items of one `IN` list, `BETWEEN` range list or `TRANSFORM` list.
 pub const MAX_LIST_ITEMS: usize = 100_000;
+
+/// The most bytes of string literals in one query's expressions, aliases expanded (64 MiB).
+pub const MAX_QUERY_LITERAL_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The expanded size of an expression: nodes, and bytes of string literals.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    nodes: u64,
+    literal_bytes: u64,
+}
+
+impl Size {
+    fn add(self, other: Size) -> Size {
+        Size {
+            nodes: self.nodes.saturating_add(other.nodes),
+            literal_bytes: self.literal_bytes.saturating_add(other.literal_bytes),
+        }
+    }
+}
 
 impl Binder {
     /// Refuses expressions above the limits (see the module docs).
@@ -39,9 +64,20 @@ impl Binder {
             }
         }
         let mut memo = HashMap::new();
+        let mut literal_bytes = 0u64;
         for e in exprs {
             check_lists(e)?;
-            let nodes = self.expanded_size(e, &mut memo, &mut Vec::new());
+            let size = self.expanded_size(e, &mut memo, &mut Vec::new());
+            let nodes = size.nodes;
+            literal_bytes = literal_bytes.saturating_add(size.literal_bytes);
+            if literal_bytes > MAX_QUERY_LITERAL_BYTES {
+                return Err(Error::invalid(
+                    format!(
+                        "Query is too large: its expressions hold {literal_bytes} bytes of string literals once aliases are expanded (limit {MAX_QUERY_LITERAL_BYTES}); each use of an alias copies its literals"
+                    ),
+                    e.span,
+                ));
+            }
             if nodes > MAX_EXPRESSION_NODES {
                 return Err(Error::invalid(
                     format!(
@@ -54,18 +90,21 @@ impl Binder {
         Ok(())
     }
 
-    /// Nodes of `e` with aliases expanded as the binder expands them (an alias is not expanded
-    /// inside its own definition); saturating.
+    /// The size of `e` with aliases expanded as the binder expands them (an alias is not
+    /// expanded inside its own definition); saturating.
     fn expanded_size(
         &self,
         e: &Expr,
-        memo: &mut HashMap<String, u64>,
+        memo: &mut HashMap<String, Size>,
         stack: &mut Vec<String>,
-    ) -> u64 {
+    ) -> Size {
         match &e.kind {
             ExprKind::Column { table: None, name } if !stack.contains(name) => {
                 let Some(def) = self.aliases.get(name) else {
-                    return 1;
+                    return Size {
+                        nodes: 1,
+                        literal_bytes: 0,
+                    };
                 };
                 if let Some(n) = memo.get(name) {
                     return *n;
@@ -82,10 +121,37 @@ impl Binder {
                 stack.pop();
                 n
             }
-            _ => e.children().into_iter().fold(1u64, |sum, c| {
-                sum.saturating_add(self.expanded_size(c, memo, stack))
-            }),
+            _ => {
+                let own = Size {
+                    nodes: 1,
+                    literal_bytes: literal_bytes(e),
+                };
+                e.children()
+                    .into_iter()
+                    .fold(own, |sum, c| sum.add(self.expanded_size(c, memo, stack)))
+            }
         }
+    }
+}
+
+/// Bytes of the string literals `e` holds itself: a string literal, or the items of its
+/// literal lists (which are not among its children).
+fn literal_bytes(e: &Expr) -> u64 {
+    // An item is a literal or a tuple of them.
+    fn all(e: &Expr) -> u64 {
+        e.children()
+            .into_iter()
+            .fold(literal_bytes(e), |sum, c| sum.saturating_add(all(c)))
+    }
+    let sum = |items: &mut dyn Iterator<Item = &Expr>| {
+        items.fold(0u64, |n, item| n.saturating_add(all(item)))
+    };
+    match &e.kind {
+        ExprKind::Literal(Literal::String(b)) => b.len() as u64,
+        ExprKind::In { items, .. } => sum(&mut items.iter()),
+        ExprKind::Between { ranges, .. } => sum(&mut ranges.iter().flat_map(|(l, h)| [l, h])),
+        ExprKind::Transform { from, to, .. } => sum(&mut from.iter().chain(to)),
+        _ => 0,
     }
 }
 
@@ -140,6 +206,44 @@ mod tests {
         // a_i has 2^(i+1) - 1 nodes: a15 (65,535) fits, a16 (131,071) does not.
         assert!(limits(&chain(16)).is_ok());
         assert!(limits(&chain(17)).is_err());
+    }
+
+    /// `'<1 MiB>' as a0, if(true, a0, a0) as a1, …, a{n}`: a_i holds 2^i copies.
+    fn literal_chain(n: usize) -> String {
+        let mut items = vec![format!("'{}' as a0", "x".repeat(1 << 20))];
+        for i in 1..=n {
+            items.push(format!("if(true, a{}, a{}) as a{i}", i - 1, i - 1));
+        }
+        format!("{} from [//t]", items.join(", "))
+    }
+
+    #[test]
+    fn literal_bytes_are_counted_with_aliases_expanded_over_the_query() {
+        // a0..a5 hold 1 + 2 + … + 32 = 63 MiB: within 64 MiB.
+        assert!(limits(&literal_chain(5)).is_ok());
+        // a6 alone holds 64 MiB: the query now holds 127 MiB.
+        let err = limits(&literal_chain(6)).unwrap_err().to_string();
+        assert!(err.contains("Query is too large"), "{err}");
+        assert!(err.contains("limit 67108864"), "{err}");
+        // Projections that repeat one alias add up.
+        let one = format!("'{}' as a0", "y".repeat(1 << 20));
+        let repeated = |n: usize| {
+            let uses: Vec<String> = (1..=n).map(|i| format!("a0 as b{i}")).collect();
+            format!("{one}, {} from [//t]", uses.join(", "))
+        };
+        assert!(limits(&repeated(63)).is_ok());
+        assert!(limits(&repeated(64)).is_err());
+        // Literal lists count too.
+        let list = (0..65)
+            .map(|i| format!("'{i}{}'", "z".repeat(1 << 20)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let err = limits(&format!("* from [//t] where s in ({list})")).unwrap_err();
+        assert!(err.to_string().contains("limit 67108864"), "{err}");
+        // Measuring stays linear however far the aliases double.
+        let started = std::time::Instant::now();
+        assert!(limits(&literal_chain(40)).is_err());
+        assert!(started.elapsed().as_secs() < 5);
     }
 
     #[test]
