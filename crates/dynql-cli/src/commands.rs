@@ -365,16 +365,24 @@ pub enum Command {
         #[arg(long)]
         tx: Option<String>,
     },
-    /// Print `true` if the path exists, `false` otherwise.
+    /// Print `true` if the path exists, `false` otherwise (`PATH/@NAME`: whether the node
+    /// has that attribute).
     Exists {
         path: String,
         /// The master transaction to work in.
         #[arg(long)]
         tx: Option<String>,
     },
-    /// List the children of a directory (`list /` for the top).
+    /// List the children of a directory (`list /` for the top): one name per line, or with
+    /// --format a YSON or JSON list.
     List {
         path: String,
+        /// yson or json: print the names as one list (with the --attribute values).
+        #[arg(long)]
+        format: Option<String>,
+        /// With --format: an attribute to print with each child; repeatable.
+        #[arg(long = "attribute")]
+        attributes: Vec<String>,
         /// The master transaction to work in.
         #[arg(long)]
         tx: Option<String>,

@@ -516,9 +516,27 @@ pub async fn execute(
         Command::Exists { path, tx } => {
             writeln!(stdout, "{}", db.exists_in(&path, tx.as_deref()).await?)?;
         }
-        Command::List { path, tx } => {
-            for name in db.list_in(&path, tx.as_deref()).await? {
-                writeln!(stdout, "{name}")?;
+        Command::List {
+            path,
+            format,
+            attributes,
+            tx,
+        } => {
+            let tx = tx.as_deref();
+            let Some(format) = format else {
+                if !attributes.is_empty() {
+                    eprintln!("warning: --attribute is ignored without --format (as in yt)");
+                }
+                for name in db.list_in(&path, tx).await? {
+                    writeln!(stdout, "{name}")?;
+                }
+                return Ok(());
+            };
+            let list = crate::tree::list(db, &path, &attributes, tx).await?;
+            match format.as_str() {
+                "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&list))?,
+                "json" => writeln!(stdout, "{}", list.to_json())?,
+                other => bail!("--format must be yson or json, not {other:?}"),
             }
         }
         Command::Check(args) => {

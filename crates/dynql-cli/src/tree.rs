@@ -63,11 +63,42 @@ async fn node(db: &Database, path: &str, attributes: &[String], tx: Option<&str>
     if attributes.is_empty() {
         return Ok(value);
     }
+    with_attributes(db, path, value, attributes, tx).await
+}
+
+/// `list PATH` with `--format`: the children's names as a list, each carrying the
+/// attributes asked for with `--attribute`.
+pub async fn list(
+    db: &Database,
+    path: &str,
+    attributes: &[String],
+    tx: Option<&str>,
+) -> Result<Yson> {
+    let names = db.list_in(path, tx).await?;
+    let mut items = Vec::with_capacity(names.len());
+    for name in names {
+        let child = format!("{}/{name}", path.trim_end_matches('/'));
+        let value = Yson::String(name.into_bytes());
+        items.push(with_attributes(db, &child, value, attributes, tx).await?);
+    }
+    Ok(Yson::List(items))
+}
+
+/// `value` carrying the attributes `attributes` of the node at `path` has.
+async fn with_attributes(
+    db: &Database,
+    path: &str,
+    value: Yson,
+    attributes: &[String],
+    tx: Option<&str>,
+) -> Result<Yson> {
     let mut asked = Vec::with_capacity(attributes.len());
     for name in attributes {
         // YT leaves out the attributes a node does not have.
-        if let Ok(v) = db.get_attribute_in(path, Some(name), tx).await {
-            asked.push((name.as_bytes().to_vec(), v));
+        match db.get_attribute_in(path, Some(name), tx).await {
+            Ok(v) => asked.push((name.as_bytes().to_vec(), v)),
+            Err(dynql::Error::NoSuchAttribute(_)) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(match asked.is_empty() {

@@ -10,7 +10,7 @@
 //! | a chunk a logged large write names | that table is damaged |
 //! | the newest checkpoint (manifest or tail chunk) | the store opens from the older one and the log after it |
 //! | a staged write of a live transaction | committing the transaction fails; nothing else |
-//! | a chunk of a static table | reads of the tables that name it fail, naming it |
+//! | a chunk of a static table (committed, or held by a master transaction or a snapshot lock) | reads of the tables that name it fail, naming it |
 //! | a key filter file | nothing: lookups read the chunk without it |
 //!
 //! The check reads every referenced file whole, so it costs a full read of the store.
@@ -188,7 +188,8 @@ impl Store {
 }
 
 impl Store {
-    /// Reads and verifies every chunk of the static tables (shared ones once).
+    /// Reads and verifies every chunk of the static tables, and those master transactions
+    /// and snapshot locks hold (shared ones once).
     async fn check_static_chunks(
         &self,
         state: &crate::store::State,
@@ -196,13 +197,18 @@ impl Store {
     ) -> Result<()> {
         let mut chunks: BTreeMap<String, (crate::static_table::StaticChunk, Vec<String>)> =
             BTreeMap::new();
-        for (path, (entry, _)) in &state.tables {
-            for c in &entry.static_chunks {
-                chunks
-                    .entry(c.path.clone())
-                    .or_insert_with(|| (c.clone(), vec![]))
-                    .1
-                    .push(path.clone());
+        let committed = state.tables.iter().flat_map(|(path, (entry, _))| {
+            entry.static_chunks.iter().map(move |c| (c, path.clone()))
+        });
+        // Rows only a master transaction or a snapshot lock holds are read too: a commit or
+        // a read in the transaction needs them.
+        let held = crate::static_table::master_chunks(&state.master);
+        for (c, holder) in committed.chain(held) {
+            let (_, holders) = chunks
+                .entry(c.path.clone())
+                .or_insert_with(|| (c.clone(), vec![]));
+            if !holders.contains(&holder) {
+                holders.push(holder);
             }
         }
         for (chunk_path, (chunk, tables)) in chunks {

@@ -3,7 +3,8 @@
 //! commits and aborts, snapshot locks, waitable locks in queue order, expiry, durability;
 //! and a property test of random nested sequences against a model of versioned nodes.
 //! Concurrent transactions changing different keys of one node: [`merging`] (deterministic
-//! cases) and [`merge_model`] (a property test against a model of per-key changes).
+//! cases) and [`merge_model`] (a property test against a model of per-key changes). Snapshot
+//! locks read by path, read snapshots of static tables, unlock rules: [`snapshots`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +18,8 @@ use proptest::prelude::*;
 mod merge_model;
 #[path = "master_transactions/merging.rs"]
 mod merging;
+#[path = "master_transactions/snapshots.rs"]
+mod snapshots;
 
 fn yson(text: &str) -> Yson {
     dynql_core::yson::parse(text.as_bytes()).unwrap()
@@ -397,7 +400,10 @@ async fn waitable_locks_are_granted_in_queue_order() {
         .await
         .unwrap();
     let err = s.unlock_node("//tmp/n", &third).await.unwrap_err();
-    assert!(err.to_string().contains("changed it"), "{err}");
+    assert!(
+        err.to_string().contains("branched version has changes"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

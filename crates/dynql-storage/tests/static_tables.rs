@@ -477,6 +477,53 @@ async fn check_reads_the_chunks_of_static_tables() {
     );
 }
 
+/// Issue 38: rows only a master transaction or a snapshot lock holds are checked too: a
+/// commit of the transaction, or a read under the lock, needs them.
+#[tokio::test]
+async fn check_reads_the_chunks_transactions_and_snapshot_locks_hold() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    create(&s, "//home/s", false, None).await;
+    write(&s, "//home/s", None, false, &[1]).await.unwrap();
+    let reader = start(&s, None).await;
+    s.lock_node("//home/s", &reader, LockMode::Snapshot, Default::default())
+        .await
+        .unwrap();
+    let TableRead::Static { chunks: locked, .. } =
+        s.table_for_read("//home/s", None).await.unwrap()
+    else {
+        panic!("static")
+    };
+    // Others write over the table: the old chunk is held by the snapshot lock alone.
+    write(&s, "//home/s", None, false, &[2]).await.unwrap();
+    let writer = start(&s, None).await;
+    write(&s, "//home/s", Some(&writer), true, &[3])
+        .await
+        .unwrap();
+    let report = s.check().await.unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.chunks, 3, "{report:?}");
+    let TableRead::Static { chunks: staged, .. } =
+        s.table_for_read("//home/s", Some(&writer)).await.unwrap()
+    else {
+        panic!("static")
+    };
+    let appended = staged.last().unwrap();
+    for gone in [&locked[0], appended] {
+        std::fs::remove_file(dir.path().join(&gone.path)).unwrap();
+    }
+    let report = s.check().await.unwrap();
+    assert_eq!(report.damage.len(), 2, "{report:?}");
+    for d in &report.damage {
+        assert!(d.problem.contains("missing"), "{d:?}");
+        let holder = &d.tables[0];
+        match d.file == appended.path {
+            true => assert_eq!(*holder, format!("//home/s in transaction {writer}")),
+            false => assert!(holder.starts_with("//home/s under snapshot lock"), "{d:?}"),
+        }
+    }
+}
+
 /// Issue 39: YT's bulk-load path. A sorted static table written with write-table, then made
 /// dynamic, keeps every row, readable (and writable) as a dynamic table; an unsorted one is
 /// refused with the reason.

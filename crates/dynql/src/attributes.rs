@@ -248,7 +248,7 @@ impl Database {
             "tablet_count" => Yson::Int64(entry.tablet_count as i64),
             "pivot_keys" => {
                 if !entry.schema.is_sorted() {
-                    return Err(Error::Invalid(format!(
+                    return Err(Error::NoSuchAttribute(format!(
                         "Attribute \"pivot_keys\" is not found: {path} is an ordered table"
                     )));
                 }
@@ -332,7 +332,7 @@ impl Database {
                 match mount_config(&entry).get(key) {
                     Some(value) => value.clone(),
                     None => {
-                        return Err(Error::Invalid(format!(
+                        return Err(Error::NoSuchAttribute(format!(
                             "Attribute {other:?} is not found: mount_config holds {}",
                             mount_config_keys(&entry).join(", ")
                         )))
@@ -358,7 +358,7 @@ impl Database {
                     node = match node.get(part) {
                         Some(v) => v.clone(),
                         None => {
-                            return Err(Error::Invalid(format!(
+                            return Err(Error::NoSuchAttribute(format!(
                                 "Attribute {other:?} is not found: chunk_writer holds key_filter/{{enable, false_positive_rate, bits_per_key}} and key_filter_prefix/{{enable, false_positive_rate, bits_per_key, prefix_lengths}}"
                             )))
                         }
@@ -367,7 +367,7 @@ impl Database {
                 node
             }
             other => {
-                return Err(Error::Invalid(format!(
+                return Err(Error::NoSuchAttribute(format!(
                     "Attribute {other:?} is not found (dynql knows: {})",
                     ATTRIBUTES.join(", ")
                 )))

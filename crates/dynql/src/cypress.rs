@@ -223,10 +223,28 @@ impl Database {
             .await?)
     }
 
-    /// Whether a node (or a value inside a document) exists at `path`, as `tx` sees it.
+    /// Whether a node (or a value inside a document) exists at `path`, as `tx` sees it;
+    /// `PATH/@NAME` asks whether the node has that attribute (`PATH/@`: whether the node
+    /// exists), as `yt exists` does.
+    ///
+    /// # Errors
+    /// A malformed path; no such transaction.
     pub async fn exists_in(&self, path: &str, tx: Option<&str>) -> Result<bool> {
         self.check_master(tx).await?;
-        Ok(self.store.node_exists(path, tx).await?)
+        let Some((node, attribute)) = path.split_once("/@") else {
+            return Ok(self.store.node_exists(path, tx).await?);
+        };
+        if !self.store.node_exists(node, tx).await? {
+            return Ok(false);
+        }
+        if attribute.is_empty() {
+            return Ok(true);
+        }
+        match self.get_attribute_in(node, Some(attribute), tx).await {
+            Ok(_) => Ok(true),
+            Err(Error::NoSuchAttribute(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// The names of the children of a directory, as `tx` sees it.
@@ -275,7 +293,7 @@ impl Database {
             .find(|(k, _)| k == first.as_bytes())
             .and_then(|(_, v)| dynql_storage::cypress::plan::inside(v, &rest));
         found.cloned().ok_or_else(|| {
-            Error::Invalid(format!(
+            Error::NoSuchAttribute(format!(
                 "Attribute {name:?} of {path} is not found (it has {})",
                 all.iter()
                     .map(|(k, _)| String::from_utf8_lossy(k).into_owned())

@@ -38,6 +38,10 @@ pub enum Error {
     /// An invalid request detected by the facade (attributes, rows).
     #[error("{0}")]
     Invalid(String),
+    /// A node has no attribute of the name asked for (`get PATH/@NAME`); the message names
+    /// the node, the attribute and, where it helps, the names there are.
+    #[error("{0}")]
+    NoSuchAttribute(String),
     /// An import or export file could not be read or written; the cause is the source.
     #[error("cannot {action} {path}")]
     File {
@@ -64,9 +68,11 @@ impl Error {
     /// The kind of the error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Core(_) | Error::Query(_) | Error::Invalid(_) | Error::Rejected { .. } => {
-                ErrorKind::InvalidInput
-            }
+            Error::Core(_)
+            | Error::Query(_)
+            | Error::Invalid(_)
+            | Error::NoSuchAttribute(_)
+            | Error::Rejected { .. } => ErrorKind::InvalidInput,
             Error::File { source, .. } => file_kind(source.as_ref()),
             Error::Storage(e) => storage_kind(e),
             Error::Exec(e) => match e {

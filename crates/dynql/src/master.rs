@@ -171,7 +171,7 @@ impl Database {
             None => Err(no_such()),
             Some("") => Ok(attributes),
             Some(name) => attributes.get(name).cloned().ok_or_else(|| {
-                Error::Invalid(format!("Attribute {name:?} of {path} is not found"))
+                Error::NoSuchAttribute(format!("Attribute {name:?} of {path} is not found"))
             }),
         }
     }
@@ -197,7 +197,9 @@ impl Database {
                     NodeInfo::Table(t) => match name {
                         Some(n) => {
                             Ok(crate::attributes::custom_attribute(t, n).ok_or_else(|| {
-                                Error::Invalid(format!("Attribute {n:?} of #{id} is not found"))
+                                Error::NoSuchAttribute(format!(
+                                    "Attribute {n:?} of #{id} is not found"
+                                ))
                             })?)
                         }
                         None => Ok(Yson::Map(

@@ -189,7 +189,9 @@ impl Database {
     /// columns and a row index range; `#ID` names a node by id), as the transaction sees
     /// it: a static table's rows in row order, a dynamic table's at the latest timestamp.
     /// A snapshot lock the transaction holds on the table reads the rows as they were when
-    /// it was taken, after others changed or removed the table.
+    /// it was taken, after others changed or removed the table. The first read of a static
+    /// table in a transaction takes such a snapshot itself (YT's serializable reads of
+    /// static tables), without keeping the transaction from writing the table after.
     ///
     /// # Errors
     /// No such table, transaction or column; a damaged chunk.
@@ -197,6 +199,10 @@ impl Database {
         let rich = RichPath::parse(path)?;
         let tx = options.transaction.as_deref();
         self.check_master(tx).await?;
+        if let Some(tx) = tx.filter(|_| !rich.path.starts_with('#')) {
+            // The first read in a transaction pins what later ones read (serializable).
+            self.store.take_read_snapshot(&rich.path, tx).await?;
+        }
         let read = self.store.table_for_read(&rich.path, tx).await?;
         let schema = read.entry().schema.clone();
         let types: Vec<ValueType> = schema.columns().iter().map(|c| c.wire_type()).collect();

@@ -11,6 +11,7 @@ mod files;
 mod io;
 mod key_filters;
 mod limits;
+mod master_locks;
 mod mvcc;
 mod queues;
 mod shell;

@@ -103,6 +103,7 @@ pub(crate) fn actions(
                 attribute_key: r.attribute_key,
                 state: LockState::Acquired,
                 explicit: false,
+                read: false,
                 seq,
                 snapshot: None,
                 timestamp: None,

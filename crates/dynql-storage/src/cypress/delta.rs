@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::transactions::Entry;
 use super::{Node, NodeKind};
-use crate::static_table::{RowsDelta, StagedRows};
+use crate::static_table::{RowsDelta, StagedRows, StaticChunk};
 use crate::store::TableEntry;
 
 /// What a transaction changed at one path.
@@ -138,15 +138,20 @@ impl Change {
         }
     }
 
-    /// The chunk files the change names (a static table's rows).
-    pub(crate) fn chunk_paths(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+    /// The chunks the change names (a static table's rows).
+    pub(crate) fn static_chunks(&self) -> Box<dyn Iterator<Item = &StaticChunk> + '_> {
         match self {
-            Change::Created(Entry::Table(t)) => Box::new(crate::static_table::chunk_paths(t)),
+            Change::Created(Entry::Table(t)) => Box::new(crate::static_table::entry_chunks(t)),
             Change::Modified(NodeDelta {
                 rows: Some(rows), ..
-            }) => Box::new(rows.chunks().iter().map(|c| c.path.as_str())),
+            }) => Box::new(rows.chunks().iter()),
             _ => Box::new(std::iter::empty()),
         }
+    }
+
+    /// The chunk files the change names (a static table's rows).
+    pub(crate) fn chunk_paths(&self) -> impl Iterator<Item = &str> {
+        self.static_chunks().map(|c| c.path.as_str())
     }
 }
 

@@ -14,7 +14,20 @@
 //!
 //! Only acquired locks count. A waitable lock that cannot be acquired waits (`pending`), and
 //! whenever locks end, pending ones are granted in the order they were asked for; one that
-//! still cannot be acquired holds back the later ones on its node.
+//! still cannot be acquired holds back the later ones on its node. A snapshot lock never
+//! waits: nothing conflicts with it.
+//!
+//! A snapshot lock fixes the node, not the path: the transaction (and those nested in it)
+//! reads the locked version wherever the node's path still leads to that node
+//! ([`super::tree::Tree::of`]). The version kept is the node as the transaction's parent saw
+//! it when the lock was acquired; the transaction's own changes compose over it, so changes
+//! made before the lock are not lost and none are counted twice.
+//!
+//! The first read of a static table in a transaction takes a *read snapshot* (a snapshot
+//! lock with `read` set; YT takes its snapshot at the first read, which makes reads of static
+//! tables in a transaction serializable). Unlike an explicit snapshot lock it does not keep
+//! the transaction from changing the table afterwards: its changes compose over the
+//! snapshot.
 
 use std::collections::HashSet;
 
@@ -88,6 +101,10 @@ pub struct Lock {
     pub state: LockState,
     /// Taken by `lock` (`unlock` removes it), not implied by a change.
     pub explicit: bool,
+    /// A read snapshot: taken by the transaction's first read of a static table; it does
+    /// not keep the transaction (or those nested in it) from changing the table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read: bool,
     /// The order locks were asked for in.
     pub seq: u64,
     /// A snapshot lock's version of the node, as its transaction saw it when acquired.
@@ -121,7 +138,7 @@ pub fn conflict<'a>(master: &'a Master, tx: Option<&str>, request: &Request) -> 
         .filter(|l| l.state == LockState::Acquired && l.node_id == request.node_id)
         .find(|l| {
             if master.is_self_or_ancestor(&l.transaction_id, tx) {
-                return l.mode == LockMode::Snapshot;
+                return l.mode == LockMode::Snapshot && !l.read;
             }
             match (l.mode, request.mode) {
                 (LockMode::Snapshot, _) => false,
@@ -331,11 +348,17 @@ pub(crate) fn grant_pending(state: &mut State) {
     }
 }
 
-/// What a snapshot lock acquired now holds: the node's version as `tx` sees it (a static
-/// table's rows resolved), and for a table the timestamp its rows are read at (dynamic
-/// tables: compaction keeps the versions this timestamp sees).
+/// What a snapshot lock acquired now holds: the node's version as `tx`'s parent (or the
+/// committed tree) sees it, below `tx`'s own changes, which compose over it; and for a
+/// table the timestamp its rows are read at (dynamic tables: compaction keeps the versions
+/// this timestamp sees).
 fn snapshot_of(state: &State, tx: &str, path: &str) -> (Option<Entry>, Option<u64>) {
-    let snapshot = Tree::of(state, Some(tx))
+    let parent = state
+        .master
+        .transactions
+        .get(tx)
+        .and_then(|t| t.parent_id.as_deref());
+    let snapshot = Tree::of(state, parent)
         .ok()
         .and_then(|tree| tree.entry(path));
     let timestamp = matches!(snapshot, Some(Entry::Table(_))).then_some(state.last_timestamp.0);
@@ -349,7 +372,22 @@ pub(crate) fn take(state: &mut State, lock: &Lock) -> std::result::Result<(), St
     }
     let mut lock = lock.clone();
     if lock.state == LockState::Acquired && lock.mode == LockMode::Snapshot {
-        (lock.snapshot, lock.timestamp) = snapshot_of(state, &lock.transaction_id, &lock.path);
+        // An explicit snapshot lock where the transaction holds a read snapshot keeps the
+        // read snapshot's version (the transaction has read it) and replaces it.
+        let read = state.master.locks.values().find(|l| {
+            l.read && l.transaction_id == lock.transaction_id && l.node_id == lock.node_id
+        });
+        match read {
+            Some(read) if !lock.read => {
+                (lock.snapshot, lock.timestamp) = (read.snapshot.clone(), read.timestamp);
+                let id = read.id.clone();
+                state.master.locks.remove(&id);
+            }
+            _ => {
+                (lock.snapshot, lock.timestamp) =
+                    snapshot_of(state, &lock.transaction_id, &lock.path)
+            }
+        }
     }
     state.master.next_lock_seq = state.master.next_lock_seq.max(lock.seq + 1);
     state.master.locks.insert(lock.id.clone(), lock);

@@ -3,7 +3,7 @@
 
 use super::change::reap_expired;
 use super::locks::{conflict, conflict_message, node_id, Lock, LockMode, LockState, Request};
-use super::transactions::{Entry, MasterTransaction, MAX_TIMEOUT_MS};
+use super::transactions::{Change, Entry, MasterTransaction, MAX_TIMEOUT_MS};
 use super::tree::Tree;
 use super::{normalize, now_ms};
 use crate::error::{Error, Result};
@@ -43,6 +43,20 @@ pub struct LockOptions {
     pub attribute_key: Option<String>,
     /// Wait in the node's queue (`pending`) instead of failing when the lock cannot be taken.
     pub waitable: bool,
+}
+
+/// Whether a transaction's changes change the node at `path`: the node itself (its value,
+/// its attributes, its rows) or the set of its children.
+fn branch_changed(changes: &super::transactions::Changes, path: &str) -> bool {
+    let prefix = super::prefix_of(path);
+    changes.contains_key(path)
+        || changes
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .any(|(p, change)| {
+                !p[prefix.len()..].contains('/')
+                    && matches!(change, Change::Created(_) | Change::Removed)
+            })
 }
 
 fn live<'a>(state: &'a State, id: &str) -> Result<&'a MasterTransaction> {
@@ -193,9 +207,12 @@ impl Store {
             };
             let master = &state.master;
             if mode == LockMode::Snapshot {
-                // Taken again: no effect.
+                // Taken again: no effect. (A read snapshot becomes this lock: see `take`.)
                 if let Some(held) = master.locks.values().find(|l| {
-                    l.transaction_id == tx && l.node_id == request.node_id && l.mode == mode
+                    l.transaction_id == tx
+                        && l.node_id == request.node_id
+                        && l.mode == mode
+                        && !l.read
                 }) {
                     *taken.lock().expect("not poisoned") = Some(TakenLock {
                         lock_id: held.id.clone(),
@@ -212,6 +229,8 @@ impl Store {
             // A waitable lock queues behind the pending ones on the node.
             let blocker = conflict(master, Some(tx), &request);
             let lock_state = match blocker {
+                // Nothing conflicts with a snapshot lock: it never waits.
+                _ if mode == LockMode::Snapshot => LockState::Acquired,
                 None if !(options.waitable && queued) => LockState::Acquired,
                 _ if options.waitable => LockState::Pending,
                 Some(held) => {
@@ -239,6 +258,7 @@ impl Store {
                     attribute_key: request.attribute_key,
                     state: lock_state,
                     explicit: true,
+                    read: false,
                     seq: master.next_lock_seq,
                     snapshot: None,
                     timestamp: None,
@@ -255,8 +275,10 @@ impl Store {
     /// pending.
     ///
     /// # Errors
-    /// No such transaction or node; the transaction changed the node (its version differs
-    /// from the original, so the lock must stay until the transaction ends).
+    /// No such transaction or node; the transaction changed the node, its attributes or its
+    /// children (its branched version has changes, so its locks must stay until the
+    /// transaction ends), unless its only explicit locks on it are snapshot locks (seed 004:
+    /// those can always be released).
     pub async fn unlock_node(&self, path: &str, tx: &str) -> Result<()> {
         let path = normalize(path);
         super::validate(path)?;
@@ -267,23 +289,81 @@ impl Store {
             let view = tree
                 .node(path)
                 .ok_or_else(|| Error::NoSuchNode { path: path.into() })?;
-            if transaction.changes.contains_key(path) {
-                return Err(Error::Invalid(format!(
-                    "Cannot unlock node {path} in transaction {tx}: the transaction changed it; its locks end with the transaction"
-                )));
-            }
             let id = node_id(&view, path);
-            if state
+            let explicit: Vec<&Lock> = state
                 .master
                 .locks
                 .values()
-                .any(|l| l.transaction_id == tx && l.node_id == id && l.explicit)
-            {
+                .filter(|l| l.transaction_id == tx && l.node_id == id && l.explicit)
+                .collect();
+            let only_snapshots =
+                !explicit.is_empty() && explicit.iter().all(|l| l.mode == LockMode::Snapshot);
+            if !only_snapshots && branch_changed(&transaction.changes, path) {
+                return Err(Error::Invalid(format!(
+                    "Cannot unlock node {path} in transaction {tx}: its branched version has changes (the transaction changed the node, its attributes or its children); its locks end with the transaction"
+                )));
+            }
+            if !explicit.is_empty() {
                 actions.push(Action::Unlock {
                     transaction_id: tx.into(),
                     node_id: id,
                 });
             }
+            Ok(actions)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Takes a read snapshot of the static table at `path` for master transaction `tx`,
+    /// unless it (or an ancestor) already holds a snapshot of it: later reads in `tx` see
+    /// the rows they see now, whatever others commit (YT's serializable reads of static
+    /// tables). A table `tx` put there itself needs none.
+    ///
+    /// # Errors
+    /// No such transaction.
+    pub async fn take_read_snapshot(&self, path: &str, tx: &str) -> Result<()> {
+        let path = normalize(path);
+        super::validate(path)?;
+        let lock_id = fresh_id();
+        self.commit(|state| {
+            let (state, mut actions) = reap_expired(state)?;
+            let transaction = live(&state, tx)?;
+            let tree = Tree::of(&state, Some(tx))?;
+            let Some(super::NodeView::Table(table)) = tree.node(path) else {
+                return Ok(actions);
+            };
+            let master = &state.master;
+            let held = master.locks.values().any(|l| {
+                l.node_id == table.id
+                    && l.mode == LockMode::Snapshot
+                    && master.is_self_or_ancestor(&l.transaction_id, Some(tx))
+            });
+            let below = Tree::of(&state, transaction.parent_id.as_deref())?;
+            let others_see_it = matches!(
+                below.node(path),
+                Some(super::NodeView::Table(t)) if t.id == table.id
+            );
+            if table.dynamic || held || !others_see_it {
+                return Ok(actions);
+            }
+            actions.push(Action::TakeLock {
+                lock: Lock {
+                    id: lock_id.clone(),
+                    transaction_id: tx.into(),
+                    node_id: table.id.clone(),
+                    path: path.into(),
+                    mode: LockMode::Snapshot,
+                    child_key: None,
+                    attribute_key: None,
+                    state: LockState::Acquired,
+                    explicit: false,
+                    read: true,
+                    seq: master.next_lock_seq,
+                    snapshot: None,
+                    timestamp: None,
+                },
+            });
             Ok(actions)
         })
         .await?;
@@ -324,13 +404,18 @@ impl Store {
             });
         }
         let tree = Tree::of(&state, tx)?;
-        let snapshot = master
+        let lock = master
             .locks
             .values()
             .filter(|l| l.node_id == id && l.mode == LockMode::Snapshot)
-            .find(|l| master.is_self_or_ancestor(&l.transaction_id, tx))
-            .and_then(|l| l.snapshot.clone());
+            .find(|l| master.is_self_or_ancestor(&l.transaction_id, tx));
         let path = tree.path_of(id);
+        // Where the locked path still leads to the node, the tree shows the kept version
+        // with the transaction's own changes over it.
+        let snapshot = lock.and_then(|l| match &path {
+            Some(p) if *p == l.path => tree.entry(p).or_else(|| l.snapshot.clone()),
+            _ => l.snapshot.clone(),
+        });
         if path.is_none() && snapshot.is_none() {
             return Ok(None);
         }

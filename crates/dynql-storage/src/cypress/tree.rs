@@ -2,7 +2,9 @@
 //! its master transactions composed over them, the topmost transaction's first (seed 004's
 //! branched versions: a transaction reads its own change of a node over its parent's, ...,
 //! over the committed node; a change holds only the keys it changed, so keys others
-//! committed meanwhile show through). Without a transaction it is the committed tree.
+//! committed meanwhile show through). A snapshot lock of one of them puts the version it
+//! keeps under that transaction's changes (see [`super::locks`]). Without a transaction it
+//! is the committed tree.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,6 +12,7 @@ use std::ops::Bound;
 
 use dynql_core::Yson;
 
+use super::locks::{Lock, LockMode, LockState};
 use super::transactions::{Change, Entry};
 use super::{
     builtin, child_path, parent, prefix_of, system_children, Node, NodeKind, NodeView, ROOT,
@@ -46,6 +49,20 @@ impl<'a> Tree<'a> {
         };
         let mut versions: BTreeMap<&'a str, Option<Cow<'a, Entry>>> = BTreeMap::new();
         for tx in state.master.ancestry(id)?.into_iter().rev() {
+            // The versions its snapshot locks keep, where the path still leads to the
+            // locked node; its own changes compose over them.
+            for lock in state.master.locks.values() {
+                let Some(kept) = snapshot_kept(lock, &tx.id) else {
+                    continue;
+                };
+                let now = match versions.get(lock.path.as_str()) {
+                    Some(version) => version.as_deref().map(Entry::id),
+                    None => committed_id(state, &lock.path),
+                };
+                if now == Some(kept.id()) {
+                    versions.insert(lock.path.as_str(), Some(Cow::Borrowed(kept)));
+                }
+            }
             for (path, change) in &tx.changes {
                 let version = match change {
                     Change::Removed => None,
@@ -281,6 +298,25 @@ impl<'a> Tree<'a> {
             NodeView::ImplicitMap => None,
         }
     }
+}
+
+/// The version an acquired snapshot lock of transaction `tx` keeps.
+fn snapshot_kept<'l>(lock: &'l Lock, tx: &str) -> Option<&'l Entry> {
+    let taken = lock.transaction_id == tx
+        && lock.mode == LockMode::Snapshot
+        && lock.state == LockState::Acquired;
+    lock.snapshot.as_ref().filter(|_| taken)
+}
+
+/// The id of the committed node or table at `path`.
+fn committed_id<'s>(state: &'s State, path: &str) -> Option<&'s str> {
+    if let Some(n) = state.nodes.get(path) {
+        return Some(&n.id);
+    }
+    if let Some((entry, _)) = state.tables.get(path) {
+        return Some(&entry.id);
+    }
+    builtin(path).map(|n| n.id.as_str())
 }
 
 /// The committed node or table at `path` (a builtin directory included).

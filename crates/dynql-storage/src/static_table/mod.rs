@@ -228,42 +228,53 @@ pub(crate) fn replay_write(
     }
 }
 
-/// The chunk files an entry names (its rows, and those a legacy version staged).
-pub(crate) fn chunk_paths(entry: &TableEntry) -> impl Iterator<Item = &str> {
+/// The chunks an entry names (its rows, and those a legacy version staged).
+pub(crate) fn entry_chunks(entry: &TableEntry) -> impl Iterator<Item = &StaticChunk> {
     let staged = match &entry.staged_rows {
         Some(StagedRows::Appended(chunks)) => chunks.as_slice(),
         _ => &[],
     };
-    entry
-        .static_chunks
-        .iter()
-        .chain(staged)
-        .map(|c| c.path.as_str())
+    entry.static_chunks.iter().chain(staged)
+}
+
+/// The chunk files an entry names (its rows, and those a legacy version staged).
+pub(crate) fn chunk_paths(entry: &TableEntry) -> impl Iterator<Item = &str> {
+    entry_chunks(entry).map(|c| c.path.as_str())
+}
+
+/// The chunks the master transactions' changes (legacy versions included) and snapshot
+/// locks name, each with what names it (`//t in transaction ID`, `//t under snapshot lock
+/// ID`): rows only they hold, which `dynql check` verifies like the committed ones.
+pub(crate) fn master_chunks(master: &Master) -> Vec<(&StaticChunk, String)> {
+    let mut out = Vec::new();
+    for t in master.transactions.values() {
+        for (path, change) in &t.changes {
+            let holder = format!("{path} in transaction {}", t.id);
+            out.extend(change.static_chunks().map(|c| (c, holder.clone())));
+        }
+        for (path, version) in &t.legacy_versions {
+            if let Some(Entry::Table(table)) = version {
+                let holder = format!("{path} in transaction {}", t.id);
+                out.extend(entry_chunks(table).map(|c| (c, holder.clone())));
+            }
+        }
+    }
+    for lock in master.locks.values() {
+        if let Some(Entry::Table(table)) = &lock.snapshot {
+            let holder = format!("{} under snapshot lock {}", lock.path, lock.id);
+            out.extend(entry_chunks(table).map(|c| (c, holder.clone())));
+        }
+    }
+    out
 }
 
 /// The chunk files the master transactions' changes (legacy versions included) and snapshot
 /// locks name.
 pub(crate) fn master_chunk_paths(master: &Master) -> Vec<String> {
-    let mut out = Vec::new();
-    for t in master.transactions.values() {
-        out.extend(
-            t.changes
-                .values()
-                .flat_map(|c| c.chunk_paths())
-                .map(str::to_string),
-        );
-        for version in t.legacy_versions.values().flatten() {
-            if let Entry::Table(table) = version {
-                out.extend(chunk_paths(table).map(str::to_string));
-            }
-        }
-    }
-    for snapshot in master.locks.values().filter_map(|l| l.snapshot.as_ref()) {
-        if let Entry::Table(table) = snapshot {
-            out.extend(chunk_paths(table).map(str::to_string));
-        }
-    }
-    out
+    master_chunks(master)
+        .into_iter()
+        .map(|(c, _)| c.path.clone())
+        .collect()
 }
 
 #[cfg(test)]

@@ -41,8 +41,13 @@ impl TableRead {
     }
 }
 
-/// The snapshot lock `tx` or an ancestor holds on table `id`: its version and timestamp.
-fn snapshot<'a>(state: &'a State, tx: Option<&str>, id: &str) -> Option<(&'a TableEntry, u64)> {
+/// The snapshot lock `tx` or an ancestor holds on table `id`: its version, timestamp and
+/// the path it was taken at.
+fn snapshot<'a>(
+    state: &'a State,
+    tx: Option<&str>,
+    id: &str,
+) -> Option<(&'a TableEntry, u64, &'a str)> {
     let tx = tx?;
     let master = &state.master;
     master
@@ -51,7 +56,7 @@ fn snapshot<'a>(state: &'a State, tx: Option<&str>, id: &str) -> Option<(&'a Tab
         .filter(|l| l.node_id == id && l.mode == LockMode::Snapshot)
         .find(|l| master.is_self_or_ancestor(&l.transaction_id, Some(tx)))
         .and_then(|l| match (&l.snapshot, l.timestamp) {
-            (Some(Entry::Table(t)), Some(ts)) => Some((t, ts)),
+            (Some(Entry::Table(t)), Some(ts)) => Some((t, ts, l.path.as_str())),
             _ => None,
         })
 }
@@ -97,7 +102,7 @@ impl Store {
         self.read_tree(tx, |tree| {
             let state = tree.state;
             if let Some(id) = path.strip_prefix('#') {
-                if let Some((entry, ts)) = snapshot(state, tx, id) {
+                if let Some((entry, ts, _)) = snapshot(state, tx, id) {
                     let chunks = entry.static_chunks.clone();
                     return plan_read(tree, None, entry, chunks, Timestamp(ts));
                 }
@@ -123,9 +128,14 @@ impl Store {
             }
             None => return Err(Error::NoSuchTable { path: path.into() }),
         };
-        if let Some((snapshot, ts)) = snapshot(tree.state, tx, &entry.id) {
-            let chunks = snapshot.static_chunks.clone();
-            return plan_read(tree, Some(path), snapshot, chunks, Timestamp(ts));
+        if let Some((snapshot, ts, locked_at)) = snapshot(tree.state, tx, &entry.id) {
+            // At the locked path the tree shows the kept version with the transaction's own
+            // changes over it; a node moved elsewhere shows the kept version alone.
+            let (entry, chunks) = match locked_at == path {
+                true => (entry, tree.static_chunks(path)),
+                false => (snapshot, snapshot.static_chunks.clone()),
+            };
+            return plan_read(tree, Some(path), entry, chunks, Timestamp(ts));
         }
         plan_read(
             tree,

@@ -33,7 +33,7 @@ async fn set(s: &Store, path: &str, name: &str, value: &str, tx: Option<&str>) {
         .unwrap();
 }
 
-async fn static_table(s: &Store, path: &str) {
+pub(super) async fn static_table(s: &Store, path: &str) {
     let options = TableOptions {
         static_table: true,
         ..TableOptions::default()
@@ -43,7 +43,7 @@ async fn static_table(s: &Store, path: &str) {
 }
 
 /// Appends rows with keys `keys` to the static table at `path`.
-async fn append(s: &Store, path: &str, tx: Option<&str>, keys: &[i64]) {
+pub(super) async fn append(s: &Store, path: &str, tx: Option<&str>, keys: &[i64]) {
     let mut w = s.start_static_write(path, tx, true).await.unwrap();
     s.write_static_rows(
         &mut w,
