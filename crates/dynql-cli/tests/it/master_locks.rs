@@ -136,15 +136,17 @@ fn unlock_fails_once_the_branch_has_changes_except_for_snapshot_locks() {
     s.ok(&["lock", "//tmp/free", "--tx", &other], None);
     // An explicit snapshot lock can always be unlocked, changes made before it or not.
     let third = start_tx(&s, None);
-    s.ok(&["set", "//tmp/dir/@b", "1", "--tx", &third], None);
-    let err = s.fails(&["unlock", "//tmp/dir", "--tx", &third], None);
+    s.ok(&["create", "map_node", "//tmp/third"], None);
+    s.ok(&["set", "//tmp/third/@b", "1", "--tx", &third], None);
+    let err = s.fails(&["unlock", "//tmp/third", "--tx", &third], None);
     assert!(err.contains("branched version has changes"), "{err}");
     let fourth = start_tx(&s, None);
-    s.ok(&["set", "//tmp/config/@c", "1", "--tx", &fourth], None);
+    s.ok(&["create", "map_node", "//tmp/fourth"], None);
+    s.ok(&["set", "//tmp/fourth/@c", "1", "--tx", &fourth], None);
     let lock = line(s.ok(
         &[
             "lock",
-            "//tmp/config",
+            "//tmp/fourth",
             "--tx",
             &fourth,
             "--mode",
@@ -154,10 +156,10 @@ fn unlock_fails_once_the_branch_has_changes_except_for_snapshot_locks() {
     ));
     // The snapshot keeps the transaction's own change (not lost, not counted twice).
     assert_eq!(
-        s.ok(&["get", "//tmp/config/@c", "--tx", &fourth], None),
+        s.ok(&["get", "//tmp/fourth/@c", "--tx", &fourth], None),
         "1\n"
     );
-    s.ok(&["unlock", "//tmp/config", "--tx", &fourth], None);
+    s.ok(&["unlock", "//tmp/fourth", "--tx", &fourth], None);
     let err = s.fails(&["get", &format!("#{lock}/@state")], None);
     assert!(err.contains("no such object"), "{err}");
 }
