@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use dynql::io::{
-    ExportOptions, FileFormat, ImportOptions, Phase, Progress, ProgressFn, RejectedRow,
-    DEFAULT_ROWS_PER_FILE,
+    parse_codec, ExportOptions, FileFormat, ImportOptions, Phase, Progress, ProgressFn,
+    RejectedRow, DEFAULT_ROWS_PER_FILE,
 };
 use dynql::{Database, Timestamp};
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -65,6 +65,13 @@ pub struct ExportArgs {
     /// Write into a non-empty directory, replacing its part-*.parquet files.
     #[arg(long)]
     pub force: bool,
+    /// The files' compression: zstd, snappy, gzip, lz4, brotli or uncompressed; zstd, gzip
+    /// and brotli take a level (`zstd_9`, or --compression-level).
+    #[arg(long, default_value = "snappy", value_name = "CODEC")]
+    pub compression: String,
+    /// The compression level (zstd 1-22, gzip 0-10, brotli 0-11).
+    #[arg(long, value_name = "N")]
+    pub compression_level: Option<i32>,
 }
 
 fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
@@ -154,6 +161,8 @@ pub async fn export(db: &Database, args: ExportArgs) -> Result<()> {
         timestamp: args.timestamp,
         rows_per_file: args.rows_per_file,
         force: args.force,
+        compression: parse_codec(&args.compression, args.compression_level)
+            .map_err(|why| anyhow::anyhow!("--compression: {why}"))?,
         progress: bar.as_ref().map(export_progress),
     };
     let result = db.export(&args.path, &args.to, &options).await;

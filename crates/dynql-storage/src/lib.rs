@@ -15,6 +15,7 @@ pub mod checksum;
 pub mod chunk;
 mod chunk_cache;
 mod clean_merge;
+pub mod codec;
 mod commit;
 mod compact;
 pub mod compaction;

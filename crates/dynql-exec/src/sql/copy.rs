@@ -64,22 +64,17 @@ fn prepare(copy: &CopyToStatement) -> Result<ParquetCopy> {
         )));
     }
     let mut properties = WriterProperties::builder().set_compression(Compression::SNAPPY);
+    let (mut codec, mut level) = (None, None);
     for (key, value) in &copy.options {
         let key = key.to_ascii_lowercase();
         let value = value.to_string();
         let value = value.trim_matches('\'');
         match key.strip_prefix("format.").unwrap_or(&key) {
-            "compression" => {
-                let compression = match value.to_ascii_lowercase().as_str() {
-                    "snappy" => Compression::SNAPPY,
-                    "uncompressed" => Compression::UNCOMPRESSED,
-                    other => {
-                        return Err(invalid(format!(
-                            "COPY … TO Parquet compresses with snappy or uncompressed, not {other}"
-                        )))
-                    }
-                };
-                properties = properties.set_compression(compression);
+            "compression" => codec = Some(value.to_string()),
+            "compression_level" => {
+                level = Some(value.parse::<i32>().map_err(|_| {
+                    invalid(format!("compression_level takes a number, not {value}"))
+                })?)
             }
             "max_row_group_size" => {
                 let rows = value.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -91,10 +86,17 @@ fn prepare(copy: &CopyToStatement) -> Result<ParquetCopy> {
             }
             other => {
                 return Err(invalid(format!(
-                    "COPY … TO Parquet takes the options compression and max_row_group_size, not {other}"
+                    "COPY … TO Parquet takes the options compression, compression_level and max_row_group_size, not {other}"
                 )))
             }
         }
+    }
+    // DuckDB's spelling: COMPRESSION 'zstd', COMPRESSION_LEVEL 9 (a level alone is zstd's).
+    if codec.is_some() || level.is_some() {
+        let name = codec.as_deref().unwrap_or("zstd");
+        let compression = dynql_storage::codec::parse_codec(name, level)
+            .map_err(|why| invalid(format!("COPY … TO Parquet: {why}")))?;
+        properties = properties.set_compression(compression);
     }
     let source = match &copy.source {
         CopyToSource::Query(query) => SqlStatement::Statement(Box::new(

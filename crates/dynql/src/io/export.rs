@@ -38,6 +38,9 @@ pub struct ExportOptions {
     pub rows_per_file: u64,
     /// Write into a non-empty directory, replacing its `part-*.parquet` files.
     pub force: bool,
+    /// The files' compression codec (see [`dynql_storage::codec::parse_codec`]); snappy by
+    /// default, which every reader reads fastest.
+    pub compression: Compression,
     /// Called as the export advances.
     pub progress: Option<ProgressFn>,
 }
@@ -48,6 +51,7 @@ impl Default for ExportOptions {
             timestamp: None,
             rows_per_file: DEFAULT_ROWS_PER_FILE,
             force: false,
+            compression: Compression::SNAPPY,
             progress: None,
         }
     }
@@ -59,6 +63,7 @@ impl std::fmt::Debug for ExportOptions {
             .field("timestamp", &self.timestamp)
             .field("rows_per_file", &self.rows_per_file)
             .field("force", &self.force)
+            .field("compression", &self.compression)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -156,7 +161,7 @@ impl Database {
         let old_parts = prepare_directory(dir, options.force)?;
         let estimate = self.store().version_count(path).await? as u64;
         let schema = &entry.schema;
-        let mut writer = PartWriter::new(dir, schema, options.rows_per_file);
+        let mut writer = PartWriter::new(dir, schema, options.rows_per_file, options.compression);
         let result = async {
             let mut rows = 0u64;
             let mut weight = 0u64;
@@ -285,7 +290,12 @@ struct PartWriter {
 }
 
 impl PartWriter {
-    fn new(dir: &Path, schema: &TableSchema, rows_per_file: u64) -> PartWriter {
+    fn new(
+        dir: &Path,
+        schema: &TableSchema,
+        rows_per_file: u64,
+        compression: Compression,
+    ) -> PartWriter {
         let sorting: Vec<SortingColumn> = (0..schema.key_column_count())
             .map(|i| SortingColumn {
                 column_idx: i as i32,
@@ -295,7 +305,7 @@ impl PartWriter {
             .collect();
         let schema_text = dynql_core::yson::to_text(&schema.to_yson());
         let properties = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
+            .set_compression(compression)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_sorting_columns((!sorting.is_empty()).then_some(sorting))
             .set_key_value_metadata(Some(vec![KeyValue::new(

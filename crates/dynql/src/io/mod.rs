@@ -44,7 +44,11 @@ use crate::Database;
 
 /// Parquet key-value metadata key holding the table schema (YSON text of `@schema`); the
 /// storage layer's [`FileTable`](dynql_storage::files::FileTable) reads it back.
+pub use dynql_storage::codec::{parse_codec, CODEC_NAMES};
 pub use dynql_storage::files::SCHEMA_METADATA_KEY;
+/// A Parquet compression codec ([`ExportOptions::compression`]; [`parse_codec`] reads one
+/// from its name).
+pub use parquet::basic::Compression;
 
 /// How many rejected rows an error message and an [`ImportReport`] keep as examples.
 pub const REJECTED_EXAMPLES: usize = 10;
