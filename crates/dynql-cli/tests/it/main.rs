@@ -12,6 +12,7 @@ mod io;
 mod key_filters;
 mod limits;
 mod mvcc;
+mod ql_rules;
 mod queues;
 mod shell;
 mod sql;

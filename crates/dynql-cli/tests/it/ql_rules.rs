@@ -1,0 +1,49 @@
+//! YT QL rules taken from YT's own query tests (issue 39, item 11), through the binary.
+
+use super::TestStore;
+
+/// A store with `//s`: `k` int64 key, `s` string and `d` double, one row with nulls.
+fn strings() -> TestStore {
+    let store = TestStore::new();
+    store.ok(
+        &[
+            "create",
+            "table",
+            "//s",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=s;type=string};{name=d;type=double}]}",
+        ],
+        None,
+    );
+    store.ok(
+        &["insert-rows", "//s"],
+        Some("{k=1;s=\"abc\";d=9007199254740992.0};{k=2;s=#;d=#}"),
+    );
+    store
+}
+
+fn select(store: &TestStore, query: &str) -> String {
+    store.ok(&["select-rows", query, "--format", "json"], None)
+}
+
+#[test]
+fn regex_predicates_on_null_strings_are_false() {
+    let store = strings();
+    let rows = select(
+        &store,
+        "k, regex_full_match(\"a.*\", s) as f, regex_partial_match(\"b\", s) as p, \
+         regex_replace_first(\"b\", s, \"x\") as r, regex_extract(\"(b)\", s, \"\\\\1\") as e \
+         from [//s]",
+    );
+    assert_eq!(
+        rows,
+        "{\"k\":1,\"f\":true,\"p\":true,\"r\":\"axc\",\"e\":\"b\"}\n\
+         {\"k\":2,\"f\":false,\"p\":false,\"r\":null,\"e\":null}\n"
+    );
+    // So NOT of them keeps the row with a null string.
+    let rows = select(
+        &store,
+        "k from [//s] where not regex_partial_match(\"b\", s)",
+    );
+    assert_eq!(rows, "{\"k\":2}\n");
+}
