@@ -193,3 +193,59 @@ fn placeholders_splice_values() {
     .unwrap_err();
     assert!(e.to_string().contains("Placeholder was not found"));
 }
+
+/// YT's `TPrepareExpressionTest.Negative1`: numeric constants convert to the operand's type
+/// only when their value survives.
+#[test]
+fn constants_that_lose_their_value_are_refused() {
+    let cases = [
+        (
+            "k from [//t] where d = 9007199254740993",
+            "Failed to cast 9007199254740993 to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d = 4611686018427387903",
+            "to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d = 9223372036854775807u",
+            "Failed to cast 9223372036854775807u to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d > 9223372036854775807",
+            "to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d in (1, 9007199254740993)",
+            "to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where i in (1.5)",
+            "Failed to cast 1.5 to int64: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where u in (-1.0)",
+            "to uint64: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where i = 18446744073709551606u",
+            "Type mismatch",
+        ),
+        ("k from [//t] where u = 1.5", "Type mismatch"),
+    ];
+    for (q, want) in cases {
+        let got = error(q);
+        assert!(got.contains(want), "{q}: expected {want:?}, got {got:?}");
+    }
+    // Values a double holds exactly keep working, as do integral doubles in integer lists.
+    for q in [
+        "k from [//t] where d = 9007199254740992",
+        "k from [//t] where d = -9007199254740992",
+        "k from [//t] where d = 1 or d = 2u",
+        "k from [//t] where d in (1, 2u, 3.5)",
+        "k from [//t] where i in (4.0, -2.0)",
+        "k from [//t] where d > 9223372036854775808u",
+    ] {
+        assert!(bind(q).is_ok(), "{q}: {:?}", bind(q).err());
+    }
+}

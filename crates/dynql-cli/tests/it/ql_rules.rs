@@ -47,3 +47,29 @@ fn regex_predicates_on_null_strings_are_false() {
     );
     assert_eq!(rows, "{\"k\":2}\n");
 }
+
+#[test]
+fn integer_literals_a_double_cannot_hold_are_refused() {
+    let store = strings();
+    let err = store.fails(
+        &["select-rows", "k from [//s] where d = 9007199254740993"],
+        None,
+    );
+    assert!(
+        err.contains("Failed to cast 9007199254740993 to double: inaccurate conversion"),
+        "{err}"
+    );
+    // The error points at the literal.
+    assert!(err.contains("^^^^^^^^^^^^^^^^"), "{err}");
+    let err = store.fails(&["select-rows", "k from [//s] where k in (1.5)"], None);
+    assert!(err.contains("inaccurate conversion"), "{err}");
+    // 2^53 converts exactly, and so does an integral double for an integer column.
+    assert_eq!(
+        select(&store, "k from [//s] where d = 9007199254740992"),
+        "{\"k\":1}\n"
+    );
+    assert_eq!(
+        select(&store, "k from [//s] where k in (1.0)"),
+        "{\"k\":1}\n"
+    );
+}
