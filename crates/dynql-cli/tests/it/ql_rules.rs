@@ -73,3 +73,46 @@ fn integer_literals_a_double_cannot_hold_are_refused() {
         "{\"k\":1}\n"
     );
 }
+
+fn joined() -> TestStore {
+    let store = TestStore::new();
+    for (path, value) in [("//l", "a"), ("//r", "c"), ("//ra", "a")] {
+        store.ok(
+            &[
+                "create",
+                "table",
+                path,
+                "--attributes",
+                &format!("{{dynamic=%true; schema=[{{name=k;type=int64;sort_order=ascending}};{{name={value};type=string}}]}}"),
+            ],
+            None,
+        );
+    }
+    store.ok(&["insert-rows", "//l"], Some("{k=1;a=x};{k=2;a=z}"));
+    store.ok(&["insert-rows", "//r"], Some("{k=1;c=y}"));
+    store.ok(&["insert-rows", "//ra"], Some("{k=1;a=w}"));
+    store
+}
+
+#[test]
+fn star_over_aliased_tables_names_columns_with_the_alias() {
+    let store = joined();
+    let q = "* from [//l] as l join [//r] as r on l.k = r.k";
+    assert_eq!(
+        select(&store, q),
+        "{\"l.k\":1,\"l.a\":\"x\",\"r.k\":1,\"r.c\":\"y\"}\n"
+    );
+    let yson = store.ok(&["select-rows", q, "--format", "yson"], None);
+    assert_eq!(
+        yson.trim(),
+        "{\"l.k\"=1;\"l.a\"=\"x\";\"r.k\"=1;\"r.c\"=\"y\";};"
+    );
+    // Without aliases names stay bare; the join column appears once.
+    for q in [
+        "* from [//l] join [//r] using k",
+        "* from [//l] join [//r] on k = k",
+    ] {
+        let yson = store.ok(&["select-rows", q, "--format", "yson"], None);
+        assert_eq!(yson.trim(), "{\"k\"=1;\"a\"=\"x\";\"c\"=\"y\";};", "{q}");
+    }
+}
