@@ -90,8 +90,8 @@ impl<'a> Parser<'a> {
     }
 
     fn error<T>(&self, what: &str) -> Result<T> {
-        Err(Error::syntax(
-            format!("unexpected {}, expected {what}", describe(self.peek())),
+        Err(Error::grammar(
+            format_args!("unexpected {}, expected {what}", describe(self.peek())),
             self.span(),
         ))
     }
@@ -997,6 +997,17 @@ mod tests {
         let e = parse("* from [//t] limit 5 offset 2").unwrap_err();
         assert!(e.to_string().contains("Error while parsing query"));
         assert_eq!(e.span().unwrap().start, 21);
+        // YT's tests match "syntax error", from the parser and the lexer alike.
+        for bad in [
+            "* from [//t] limit 5 offset 2",
+            "k from [//t] wher k = 1",
+            "k from [//t] where k = 'open",
+            "k from [//t] where k = ?",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("syntax error, "), "{bad}: {e}");
+            assert!(e.contains(" at position "), "{bad}: {e}");
+        }
         assert!(parse("case x end as m from [//t]").is_err());
         assert!(parse("* from [//t] limit 9223372036854775807")
             .unwrap_err()

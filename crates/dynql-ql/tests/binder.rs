@@ -298,3 +298,18 @@ fn a_name_two_joined_tables_answer_is_ambiguous() {
         assert!(bind(q).is_ok(), "{q}: {:?}", bind(q).err());
     }
 }
+
+#[test]
+fn mixed_literal_lists_are_a_types_mismatch_in_tuple() {
+    for q in [
+        "k from [//t] where i in (1, 'x')",
+        "k from [//t] where i in (1, 2u, \"abc\")",
+        "k from [//t] where (i, s) in ((1, 'a'), (2, 3))",
+        "k from [//t] where i between 1 and 'x'",
+        "transform(i, (1, 'a'), (2, 3)) as x from [//t]",
+        "transform(i, (1, 2), (2, 'x')) as x from [//t]",
+    ] {
+        let got = error(q);
+        assert!(got.contains("Types mismatch in tuple"), "{q}: {got}");
+    }
+}

@@ -116,3 +116,44 @@ fn star_over_aliased_tables_names_columns_with_the_alias() {
         assert_eq!(yson.trim(), "{\"k\"=1;\"a\"=\"x\";\"c\"=\"y\";};", "{q}");
     }
 }
+
+#[test]
+fn errors_carry_yt_words() {
+    let store = joined();
+    let cases = [
+        ("k from [//l] wher k = 1", "syntax error"),
+        ("k from [//l] where a = 'open", "syntax error"),
+        (
+            "k from [//l] where k in (1, 'x')",
+            "Types mismatch in tuple",
+        ),
+        (
+            "k from [//l] where (k, a) in ((1, 2))",
+            "Types mismatch in tuple",
+        ),
+        (
+            "a from [//l] join [//ra] on k = k",
+            "Ambiguous resolution for column \"a\"",
+        ),
+        (
+            "* from [//l] join [//ra] on k = k",
+            "Ambiguous resolution for column \"a\"",
+        ),
+    ];
+    for (q, want) in cases {
+        let err = store.fails(&["select-rows", q], None);
+        assert!(err.contains(want), "{q}: {err}");
+        // The position and the caret line stay.
+        assert!(err.contains('^'), "{q}: {err}");
+    }
+    let err = store.fails(&["select-rows", "k from [//l] wher k = 1"], None);
+    assert!(err.contains("at position 18"), "{err}");
+    // A qualified name is not ambiguous.
+    assert_eq!(
+        select(
+            &store,
+            "l.a, ra.a from [//l] as l join [//ra] as ra on l.k = ra.k"
+        ),
+        "{\"l.a\":\"x\",\"ra.a\":\"w\"}\n"
+    );
+}

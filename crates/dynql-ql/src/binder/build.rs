@@ -210,7 +210,7 @@ impl Binder {
             if !set.contains(*t) {
                 return Err(mismatch(
                     format!(
-                        "Types mismatch in {context}: expected {t}, got {}",
+                        "Types mismatch in tuple: {context} item has type {}, expected {t}",
                         set.describe()
                     ),
                     item.span,
