@@ -157,3 +157,50 @@ fn errors_carry_yt_words() {
         "{\"l.a\":\"x\",\"ra.a\":\"w\"}\n"
     );
 }
+
+#[test]
+fn string_matches_parse_and_match_as_in_yt() {
+    let store = strings();
+    store.ok(
+        &["insert-rows", "//s"],
+        Some("{k=3;s=\"50%\"};{k=4;s=\"500\"};{k=5;s=\"été\"};{k=6;s=\"xabcx\"}"),
+    );
+    let keys = |q: &str| select(&store, &format!("k from [//s] where {q}"));
+    assert_eq!(keys("s like '50!%' escape '!'"), "{\"k\":3}\n");
+    assert_eq!(keys("s like '50\\\\%'"), "{\"k\":3}\n");
+    assert_eq!(
+        keys("s not like '50!%' escape '!' and k > 2"),
+        "{\"k\":4}\n{\"k\":5}\n{\"k\":6}\n"
+    );
+    // `_` is one character; ILIKE folds case beyond ASCII.
+    assert_eq!(keys("s like '_t_'"), "{\"k\":5}\n");
+    assert_eq!(keys("s ilike 'ÉTÉ'"), "{\"k\":5}\n");
+    // RLIKE and REGEXP match the whole string, as YT's RE2::FullMatch.
+    assert_eq!(keys("s rlike 'a.c'"), "{\"k\":1}\n");
+    assert_eq!(keys("s regexp '.*abc.*'"), "{\"k\":1}\n{\"k\":6}\n");
+    assert_eq!(
+        keys("s not regexp '[0-9]+%?' and k > 2"),
+        "{\"k\":5}\n{\"k\":6}\n"
+    );
+    // A null text matches nothing, negated or not.
+    assert_eq!(keys("s like '%' or s not like '%'"), keys("s like '%'"));
+    for (q, want) in [
+        (
+            "s rlike 'a' escape '!'",
+            "ESCAPE should not be used together with REGEXP (RLIKE)",
+        ),
+        (
+            "s like 'a' escape '!!'",
+            "Escape string must be empty or one character",
+        ),
+        (
+            "s like 'a!' escape '!'",
+            "Incomplete escape sequence at the end of LIKE pattern",
+        ),
+        ("s like 'a' like 'b'", "syntax error"),
+        ("k | 1 like 'b'", "syntax error"),
+    ] {
+        let err = store.fails(&["select-rows", &format!("k from [//s] where {q}")], None);
+        assert!(err.contains(want), "{q}: {err}");
+    }
+}

@@ -311,7 +311,7 @@ impl Binder {
             Some(e) => {
                 if kind == LikeKind::Rlike {
                     return Err(Error::invalid(
-                        "ESCAPE is not supported with RLIKE/REGEXP",
+                        "ESCAPE should not be used together with REGEXP (RLIKE)",
                         e.span,
                     ));
                 }
