@@ -762,7 +762,7 @@ fn double_to_int(x: f64, target: ValueType) -> Result<Value> {
     // Since YT 25.2 a double outside the target range is an error.
     match target {
         ValueType::Int64 => {
-            if x.is_nan() || x < -9.223372036854776e18 || x >= 9.223372036854776e18 {
+            if !(-9.223372036854776e18..9.223372036854776e18).contains(&x) {
                 Err(runtime(format!(
                     "Double value {x} is out of range for int64"
                 )))
@@ -979,7 +979,7 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::Lcm => {
             let (x, y) = (uint_arg(a(0)), uint_arg(a(1)));
             let g = gcd(x, y);
-            Value::Uint64(if g == 0 { 0 } else { (x / g).wrapping_mul(y) })
+            Value::Uint64(x.checked_div(g).map_or(0, |q| q.wrapping_mul(y)))
         }
         S::Xor => Value::Uint64(uint_arg(a(0)) ^ uint_arg(a(1))),
         S::Sleep => {

@@ -28,6 +28,12 @@ pub struct TestStore {
     pub dir: tempfile::TempDir,
 }
 
+impl Default for TestStore {
+    fn default() -> TestStore {
+        TestStore::new()
+    }
+}
+
 impl TestStore {
     pub fn new() -> TestStore {
         TestStore {
