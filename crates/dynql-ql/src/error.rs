@@ -42,6 +42,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// A text the grammar rejects at `span`; the message starts with YT's "syntax error".
+    pub fn grammar(detail: impl std::fmt::Display, span: Span) -> Error {
+        Error::syntax(format!("syntax error, {detail}"), span)
+    }
+
     /// A syntax error at `span`.
     pub fn syntax(message: impl Into<String>, span: Span) -> Error {
         Error::Syntax {

@@ -183,7 +183,14 @@ fn check_nan(values: &[Value]) -> Result<()> {
     Ok(())
 }
 
-/// Translates a LIKE pattern (`%`, `_`, escape char) or an RLIKE regex into a regex.
+/// Translates a LIKE pattern (`%`, `_`, escape char) or an RLIKE regex into a regex, as YT
+/// does for RE2 in its UTF-8 mode: every form matches the whole text, `_` is one character,
+/// ILIKE folds Unicode case, and the escape character (`\` unless ESCAPE says otherwise; none
+/// for an empty one) makes the character after it literal.
+///
+/// # Errors
+/// YT's: ESCAPE with RLIKE/REGEXP, an escape string longer than one byte, a pattern ending in
+/// the escape character, and a regex RE2 would not parse.
 pub fn compile_like(
     pattern: &[u8],
     escape: Option<&[u8]>,
@@ -191,9 +198,12 @@ pub fn compile_like(
 ) -> Result<regex::bytes::Regex> {
     if kind == LikeKind::Rlike {
         if escape.is_some() {
-            return Err(runtime("ESCAPE is not supported with RLIKE/REGEXP"));
+            return Err(runtime(
+                "ESCAPE should not be used together with REGEXP (RLIKE)",
+            ));
         }
-        // YT matches RLIKE/REGEXP against the whole string (RE2 full match).
+        // YT runs RE2::FullMatch on the pattern as written, so RLIKE and REGEXP are full
+        // matches (regex_partial_match is the unanchored search).
         return compile_regex(&[b"^(?:", pattern, b")$"].concat());
     }
     let esc = match escape {
@@ -203,32 +213,54 @@ pub fn compile_like(
         Some(_) => return Err(runtime("Escape string must be empty or one character")),
     };
     let mut re = String::from(if kind == LikeKind::Ilike {
-        "(?is-u)^"
+        "(?is)^"
     } else {
-        "(?s-u)^"
+        "(?s)^"
     });
     let mut i = 0;
     while i < pattern.len() {
-        let c = pattern[i];
-        if Some(c) == esc {
-            match pattern.get(i + 1) {
-                Some(&n) => {
-                    re.push_str(&format!("\\x{n:02x}"));
-                    i += 2;
-                    continue;
-                }
-                None => return Err(runtime("LIKE pattern ends with an escape character")),
+        let escaped = Some(pattern[i]) == esc;
+        if escaped {
+            i += 1;
+            if i == pattern.len() {
+                return Err(runtime(
+                    "Incomplete escape sequence at the end of LIKE pattern",
+                ));
             }
         }
-        match c {
-            b'%' => re.push_str("(?:.*)"),
-            b'_' => re.push('.'),
-            _ => re.push_str(&format!("\\x{c:02x}")),
+        match pattern[i] {
+            // Any run of bytes, valid UTF-8 or not.
+            b'%' if !escaped => re.push_str("(?-u:.*)"),
+            b'_' if !escaped => re.push('.'),
+            _ => {
+                let len = utf8_len(&pattern[i..]);
+                match std::str::from_utf8(&pattern[i..i + len]) {
+                    Ok(ch) => re.push_str(&regex::escape(ch)),
+                    Err(_) => re.push_str(&format!("(?-u:\\x{:02x})", pattern[i])),
+                }
+                i += len;
+                continue;
+            }
         }
         i += 1;
     }
     re.push('$');
     regex::bytes::Regex::new(&re).map_err(|e| runtime(format!("Invalid LIKE pattern: {e}")))
+}
+
+/// The length of the UTF-8 character `bytes` starts with, or 1 where none starts there.
+fn utf8_len(bytes: &[u8]) -> usize {
+    let len = match bytes[0] {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => 1,
+    };
+    if len <= bytes.len() && std::str::from_utf8(&bytes[..len]).is_ok() {
+        len
+    } else {
+        1
+    }
 }
 
 fn unary(op: UnaryOp, v: Value) -> Result<Value> {
@@ -564,5 +596,40 @@ mod tests {
         assert!(m("ABC", "a%", None, LikeKind::Ilike));
         assert!(m("abc", "a.c", None, LikeKind::Rlike));
         assert!(!m("xabcx", "b.", None, LikeKind::Rlike));
+        // RE2's special characters are literal in LIKE, escaped or not.
+        assert!(m("a.c(d)", "a.c(d)", None, LikeKind::Like));
+        assert!(!m("abc(d)", "a.c(d)", None, LikeKind::Like));
+        assert!(m("50%", "50!%", Some("!"), LikeKind::Like));
+        assert!(!m("500", "50!%", Some("!"), LikeKind::Like));
+        assert!(m("a!b", "a!!b", Some("!"), LikeKind::Like));
+        assert!(m("a\\b", "a\\b", Some(""), LikeKind::Like));
+    }
+
+    #[test]
+    fn like_matches_characters_as_yt_in_utf8() {
+        let m = |s: &[u8], p: &str, k| compile_like(p.as_bytes(), None, k).unwrap().is_match(s);
+        // `_` is one character, not one byte.
+        assert!(m("é".as_bytes(), "_", LikeKind::Like));
+        assert!(!m("é".as_bytes(), "__", LikeKind::Like));
+        assert!(m("日本".as_bytes(), "_本", LikeKind::Like));
+        // ILIKE folds case beyond ASCII.
+        assert!(m("ÉTÉ".as_bytes(), "été", LikeKind::Ilike));
+        assert!(!m("ÉTÉ".as_bytes(), "été", LikeKind::Like));
+        // Text that is not UTF-8 still matches `%` and its own bytes.
+        assert!(m(b"a\xffb", "a%", LikeKind::Like));
+        let raw = compile_like(b"a\xffb", None, LikeKind::Like).unwrap();
+        assert!(raw.is_match(b"a\xffb"));
+    }
+
+    #[test]
+    fn like_errors_use_yt_words() {
+        let e = |p: &str, esc: Option<&str>, k| {
+            compile_like(p.as_bytes(), esc.map(str::as_bytes), k)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e("a", Some("!"), LikeKind::Rlike).contains("ESCAPE should not be used"));
+        assert!(e("a", Some("!!"), LikeKind::Like).contains("empty or one character"));
+        assert!(e("a!", Some("!"), LikeKind::Like).contains("Incomplete escape sequence"));
     }
 }

@@ -521,6 +521,8 @@ impl ScalarFunction {
                 | S::MakeList
                 | S::MakeMap
                 | S::MakeEntity
+                | S::RegexFullMatch
+                | S::RegexPartialMatch
         )
     }
 }
@@ -760,7 +762,7 @@ fn double_to_int(x: f64, target: ValueType) -> Result<Value> {
     // Since YT 25.2 a double outside the target range is an error.
     match target {
         ValueType::Int64 => {
-            if x.is_nan() || x < -9.223372036854776e18 || x >= 9.223372036854776e18 {
+            if !(-9.223372036854776e18..9.223372036854776e18).contains(&x) {
                 Err(runtime(format!(
                     "Double value {x} is out of range for int64"
                 )))
@@ -841,6 +843,10 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::ParseInt64 => parse_scalar(str_arg(a(0)), ValueType::Int64)?,
         S::ParseUint64 => parse_scalar(str_arg(a(0)), ValueType::Uint64)?,
         S::ParseDouble => parse_scalar(str_arg(a(0)), ValueType::Double)?,
+        // YT's regex predicates answer false, not null, when the pattern or the text is null.
+        S::RegexFullMatch | S::RegexPartialMatch if args.iter().any(Value::is_null) => {
+            Value::Boolean(false)
+        }
         S::RegexFullMatch => {
             let re = compile_regex(&[b"^(?:", str_arg(a(0)), b")$"].concat())?;
             Value::Boolean(re.is_match(str_arg(a(1))))
@@ -973,7 +979,7 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::Lcm => {
             let (x, y) = (uint_arg(a(0)), uint_arg(a(1)));
             let g = gcd(x, y);
-            Value::Uint64(if g == 0 { 0 } else { (x / g).wrapping_mul(y) })
+            Value::Uint64(x.checked_div(g).map_or(0, |q| q.wrapping_mul(y)))
         }
         S::Xor => Value::Uint64(uint_arg(a(0)) ^ uint_arg(a(1))),
         S::Sleep => {
@@ -1089,6 +1095,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r, s("123-abc"));
+    }
+
+    #[test]
+    fn regex_predicates_are_false_on_null_and_rewrites_stay_null() {
+        use ScalarFunction as S;
+        let b = ValueType::Boolean;
+        for f in [S::RegexFullMatch, S::RegexPartialMatch] {
+            for args in [[s("a.*"), Value::Null], [Value::Null, s("abc")]] {
+                assert_eq!(call_scalar(f, &args, b).unwrap(), Value::Boolean(false));
+            }
+            assert_eq!(
+                call_scalar(f, &[s("a.*"), s("abc")], b).unwrap(),
+                Value::Boolean(true)
+            );
+        }
+        for f in [S::RegexReplaceFirst, S::RegexReplaceAll, S::RegexExtract] {
+            let args = [s("a"), Value::Null, s("b")];
+            assert_eq!(
+                call_scalar(f, &args, ValueType::String).unwrap(),
+                Value::Null
+            );
+        }
+        let escaped = call_scalar(S::RegexEscape, &[Value::Null], ValueType::String);
+        assert_eq!(escaped.unwrap(), Value::Null);
     }
 
     #[test]

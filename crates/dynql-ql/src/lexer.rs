@@ -208,7 +208,7 @@ impl<'a> Lexer<'a> {
                                 .ok()
                                 .and_then(|s| s.chars().next())
                                 .unwrap_or(c as char);
-                            return Err(Error::syntax(
+                            return Err(Error::grammar(
                                 format!("unexpected character {ch:?}"),
                                 Span::new(start, start + 1),
                             ));
@@ -277,7 +277,7 @@ impl<'a> Lexer<'a> {
                     if depth == 0 {
                         let inner = &self.bytes[start + 1..self.pos - 1];
                         return String::from_utf8(inner.to_vec()).map_err(|_| {
-                            Error::syntax(
+                            Error::grammar(
                                 "identifier is not valid UTF-8",
                                 Span::new(start, self.pos),
                             )
@@ -287,7 +287,7 @@ impl<'a> Lexer<'a> {
                 _ => {}
             }
         }
-        Err(Error::syntax(
+        Err(Error::grammar(
             "unterminated [ identifier",
             Span::new(start, self.pos),
         ))
@@ -296,8 +296,9 @@ impl<'a> Lexer<'a> {
     fn backquoted(&mut self) -> Result<String> {
         let start = self.pos;
         let bytes = self.quoted(b'`', start)?;
-        String::from_utf8(bytes)
-            .map_err(|_| Error::syntax("identifier is not valid UTF-8", Span::new(start, self.pos)))
+        String::from_utf8(bytes).map_err(|_| {
+            Error::grammar("identifier is not valid UTF-8", Span::new(start, self.pos))
+        })
     }
 
     fn string(&mut self, quote: u8) -> Result<Vec<u8>> {
@@ -311,7 +312,7 @@ impl<'a> Lexer<'a> {
         let mut out = Vec::new();
         loop {
             let Some(c) = self.peek(0) else {
-                return Err(Error::syntax(
+                return Err(Error::grammar(
                     "unterminated quoted literal",
                     Span::new(start, self.pos),
                 ));
@@ -325,7 +326,7 @@ impl<'a> Lexer<'a> {
                 continue;
             }
             let Some(e) = self.peek(0) else {
-                return Err(Error::syntax(
+                return Err(Error::grammar(
                     "unterminated escape",
                     Span::new(start, self.pos),
                 ));
@@ -366,7 +367,7 @@ impl<'a> Lexer<'a> {
                         }
                     }
                     if n == 0 {
-                        return Err(Error::syntax(
+                        return Err(Error::grammar(
                             "\\x must be followed by hex digits",
                             Span::new(self.pos - 2, self.pos),
                         ));
@@ -386,7 +387,7 @@ impl<'a> Lexer<'a> {
             || name.as_bytes()[0].is_ascii_digit()
             || self.bytes.get(close) != Some(&b'}')
         {
-            return Err(Error::syntax(
+            return Err(Error::grammar(
                 "expected a placeholder {name}",
                 Span::new(start, close.min(self.bytes.len())),
             ));
@@ -429,10 +430,10 @@ impl<'a> Lexer<'a> {
             return text
                 .parse::<f64>()
                 .map(Token::Double)
-                .map_err(|_| Error::syntax(format!("bad number {text:?}"), span()));
+                .map_err(|_| Error::grammar(format!("bad number {text:?}"), span()));
         }
         let value = text.parse::<u64>().map_err(|_| {
-            Error::syntax(format!("integer literal {text} is out of range"), span())
+            Error::grammar(format!("integer literal {text} is out of range"), span())
         })?;
         if self.peek(0) == Some(b'u')
             && !self
@@ -446,7 +447,7 @@ impl<'a> Lexer<'a> {
             .peek(0)
             .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
         {
-            return Err(Error::syntax(
+            return Err(Error::grammar(
                 format!(
                     "unexpected character {:?} after a number",
                     self.peek(0).unwrap_or(b' ') as char

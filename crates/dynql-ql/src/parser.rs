@@ -90,8 +90,8 @@ impl<'a> Parser<'a> {
     }
 
     fn error<T>(&self, what: &str) -> Result<T> {
-        Err(Error::syntax(
-            format!("unexpected {}, expected {what}", describe(self.peek())),
+        Err(Error::grammar(
+            format_args!("unexpected {}, expected {what}", describe(self.peek())),
             self.span(),
         ))
     }
@@ -481,51 +481,76 @@ impl<'a> Parser<'a> {
     }
 
     /// Level 6: < <= > >=, IN, BETWEEN, LIKE.
+    ///
+    /// As in YT's grammar, the text, pattern and escape of `[NOT] LIKE|ILIKE|RLIKE|REGEXP`
+    /// are additive expressions, so the string match starts a relational chain (it is not
+    /// the operand of another LIKE, IN or BETWEEN) and only `< <= > >=` may follow it.
     fn relational(&mut self) -> Result<Expr> {
         let mut left = self.bit_or()?;
+        // Whether `left` may still be the text of a string match, and whether it is one.
+        let mut like_text = !is_bare_bit_op(&left);
+        let mut matched = false;
         loop {
+            let string_match = |t: &Token| {
+                matches!(
+                    t,
+                    Token::Keyword(
+                        Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp,
+                    )
+                )
+            };
+            let negated = self.is_kw(Keyword::Not) && string_match(self.peek_at(1));
+            if negated || string_match(self.peek()) {
+                if !like_text {
+                    return self.error(
+                        "an operator (the text of LIKE is an additive expression; use parentheses)",
+                    );
+                }
+                if negated {
+                    self.advance();
+                }
+                left = self.like_tail(left, negated)?;
+                (like_text, matched) = (false, true);
+                continue;
+            }
             let op = match self.peek() {
                 Token::Punct("<") => BinaryOp::Less,
                 Token::Punct("<=") => BinaryOp::LessOrEq,
                 Token::Punct(">") => BinaryOp::Greater,
                 Token::Punct(">=") => BinaryOp::GreaterOrEq,
+                Token::Keyword(Keyword::In | Keyword::Between) if matched => {
+                    return self.error("a comparison after LIKE (use parentheses)");
+                }
                 Token::Keyword(Keyword::In) => {
                     self.advance();
                     left = self.in_tail(left, false)?;
+                    like_text = false;
                     continue;
                 }
                 Token::Keyword(Keyword::Between) => {
                     self.advance();
                     left = self.between_tail(left)?;
+                    like_text = false;
                     continue;
                 }
-                Token::Keyword(
-                    Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp,
-                ) => {
-                    left = self.like_tail(left, false)?;
+                Token::Keyword(Keyword::Not)
+                    if matched && self.peek_at(1) == &Token::Keyword(Keyword::In) =>
+                {
+                    return self.error("a comparison after LIKE (use parentheses)");
+                }
+                Token::Keyword(Keyword::Not) if self.peek_at(1) == &Token::Keyword(Keyword::In) => {
+                    self.advance();
+                    self.advance();
+                    left = self.in_tail(left, true)?;
+                    like_text = false;
                     continue;
                 }
-                Token::Keyword(Keyword::Not) => match self.peek_at(1) {
-                    Token::Keyword(Keyword::In) => {
-                        self.advance();
-                        self.advance();
-                        left = self.in_tail(left, true)?;
-                        continue;
-                    }
-                    Token::Keyword(
-                        Keyword::Like | Keyword::Ilike | Keyword::Rlike | Keyword::Regexp,
-                    ) => {
-                        self.advance();
-                        left = self.like_tail(left, true)?;
-                        continue;
-                    }
-                    _ => return Ok(left),
-                },
                 _ => return Ok(left),
             };
             self.advance();
             let right = self.bit_or()?;
             left = binary(op, left, right);
+            like_text = false;
         }
     }
 
@@ -602,9 +627,9 @@ impl<'a> Parser<'a> {
             Token::Keyword(Keyword::Ilike) => LikeKind::Ilike,
             _ => LikeKind::Rlike,
         };
-        let pattern = self.bit_or()?;
+        let pattern = self.additive()?;
         let escape = if self.eat_kw(Keyword::Escape) {
-            Some(Box::new(self.bit_or()?))
+            Some(Box::new(self.additive()?))
         } else {
             None
         };
@@ -917,6 +942,20 @@ fn unreachable_expr(span: Span) -> Expr {
     }
 }
 
+/// `a | b`, `a & b`, `a << b` or `a >> b` not in parentheses (a parenthesised expression's
+/// span starts at its parenthesis, before its left operand).
+fn is_bare_bit_op(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Binary { op, left, .. } => {
+            matches!(
+                op,
+                BinaryOp::BitOr | BinaryOp::BitAnd | BinaryOp::LeftShift | BinaryOp::RightShift
+            ) && left.span.start == e.span.start
+        }
+        _ => false,
+    }
+}
+
 fn binary(op: BinaryOp, left: Expr, right: Expr) -> Expr {
     let span = left.span.to(right.span);
     Expr {
@@ -962,6 +1001,39 @@ mod tests {
     }
 
     #[test]
+    fn string_matches_follow_yt_grammar() {
+        assert_eq!(
+            where_text("s || 't' not like 'a!%' || '%' escape '!' || ''"),
+            "((s)||(\"t\")) NOT LIKE ((\"a!%\")||(\"%\")) ESCAPE ((\"!\")||(\"\"))"
+        );
+        assert_eq!(where_text("s ilike 'A%'"), "(s) ILIKE (\"A%\")");
+        assert_eq!(where_text("s not rlike 'a.*'"), "(s) NOT RLIKE (\"a.*\")");
+        // REGEXP is RLIKE.
+        assert_eq!(where_text("s regexp 'a.*'"), "(s) RLIKE (\"a.*\")");
+        // A comparison may follow; `=` and AND bind looser.
+        assert_eq!(
+            where_text("s like 'a' < b = c and d"),
+            "((((s) LIKE (\"a\"))<(b))=(c))AND(d)"
+        );
+        assert_eq!(where_text("(a | b) like 'x'"), "((a)|(b)) LIKE (\"x\")");
+        for bad in [
+            "a | b like 'x'",
+            "a << 1 like 'x'",
+            "a < b like 'x'",
+            "a like 'x' like 'y'",
+            "a like 'x' not like 'y'",
+            "a like 'x' in ('y')",
+            "a like 'x' not in ('y')",
+            "a like 'x' between 'a' and 'b'",
+            "a like 'x' | 'y'",
+            "a like 'x' escape '!' & 'y'",
+        ] {
+            let e = parse(&format!("* from [//t] where {bad}")).unwrap_err();
+            assert!(e.to_string().contains("syntax error"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn parses_clauses() {
         let q = parse("select a as x, sum(b) from [//t] t left join [//u] as u using a and u.c = 1 \
                        where x > 1 group by x with totals having sum(b) > 2 order by x desc offset 1 limit 2")
@@ -997,6 +1069,17 @@ mod tests {
         let e = parse("* from [//t] limit 5 offset 2").unwrap_err();
         assert!(e.to_string().contains("Error while parsing query"));
         assert_eq!(e.span().unwrap().start, 21);
+        // YT's tests match "syntax error", from the parser and the lexer alike.
+        for bad in [
+            "* from [//t] limit 5 offset 2",
+            "k from [//t] wher k = 1",
+            "k from [//t] where k = 'open",
+            "k from [//t] where k = ?",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("syntax error, "), "{bad}: {e}");
+            assert!(e.contains(" at position "), "{bad}: {e}");
+        }
         assert!(parse("case x end as m from [//t]").is_err());
         assert!(parse("* from [//t] limit 9223372036854775807")
             .unwrap_err()

@@ -203,7 +203,7 @@ pub fn make_list(args: &[Value]) -> Result<Value> {
 
 /// `make_map(key, value, ...)` with string keys.
 pub fn make_map(args: &[Value]) -> Result<Value> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(runtime(
             "make_map takes key/value pairs: an even number of arguments",
         ));

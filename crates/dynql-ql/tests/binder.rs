@@ -12,6 +12,9 @@ impl Catalog for Tables {
             "//t" => "[{name=k;type=int64;sort_order=ascending};{name=i;type=int64};{name=u;type=uint64};{name=d;type=double};{name=s;type=string};{name=b;type=boolean}]",
             "//h" => "[{name=h;type=uint64;sort_order=ascending;expression=\"farm_hash(k)\"};{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]",
             "//o" => "[{name=a;type=int64};{name=b;type=int64}]",
+            "//l" => "[{name=k;type=int64;sort_order=ascending};{name=a;type=string}]",
+            "//r" => "[{name=k;type=int64;sort_order=ascending};{name=c;type=string}]",
+            "//ra" => "[{name=k;type=int64;sort_order=ascending};{name=a;type=string}]",
             _ => return None,
         };
         Some(TableSchema::parse(text).unwrap())
@@ -192,4 +195,121 @@ fn placeholders_splice_values() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("Placeholder was not found"));
+}
+
+/// YT's `TPrepareExpressionTest.Negative1`: numeric constants convert to the operand's type
+/// only when their value survives.
+#[test]
+fn constants_that_lose_their_value_are_refused() {
+    let cases = [
+        (
+            "k from [//t] where d = 9007199254740993",
+            "Failed to cast 9007199254740993 to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d = 4611686018427387903",
+            "to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d = 9223372036854775807u",
+            "Failed to cast 9223372036854775807u to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d > 9223372036854775807",
+            "to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where d in (1, 9007199254740993)",
+            "to double: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where i in (1.5)",
+            "Failed to cast 1.5 to int64: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where u in (-1.0)",
+            "to uint64: inaccurate conversion",
+        ),
+        (
+            "k from [//t] where i = 18446744073709551606u",
+            "Type mismatch",
+        ),
+        ("k from [//t] where u = 1.5", "Type mismatch"),
+    ];
+    for (q, want) in cases {
+        let got = error(q);
+        assert!(got.contains(want), "{q}: expected {want:?}, got {got:?}");
+    }
+    // Values a double holds exactly keep working, as do integral doubles in integer lists.
+    for q in [
+        "k from [//t] where d = 9007199254740992",
+        "k from [//t] where d = -9007199254740992",
+        "k from [//t] where d = 1 or d = 2u",
+        "k from [//t] where d in (1, 2u, 3.5)",
+        "k from [//t] where i in (4.0, -2.0)",
+        "k from [//t] where d > 9223372036854775808u",
+    ] {
+        assert!(bind(q).is_ok(), "{q}: {:?}", bind(q).err());
+    }
+}
+
+fn names(q: &str) -> Vec<String> {
+    let p = bind(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    p.projections.into_iter().map(|c| c.name).collect()
+}
+
+#[test]
+fn star_names_columns_by_table_alias() {
+    assert_eq!(
+        names("* from [//l] as l join [//r] as r on l.k = r.k"),
+        ["l.k", "l.a", "r.k", "r.c"]
+    );
+    assert_eq!(names("* from [//l] as l"), ["l.k", "l.a"]);
+    // Without aliases columns keep their names; a USING column, or one the ON equation names
+    // alike on both sides, appears once (YT shares it).
+    assert_eq!(names("* from [//l] join [//r] using k"), ["k", "a", "c"]);
+    assert_eq!(names("* from [//l] join [//r] on k = k"), ["k", "a", "c"]);
+    assert_eq!(
+        names("* from [//l] as l join [//r] as r using k"),
+        ["l.k", "l.a", "r.c"]
+    );
+}
+
+#[test]
+fn a_name_two_joined_tables_answer_is_ambiguous() {
+    for q in [
+        "a from [//l] join [//ra] on k = k",
+        "k from [//l] as l join [//r] as r on l.k = r.k",
+        "* from [//l] join [//ra] on k = k",
+    ] {
+        let got = error(q);
+        assert!(
+            got.contains("Ambiguous resolution for column"),
+            "{q}: {got}"
+        );
+    }
+    // Qualified names, USING columns and shared ON columns are not ambiguous.
+    for q in [
+        "l.a, ra.a from [//l] as l join [//ra] as ra on l.k = ra.k",
+        "k, a from [//l] join [//ra] using k, a",
+        "k from [//l] join [//r] on k = k",
+        "k from [//l] as l join [//r] on l.k = k",
+    ] {
+        assert!(bind(q).is_ok(), "{q}: {:?}", bind(q).err());
+    }
+}
+
+#[test]
+fn mixed_literal_lists_are_a_types_mismatch_in_tuple() {
+    for q in [
+        "k from [//t] where i in (1, 'x')",
+        "k from [//t] where i in (1, 2u, \"abc\")",
+        "k from [//t] where (i, s) in ((1, 'a'), (2, 3))",
+        "k from [//t] where i between 1 and 'x'",
+        "transform(i, (1, 'a'), (2, 3)) as x from [//t]",
+        "transform(i, (1, 2), (2, 'x')) as x from [//t]",
+    ] {
+        let got = error(q);
+        assert!(got.contains("Types mismatch in tuple"), "{q}: {got}");
+    }
 }

@@ -13,6 +13,7 @@ mod key_filters;
 mod limits;
 mod master_locks;
 mod mvcc;
+mod ql_rules;
 mod queues;
 mod shell;
 mod sql;
@@ -26,6 +27,12 @@ use std::process::{Command, Output, Stdio};
 /// A fresh file store in a temporary directory.
 pub struct TestStore {
     pub dir: tempfile::TempDir,
+}
+
+impl Default for TestStore {
+    fn default() -> TestStore {
+        TestStore::new()
+    }
 }
 
 impl TestStore {

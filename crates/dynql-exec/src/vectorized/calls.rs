@@ -178,6 +178,49 @@ mod tests {
     }
 
     #[test]
+    fn regex_predicates_over_null_strings_are_false() {
+        let s = ValueType::String;
+        let b = ValueType::Boolean;
+        let rows: Vec<Vec<Value>> = vec![
+            vec![Value::string("abc"), Value::string("a.*")],
+            vec![Value::Null, Value::string("a.*")],
+            vec![Value::string("abc"), Value::Null],
+        ];
+        let pattern = TypedExpr::literal(Value::string("b"), s);
+        let null = TypedExpr::literal(Value::Null, s);
+        for f in [
+            ScalarFunction::RegexFullMatch,
+            ScalarFunction::RegexPartialMatch,
+        ] {
+            for args in [
+                vec![column(1, s), column(0, s)],
+                vec![pattern.clone(), column(0, s)],
+                vec![null.clone(), column(0, s)],
+            ] {
+                let e = call_of(f, args, b);
+                agree(&e, &[s, s], &rows, EvalOptions::default());
+                let budget = Budget::new(u64::MAX, rows.len());
+                let got = evaluate_with(&e, &[s, s], &rows, &budget).unwrap();
+                assert_eq!(got.null_count(), 0, "{f:?}");
+            }
+        }
+        // The rewriting functions keep null for a null text.
+        let e = call_of(
+            ScalarFunction::RegexReplaceAll,
+            vec![
+                pattern,
+                column(0, s),
+                TypedExpr::literal(Value::string("x"), s),
+            ],
+            s,
+        );
+        agree(&e, &[s, s], &rows, EvalOptions::default());
+        let budget = Budget::new(u64::MAX, rows.len());
+        let got = evaluate_with(&e, &[s, s], &rows, &budget).unwrap();
+        assert_eq!(got.null_count(), 1);
+    }
+
+    #[test]
     fn a_batch_budget_fails_before_the_array_is_built() {
         let s = ValueType::String;
         let rows: Vec<Vec<Value>> = (0..100).map(|_| vec![Value::string("c")]).collect();

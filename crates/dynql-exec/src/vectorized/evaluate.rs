@@ -669,4 +669,64 @@ pub(super) mod tests {
         with_null.push(vec![Value::Null]);
         agree(&e, &[i], &with_null, EvalOptions::default());
     }
+
+    #[test]
+    fn like_matches_characters_on_both_paths() {
+        use dynql_ql::ast::LikeKind;
+        use dynql_ql::eval::compile_like;
+        let s = ValueType::String;
+        let rows: Vec<Vec<Value>> = ["é", "ab", "日本", "ÉTÉ", "été"]
+            .iter()
+            .map(|t| vec![Value::string(*t), Value::string("_")])
+            .chain([vec![Value::Null, Value::string("_")]])
+            .collect();
+        let like = |pattern: TypedExpr, kind, negated| {
+            let compiled = match pattern.as_literal() {
+                Some(Value::String(p)) => Some(Arc::new(compile_like(p, None, kind).unwrap())),
+                _ => None,
+            };
+            TypedExpr::new(
+                TExpr::Like {
+                    operand: Box::new(column(0, s)),
+                    pattern: Box::new(pattern),
+                    escape: None,
+                    kind,
+                    negated,
+                    compiled,
+                },
+                ValueType::Boolean,
+            )
+        };
+        let budget = Budget::new(u64::MAX, rows.len());
+        let got = |e: &TypedExpr| {
+            let a = evaluate_with(e, &[s, s], &rows, &budget).unwrap();
+            (0..rows.len())
+                .map(|i| array_value(a.as_ref(), ValueType::Boolean, i))
+                .collect::<Vec<_>>()
+        };
+        let (t, f, n) = (Value::Boolean(true), Value::Boolean(false), Value::Null);
+        // `_` is one character, whether the pattern is a literal (compiled) or a column.
+        for pattern in [TypedExpr::literal(Value::string("_"), s), column(1, s)] {
+            let e = like(pattern, LikeKind::Like, false);
+            agree(&e, &[s, s], &rows, EvalOptions::default());
+            assert_eq!(
+                got(&e),
+                [
+                    t.clone(),
+                    f.clone(),
+                    f.clone(),
+                    f.clone(),
+                    f.clone(),
+                    n.clone()
+                ]
+            );
+        }
+        let e = like(
+            TypedExpr::literal(Value::string("été"), s),
+            LikeKind::Ilike,
+            true,
+        );
+        agree(&e, &[s, s], &rows, EvalOptions::default());
+        assert_eq!(got(&e), [t.clone(), t.clone(), t.clone(), f.clone(), f, n]);
+    }
 }

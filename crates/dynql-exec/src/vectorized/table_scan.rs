@@ -173,6 +173,8 @@ pub(crate) async fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistic
 /// What a scan reads: the tablets of a planned [`TableScan`], or a Parquet file table at
 /// key ranges (one partition, in key order).
 #[derive(Clone)]
+// One per scan, so the size of its largest variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum ScanSource {
     Tablets(TableScan),
     Files {

@@ -25,6 +25,7 @@ impl Binder {
         match &e.kind {
             ExprKind::Literal(l) => {
                 let v = literal_value(l);
+                check_exact(&v, ty, e.span)?;
                 let v = convert_literal(&v, ty).ok_or_else(|| {
                     mismatch(
                         format!(
@@ -202,13 +203,14 @@ impl Binder {
                         item.span,
                     ));
                 };
+                check_exact(&v, *t, item.span)?;
                 out.push(cast_numeric(&v, *t));
                 continue;
             }
             if !set.contains(*t) {
                 return Err(mismatch(
                     format!(
-                        "Types mismatch in {context}: expected {t}, got {}",
+                        "Types mismatch in tuple: {context} item has type {}, expected {t}",
                         set.describe()
                     ),
                     item.span,
@@ -309,7 +311,7 @@ impl Binder {
             Some(e) => {
                 if kind == LikeKind::Rlike {
                     return Err(Error::invalid(
-                        "ESCAPE is not supported with RLIKE/REGEXP",
+                        "ESCAPE should not be used together with REGEXP (RLIKE)",
                         e.span,
                     ));
                 }
@@ -434,7 +436,42 @@ fn unreachable_pair() -> (TypedExpr, TypedExpr) {
     (t.clone(), t)
 }
 
-/// C-style conversion of a numeric literal (double -> integer truncates).
+/// YT's check on a numeric constant converted to the type its context needs
+/// (`CastValueWithCheck`): the value must come through unchanged, so `d = 9007199254740993`
+/// (d double) or `i in (1.5)` (i int64) is an error rather than a query for a nearby value.
+/// int64 to uint64 reinterprets the bits, as in YT.
+fn check_exact(v: &Value, t: ValueType, span: Span) -> Result<()> {
+    let lost = |why: &str| {
+        Err(Error::invalid(
+            format!("Failed to cast {v} to {t}: {why}"),
+            span,
+        ))
+    };
+    // Integers go through i128 so that 2^63 (what i64::MAX rounds to) is not taken for it;
+    // doubles must be whole and inside [-2^63, 2^63) or [0, 2^64), bounds a double holds.
+    let integral = |x: f64, lo: f64, hi: f64| x.trunc() == x && (lo..hi).contains(&x);
+    let two_63 = -(i64::MIN as f64);
+    match (v, t) {
+        (Value::Int64(x), ValueType::Double) if (*x as f64) as i128 != i128::from(*x) => {
+            lost("inaccurate conversion")
+        }
+        (Value::Uint64(x), ValueType::Double) if (*x as f64) as i128 != i128::from(*x) => {
+            lost("inaccurate conversion")
+        }
+        (Value::Uint64(x), ValueType::Int64) if i64::try_from(*x).is_err() => {
+            lost("value is greater than maximum")
+        }
+        (Value::Double(x), ValueType::Int64) if !integral(*x, -two_63, two_63) => {
+            lost("inaccurate conversion")
+        }
+        (Value::Double(x), ValueType::Uint64) if !integral(*x, 0.0, 2.0 * two_63) => {
+            lost("inaccurate conversion")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Conversion of a numeric literal that [`check_exact`] passed.
 fn cast_numeric(v: &Value, t: ValueType) -> Value {
     match (v, t) {
         (Value::Double(x), ValueType::Int64) => Value::Int64(*x as i64),

@@ -143,7 +143,8 @@ impl Binder {
                 }
                 if set.is_empty() {
                     return Err(mismatch(
-                        "Types mismatch in TRANSFORM result values".into(),
+                        "Types mismatch in tuple: TRANSFORM result values have no common type"
+                            .into(),
                         e.span,
                     ));
                 }

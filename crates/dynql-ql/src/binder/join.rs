@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use dynql_core::TableSchema;
 
 use crate::ast::*;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Span};
 use crate::plan::*;
 use crate::texpr::{TExpr, TypedExpr};
 
@@ -15,17 +15,21 @@ use super::*;
 impl Binder {
     // ------------------------------------------------------------------ joins
 
+    /// The join's plan, and the foreign columns it shares with the tables before it (USING
+    /// columns, and those the ON equation names the same way on both sides, as YT shares
+    /// them): these are reached through the earlier table's column only.
     pub(super) fn bind_join(
         &mut self,
         join: &Join,
         foreign: &TableSchema,
         source: usize,
         catalog: &dyn Catalog,
-    ) -> Result<JoinPlan> {
+    ) -> Result<(JoinPlan, Vec<usize>)> {
         let _ = catalog;
         let foreign_ns = namespace(foreign, join.table.alias.as_deref(), 0);
         let mut self_keys = Vec::new();
         let mut foreign_keys = Vec::new();
+        let mut shared = Vec::new();
         match &join.condition {
             JoinCondition::Using(cols) => {
                 for (name, span) in cols {
@@ -62,6 +66,7 @@ impl Binder {
                     }
                     self_keys.push(TypedExpr::new(TExpr::Column(left.index), left.ty));
                     foreign_keys.push(TypedExpr::new(TExpr::Column(right.index), right.ty));
+                    shared.push(right.index);
                 }
             }
             JoinCondition::On { left, right } => {
@@ -108,15 +113,31 @@ impl Binder {
                     }
                     Ok((sk, fk))
                 };
-                let (sk, fk) = match attempt(self, left, right) {
-                    Ok(r) => r,
+                let ((sk, fk), (selfs, foreigns)) = match attempt(self, left, right) {
+                    Ok(r) => (r, (left, right)),
                     Err(first) => match attempt(self, right, left) {
-                        Ok(r) => r,
+                        Ok(r) => (r, (right, left)),
                         Err(_) => return Err(first),
                     },
                 };
                 self_keys = sk;
                 foreign_keys = fk;
+                let mut self_refs = Vec::new();
+                selfs.iter().for_each(|e| column_refs(e, &mut self_refs));
+                let mut foreign_refs = Vec::new();
+                foreigns
+                    .iter()
+                    .for_each(|e| column_refs(e, &mut foreign_refs));
+                let saved = std::mem::replace(&mut self.ns, foreign_ns.clone());
+                for (table, name, span) in foreign_refs {
+                    let same = |(t, n, _): &(Option<&str>, &str, Span)| *t == table && *n == name;
+                    if self_refs.iter().any(same) {
+                        if let Ok(c) = self.resolve_column(table, name, span) {
+                            shared.push(c.index);
+                        }
+                    }
+                }
+                self.ns = saved;
             }
         }
         let foreign_predicate = match &join.predicate {
@@ -134,13 +155,24 @@ impl Binder {
                 join.span,
             ));
         }
-        Ok(JoinPlan {
+        let plan = JoinPlan {
             source,
             left_outer: join.left,
             self_keys,
             foreign_keys,
             foreign_predicate,
-        })
+        };
+        Ok((plan, shared))
+    }
+}
+
+/// The column references in `e`, as written.
+fn column_refs<'e>(e: &'e Expr, out: &mut Vec<(Option<&'e str>, &'e str, Span)>) {
+    if let ExprKind::Column { table, name } = &e.kind {
+        out.push((table.as_deref(), name, e.span));
+    }
+    for c in e.children() {
+        column_refs(c, out);
     }
 }
 

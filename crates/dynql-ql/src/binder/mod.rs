@@ -110,14 +110,10 @@ pub fn bind_parsed(
     for join in &query.joins {
         let schema = table_schema(catalog, &join.table)?;
         let offset = b.ns.len();
-        let plan = b.bind_join(join, &schema, sources.len(), catalog)?;
+        let (plan, shared) = b.bind_join(join, &schema, sources.len(), catalog)?;
         let mut cols = namespace(&schema, join.table.alias.as_deref(), offset);
-        if let JoinCondition::Using(using) = &join.condition {
-            for c in cols.iter_mut() {
-                if using.iter().any(|(n, _)| *n == c.name) {
-                    c.hidden = true;
-                }
-            }
+        for i in shared {
+            cols[i].hidden = true;
         }
         b.ns.extend(cols);
         sources.push(SourceTable {
@@ -181,9 +177,24 @@ pub fn bind_parsed(
                     "* cannot be used with GROUP BY: name the group keys and aggregates",
                 ));
             }
+            // YT names the columns of an aliased table `alias.column`, as a reference to
+            // them is written; two columns of one name are ambiguous, as their references.
             for c in b.ns.iter().filter(|c| !c.hidden) {
+                let name = match &c.qualifier {
+                    Some(q) => format!("{q}.{}", c.name),
+                    None => c.name.clone(),
+                };
+                if projections.iter().any(|p: &OutputColumn| p.name == name) {
+                    // Point at the joined table that brings the second one.
+                    let source = sources.iter().rposition(|s| s.offset <= c.index);
+                    let span = match source {
+                        Some(j) if j > 0 => query.joins[j - 1].table.span,
+                        _ => query.from.span,
+                    };
+                    return Err(ambiguous(&name, span));
+                }
                 projections.push(OutputColumn {
-                    name: c.name.clone(),
+                    name,
                     expr: TypedExpr::new(TExpr::Column(c.index), c.ty),
                 });
             }
@@ -332,6 +343,16 @@ pub(crate) struct Binder {
 
 fn mismatch(what: String, span: Span) -> Error {
     Error::invalid(what, span)
+}
+
+fn ambiguous(name: &str, span: Span) -> Error {
+    Error::invalid(
+        format!(
+            "Ambiguous resolution for column {}",
+            dynql_core::error::shown(name)
+        ),
+        span,
+    )
 }
 
 impl Binder {
@@ -498,29 +519,61 @@ impl Binder {
 
     // ------------------------------------------------------------------ names
 
+    /// The column `table.name` (or `name`) stands for. A bare name is looked up, as in YT,
+    /// among the tables without an alias; dynql also finds it in an aliased table when no
+    /// other table has it. A name two tables answer is YT's "Ambiguous resolution".
     fn resolve_column(&self, table: Option<&str>, name: &str, span: Span) -> Result<&NsColumn> {
-        let found = match table {
-            Some(t) => self
-                .ns
-                .iter()
-                .find(|c| c.qualifier.as_deref() == Some(t) && c.name == name)
-                .or_else(|| {
+        let visible = |c: &&NsColumn| !c.hidden;
+        let found: Vec<&NsColumn> = match table {
+            Some(t) => {
+                let qualified: Vec<&NsColumn> = self
+                    .ns
+                    .iter()
+                    .filter(|c| c.qualifier.as_deref() == Some(t) && c.name == name)
+                    .collect();
+                if qualified.is_empty() {
                     // `a.b` that is not table.column may be a column literally named "a.b".
                     let full = format!("{t}.{name}");
-                    self.ns.iter().find(|c| !c.hidden && c.name == full)
-                }),
-            None => self.ns.iter().find(|c| !c.hidden && c.name == name),
+                    self.ns
+                        .iter()
+                        .filter(visible)
+                        .filter(|c| c.name == full)
+                        .collect()
+                } else {
+                    qualified
+                }
+            }
+            None => {
+                let named: Vec<&NsColumn> = self
+                    .ns
+                    .iter()
+                    .filter(visible)
+                    .filter(|c| c.name == name)
+                    .collect();
+                let bare: Vec<&NsColumn> = named
+                    .iter()
+                    .copied()
+                    .filter(|c| c.qualifier.is_none())
+                    .collect();
+                if bare.is_empty() {
+                    named
+                } else {
+                    bare
+                }
+            }
         };
-        found.ok_or_else(|| {
-            let full = match table {
-                Some(t) => format!("{t}.{name}"),
-                None => name.to_string(),
-            };
-            Error::invalid(
-                format!("Undefined reference {}", dynql_core::error::shown(&full)),
+        let full = || match table {
+            Some(t) => format!("{t}.{name}"),
+            None => name.to_string(),
+        };
+        match found.as_slice() {
+            [one] => Ok(one),
+            [] => Err(Error::invalid(
+                format!("Undefined reference {}", dynql_core::error::shown(&full())),
                 span,
-            )
-        })
+            )),
+            _ => Err(ambiguous(&full(), span)),
+        }
     }
 
     /// In the grouped scope: the grouped-row slot an expression stands for, if any.
