@@ -122,7 +122,7 @@ async fn every_codec_reads_in_yt_ql_sql_and_import() {
             "{codec}"
         );
         // Import into a dynamic table.
-        let path = format!("//import/{codec}");
+        let path = format!("//tmp/import_{codec}");
         db.create_table_from_text(
             &path,
             "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=d;type=double}]}",
@@ -182,8 +182,13 @@ async fn export_writes_the_codec_asked_for_and_reads_back() {
         let part = out.join("part-00000.parquet");
         let codecs = codecs_in(&part);
         assert!(!codecs.is_empty());
-        assert!(codecs.iter().all(|c| *c == expected), "{name}: {codecs:?}");
-        let query = format!("sum(k) as s from [file:{}] group by 1 as one", out.display());
+        // Parquet records the codec, not its level.
+        let same = |c: &Compression| std::mem::discriminant(c) == std::mem::discriminant(&expected);
+        assert!(codecs.iter().all(same), "{name}: {codecs:?}");
+        let query = format!(
+            "sum(k) as s from [file:{}] group by 1 as one",
+            out.display()
+        );
         let got = db
             .select_rows(&query, &SelectOptions::default())
             .await
