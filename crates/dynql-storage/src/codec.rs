@@ -103,15 +103,23 @@ mod tests {
     #[test]
     fn names_levels_and_their_spellings() {
         let zstd = |l| Compression::ZSTD(ZstdLevel::try_new(l).unwrap());
-        assert_eq!(parse_codec("zstd", None).unwrap(), Compression::ZSTD(ZstdLevel::default()));
+        assert_eq!(
+            parse_codec("zstd", None).unwrap(),
+            Compression::ZSTD(ZstdLevel::default())
+        );
         for spelling in ["zstd_7", "ZSTD(7)", "zstd-7"] {
             assert_eq!(parse_codec(spelling, None).unwrap(), zstd(7), "{spelling}");
         }
         assert_eq!(parse_codec("zstd", Some(7)).unwrap(), zstd(7));
         assert_eq!(parse_codec("zstd_7", Some(7)).unwrap(), zstd(7));
-        assert!(parse_codec("zstd_7", Some(8)).unwrap_err().contains("level"));
+        assert!(parse_codec("zstd_7", Some(8))
+            .unwrap_err()
+            .contains("level"));
         assert_eq!(parse_codec("lz4", None).unwrap(), Compression::LZ4_RAW);
-        assert_eq!(parse_codec("None", None).unwrap(), Compression::UNCOMPRESSED);
+        assert_eq!(
+            parse_codec("None", None).unwrap(),
+            Compression::UNCOMPRESSED
+        );
         assert_eq!(
             parse_codec("gzip", Some(9)).unwrap(),
             Compression::GZIP(GzipLevel::try_new(9).unwrap())
@@ -124,10 +132,18 @@ mod tests {
 
     #[test]
     fn bad_names_and_levels_say_what_is_allowed() {
-        assert!(parse_codec("lzo", None).unwrap_err().contains("zstd, snappy"));
-        assert!(parse_codec("zstd", Some(40)).unwrap_err().contains("1 to 22"));
-        assert!(parse_codec("gzip", Some(-1)).unwrap_err().contains("0 to 10"));
-        assert!(parse_codec("snappy", Some(3)).unwrap_err().contains("no levels"));
+        assert!(parse_codec("lzo", None)
+            .unwrap_err()
+            .contains("zstd, snappy"));
+        assert!(parse_codec("zstd", Some(40))
+            .unwrap_err()
+            .contains("1 to 22"));
+        assert!(parse_codec("gzip", Some(-1))
+            .unwrap_err()
+            .contains("0 to 10"));
+        assert!(parse_codec("snappy", Some(3))
+            .unwrap_err()
+            .contains("no levels"));
         assert!(parse_codec("zstd(x)", None).unwrap_err().contains("number"));
     }
 }

@@ -183,7 +183,10 @@ async fn export_writes_the_codec_asked_for_and_reads_back() {
         let codecs = codecs_in(&part);
         assert!(!codecs.is_empty());
         assert!(codecs.iter().all(|c| *c == expected), "{name}: {codecs:?}");
-        let query = format!("sum(k) as s from [file:{}] group by 1 as one", out.display());
+        let query = format!(
+            "sum(k) as s from [file:{}] group by 1 as one",
+            out.display()
+        );
         let got = db
             .select_rows(&query, &SelectOptions::default())
             .await
