@@ -38,7 +38,7 @@ pub enum InputFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create a node: `create table PATH --attributes '{dynamic=%true; schema=[...]}'` (or
-    /// `create --type table PATH …`).
+    /// `create --type table PATH …`); prints its id, as yt does.
     Create {
         /// The node type (`table`, `map_node`, `document`), then the path, e.g.
         /// //home/me/table; with --type, the path alone.
@@ -184,7 +184,7 @@ pub enum Command {
         #[arg(long)]
         tx: String,
     },
-    /// Start a tablet transaction; prints its id.
+    /// Start a transaction, a master one unless --type tablet (as in yt); prints its id.
     StartTx {
         /// Milliseconds without a ping after which the transaction aborts (a master one's
         /// at most an hour).

@@ -91,8 +91,17 @@ pub async fn execute(
                 ignore_existing,
                 transaction: tx,
             };
+            let tx = options.transaction.clone();
             db.create(&node_type, &path, attributes.as_ref(), options)
                 .await?;
+            // yt prints the id of the node created (or, with --ignore-existing, found).
+            let id = db
+                .get_attribute_in(&path, Some("id"), tx.as_deref())
+                .await?;
+            match id.as_str() {
+                Some(id) => writeln!(stdout, "{id}")?,
+                None => writeln!(stdout, "{}", dynql::yson::to_text(&id))?,
+            }
         }
         Command::InsertRows {
             path,

@@ -8,7 +8,7 @@
 //! dynql [--store URL] remove PATH | exists PATH | list PATH
 //! dynql [--store URL] import PATH --from FILES… [--format parquet|csv|json] [--max-rejected N] [--sort-memory-mib M]
 //! dynql [--store URL] export PATH --to DIR [--timestamp TS] [--rows-per-file N] [--force]
-//! dynql [--store URL] shell                     # also `dynql` alone on a terminal
+//! dynql [--store URL] shell                     # also `dynql` alone (statements piped in run too)
 //! ```
 //! Errors go to stderr with exit status 1; a failed command changes nothing.
 
@@ -24,7 +24,6 @@ mod shell;
 mod store;
 mod tree;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
@@ -37,13 +36,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let parsed = match commands::Cli::try_parse() {
-        // `dynql` alone on a terminal is `dynql shell`; elsewhere it stays a usage error, so
-        // a script that forgot its command fails instead of waiting for input.
+        // `dynql` alone is `dynql shell`: on a terminal it is interactive, and statements
+        // piped to it run one after another (`echo 'get //t/@schema;' | dynql`), as duckdb
+        // and sqlite do.
         Err(e)
             if matches!(
                 e.kind(),
                 ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) && std::io::stdin().is_terminal() =>
+            ) =>
         {
             commands::Cli::try_parse_from(std::env::args_os().chain(["shell".into()]))
         }

@@ -112,6 +112,25 @@ fn mount_config_keys(entry: &dynql_storage::TableEntry) -> Vec<String> {
     }
 }
 
+/// How a table's system attribute that `set` cannot change is changed, as YT users do it;
+/// `None` for the attributes `set` takes.
+fn changed_by_command(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "schema" | "key_columns" | "sorted" => {
+            "the schema is changed with `alter-table PATH --schema SCHEMA`"
+        }
+        "dynamic" => "a table is made dynamic or static with `alter-table PATH --dynamic BOOL`",
+        "tablet_count" | "pivot_keys" | "tablets" => {
+            "tablets are changed with `reshard-table PATH --tablet-count N` (or pivot keys)"
+        }
+        "tablet_state" => "use `mount-table`, `unmount-table`, `freeze-table` or `unfreeze-table`",
+        "type" | "row_count" | "chunk_count" | "data_weight" | "id" => {
+            "it is read-only (the system keeps it)"
+        }
+        _ => return None,
+    })
+}
+
 /// A scalar attribute value as the store takes it.
 pub(crate) fn attribute_value(name: &str, value: &Yson) -> Result<dynql_storage::AttributeValue> {
     Ok(match unwrap(value) {
@@ -404,6 +423,11 @@ impl Database {
         if tx.is_some() {
             return Err(Error::Invalid(format!(
                 "Attribute {name:?} of table {path} is set outside master transactions in dynql (custom attributes can be set inside)"
+            )));
+        }
+        if let Some(how) = changed_by_command(name) {
+            return Err(Error::Invalid(format!(
+                "Attribute {name:?} of table {path} cannot be set: {how}"
             )));
         }
         let Some(value) = value else {

@@ -8,6 +8,7 @@ mod damage;
 mod explain;
 mod fidelity;
 mod files;
+mod habits;
 mod io;
 mod key_filters;
 mod limits;

@@ -32,6 +32,9 @@ select v from [//home/t] where k = 3; select-rows 'k from [//home/t] where k = 1
 "
     );
     let out = s.ok(&["shell"], Some(&script));
+    // `create` prints the new table's id first, as yt does.
+    let (id, out) = out.split_once('\n').unwrap();
+    assert_eq!(s.ok(&["get", "//home/t/@id"], None), format!("\"{id}\"\n"));
     assert_eq!(
         out,
         "{\"k\"=2;\"v\"=\"b;c\";};\n\
@@ -81,11 +84,19 @@ fn a_script_error_shows_the_line_of_the_query_with_a_caret() {
 }
 
 #[test]
-fn quit_ends_a_script_and_no_command_without_a_terminal_is_a_usage_error() {
+fn quit_ends_a_script_and_statements_piped_to_dynql_alone_run() {
     let s = TestStore::new();
     assert_eq!(s.ok(&["shell"], Some("\\q\nselect * from [//nope];\n")), "");
-    let err = s.fails(&[], Some("select 1;\n"));
-    assert!(err.contains("requires a subcommand"), "{err}");
+    // As `echo '…' | duckdb` does: no command, statements on stdin run as in the shell.
+    assert_eq!(
+        s.ok(&[], Some("exists //tmp;\nexists //nope;\n")),
+        "true\nfalse\n"
+    );
+    let err = s.fails(&[], Some("select * from [//nope];\n"));
+    assert!(err.contains("//nope"), "{err}");
+    // Options still need their command.
+    let err = s.fails(&["--bogus"], Some("exists //tmp;\n"));
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
 }
 
 /// A tmux server of its own, running one session; killed on drop.
