@@ -28,8 +28,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             // One command reads each row group about once: keep little of what it decodes,
             // so a full scan's memory is what it streams, not the table.
             let reads_only = crate::store::reads_only(&command);
-            // SQL over files alone needs no store: no note for it.
-            let quiet = matches!(command, Command::Sql(_));
+            // Queries over files alone need no store: no note for them (one that names a
+            // table fails, and its error names the store searched).
+            let quiet = matches!(
+                command,
+                Command::Sql(_) | Command::SelectRows(_) | Command::ExplainQuery { .. }
+            );
             let store = crate::store::open(&url, reads_only, ONE_COMMAND_CACHE_BYTES, quiet)?;
             let mut stdin = std::io::stdin().lock();
             let mut stdout = std::io::stdout().lock();

@@ -92,7 +92,10 @@ impl OpenStore {
     pub fn name_store_in(&self, e: anyhow::Error) -> anyhow::Error {
         let text = format!("{e:#}");
         let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
-        if !first.contains("does not exist") {
+        // SQL's planner says "not found" of a table.
+        let absent =
+            first.contains("does not exist") || self.missing && first.contains("not found");
+        if !absent {
             return e;
         }
         let store = if self.missing {

@@ -68,3 +68,41 @@ fn start_tx_help_says_it_starts_a_master_transaction() {
         .unwrap_or_else(|| panic!("{help}"));
     assert!(line.contains("master"), "{line}");
 }
+
+#[test]
+fn queries_over_files_alone_need_no_store_and_say_nothing_of_it() {
+    let s = TestStore::new();
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("f.parquet");
+    let copy = format!(
+        "COPY (SELECT 1 AS k UNION ALL SELECT 2 AS k) TO '{}'",
+        file.display()
+    );
+    let quiet = |args: &[&str]| {
+        let out = s.run(args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("note:"), "{args:?}: {stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    quiet(&["sql", "--allow-writes", &copy]);
+    let query = format!(
+        "sum(k) as s from [file:{}] group by 1 as one",
+        file.display()
+    );
+    assert_eq!(
+        quiet(&["select-rows", &query, "--format", "json"]),
+        "{\"s\":3}\n"
+    );
+    // A table that is not there: the error names the store searched, in both dialects.
+    let err = s.fails(&["select-rows", "* from [//t]"], None);
+    assert!(err.contains("no dynql store exists at"), "{err}");
+    let err = s.fails(&["sql", "SELECT * FROM \"//t\""], None);
+    assert!(err.contains("no dynql store exists at"), "{err}");
+    // Commands that read the tree still say the store is missing.
+    let out = s.run(&["list", "/"], None);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("note: there is no dynql store"),
+        "{out:?}"
+    );
+}
