@@ -18,9 +18,10 @@ pub enum Error {
     /// No node at this path (nor a value inside a document).
     #[error("Error resolving path {path}: node does not exist")]
     NoSuchNode { path: String },
-    /// A node exists where a new one was to be created.
-    #[error("Cannot create table {path}: node already exists")]
-    AlreadyExists { path: String },
+    /// A node exists where a new one was to be created (or copied, or moved); the message
+    /// says which.
+    #[error("{message}")]
+    AlreadyExists { path: String, message: String },
     /// A transaction's write or lock conflicts with a commit made after it started.
     #[error("Row lock conflict due to concurrent write: table {path}, key {key}; the transaction is aborted, retry it")]
     Conflict { path: String, key: String },

@@ -8,6 +8,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum ErrorKind {
     /// The request is wrong (bad query, bad row, unknown table): fix it.
     InvalidInput,
+    /// A node is already at the path a table or node was to be created, copied or moved to
+    /// (`create --ignore-existing`, or `copy --force`, is the way around it).
+    AlreadyExists,
     /// The store is unreachable or failed: retry later.
     Unavailable,
     /// Stored data does not decode.
@@ -118,9 +121,9 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         S::InvalidUrl { .. }
         | S::NoSuchTable { .. }
         | S::NoSuchNode { .. }
-        | S::AlreadyExists { .. }
         | S::Invalid(_)
         | S::Core(_) => ErrorKind::InvalidInput,
+        S::AlreadyExists { .. } => ErrorKind::AlreadyExists,
         S::Corrupt { .. } | S::Damaged { .. } | S::Parquet(_) => ErrorKind::Corrupt,
         S::ObjectStore(_) | S::LogTruncated { .. } | S::Spill { .. } => ErrorKind::Unavailable,
         S::Arrow(_) => ErrorKind::Internal,

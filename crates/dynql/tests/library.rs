@@ -131,6 +131,22 @@ async fn errors_have_kinds_and_change_nothing() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("already exists"));
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists);
+    // Any node, and a copy onto one, say the same kind.
+    let options = dynql::CreateOptions::default();
+    db.create("map_node", "//tmp/d", None, options.clone())
+        .await
+        .unwrap();
+    let e = db
+        .create("map_node", "//tmp/d", None, options)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    let e = db
+        .copy_node("//tmp/d", "//users", dynql::CopyOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
 }
 
 #[tokio::test]

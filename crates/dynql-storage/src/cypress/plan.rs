@@ -96,16 +96,18 @@ pub(crate) fn new_path(
         if ignore_existing && view.type_name() == type_name {
             return Ok(None);
         }
-        if view.type_name() != type_name && ignore_existing {
-            return invalid(format!(
+        let message = match view {
+            _ if ignore_existing => format!(
                 "Node {path} already exists and has type {}, not {type_name}",
                 view.type_name()
-            ));
-        }
-        return match view {
-            NodeView::Table(_) => Err(Error::AlreadyExists { path: path.into() }),
-            _ => invalid(format!("Cannot create {path}: node already exists")),
+            ),
+            NodeView::Table(_) => format!("Cannot create table {path}: node already exists"),
+            _ => format!("Cannot create {path}: node already exists"),
         };
+        return Err(Error::AlreadyExists {
+            path: path.into(),
+            message,
+        });
     }
     if tree.resolve(path).is_ok() {
         return invalid(format!(
@@ -467,11 +469,12 @@ pub(crate) fn copy(
         })?;
     let mut actions = match tree.node(destination) {
         Some(_) if force => remove(tree, destination, true, false)?,
-        Some(_) => {
-            return invalid(format!(
+        Some(_) => return Err(Error::AlreadyExists {
+            path: destination.into(),
+            message: format!(
                 "Cannot {verb} to {destination}: node already exists (pass --force to replace it)"
-            ))
-        }
+            ),
+        }),
         None => parents(tree, destination, recursive)?,
     };
     let moved = |p: &str| format!("{destination}{}", &p[source.len()..]);
