@@ -43,5 +43,27 @@ pub use ypath::RichPath;
 /// The Arrow crate dynql's record batches come from, for callers that read them.
 pub use arrow;
 
+/// The DataFusion crate dynql plans and runs queries with, the same version, for callers
+/// that work with its plans and types.
+pub use datafusion;
+
+/// The futures crate, for consuming [`SelectStream`] (a `Stream` of record batches) without
+/// depending on a matching version.
+///
+/// # Example
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use dynql::futures::TryStreamExt;
+/// use dynql::{Database, SelectOptions};
+/// let db = Database::open("memory://")?;
+/// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending}]}")
+///     .await?;
+/// let stream = db.select_stream("k from [//t]", &SelectOptions::default()).await?;
+/// let batches: Vec<dynql::arrow::record_batch::RecordBatch> = stream.try_collect().await?;
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+/// # Ok::<(), dynql::Error>(()) }).unwrap();
+/// ```
+pub use futures;
+
 /// The YT QL layer, for callers that parse or bind queries themselves.
 pub use dynql_ql as ql;

@@ -469,12 +469,14 @@ pub(crate) fn copy(
         })?;
     let mut actions = match tree.node(destination) {
         Some(_) if force => remove(tree, destination, true, false)?,
-        Some(_) => return Err(Error::AlreadyExists {
-            path: destination.into(),
-            message: format!(
+        Some(_) => {
+            return Err(Error::AlreadyExists {
+                path: destination.into(),
+                message: format!(
                 "Cannot {verb} to {destination}: node already exists (pass --force to replace it)"
             ),
-        }),
+            })
+        }
         None => parents(tree, destination, recursive)?,
     };
     let moved = |p: &str| format!("{destination}{}", &p[source.len()..]);
