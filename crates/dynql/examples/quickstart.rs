@@ -7,6 +7,13 @@ use dynql::{Database, SelectOptions};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), dynql::Error> {
     let db = Database::open("memory://")?;
+    // Directories are nodes, as in YT: `//home` is there, `//home/demo` is made here.
+    let recursive = dynql::CreateOptions {
+        recursive: true,
+        ..dynql::CreateOptions::default()
+    };
+    db.create("map_node", "//home/demo", None, recursive)
+        .await?;
     db.create_table_from_text(
         "//home/demo/users",
         r#"{dynamic=%true; schema=[
@@ -52,4 +59,13 @@ async fn main() -> Result<(), dynql::Error> {
     }
     println!("{:?}", stream.statistics());
     Ok(())
+}
+
+/// `cargo test` runs the example (`test = true` in Cargo.toml), so it cannot rot.
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_quickstart_runs() {
+        super::main().unwrap();
+    }
 }
