@@ -148,6 +148,28 @@ impl BulkWrite {
     }
 }
 
+impl BulkWrite {
+    /// A bulk write into `entry` at `path` with nothing written yet; `converting`: of a static
+    /// table's rows, for its conversion to a dynamic table.
+    fn new(path: &str, entry: crate::store::TableEntry, converting: bool) -> BulkWrite {
+        BulkWrite {
+            path: path.to_string(),
+            table_id: entry.id.clone(),
+            schema: entry.schema.clone(),
+            entry,
+            sort_memory: DEFAULT_SORT_MEMORY,
+            sorter: None,
+            written: false,
+            inline: Vec::new(),
+            chunks: Vec::new(),
+            rows: 0,
+            rows_written: 0,
+            folded: 0,
+            converting,
+        }
+    }
+}
+
 impl Store {
     /// Starts a bulk overwrite of the sorted table at `path`.
     ///
@@ -162,21 +184,7 @@ impl Store {
                 "bulk writes by key are not supported for ordered table {path}: append its rows"
             )));
         }
-        Ok(BulkWrite {
-            path: path.to_string(),
-            table_id: entry.id.clone(),
-            schema: entry.schema.clone(),
-            entry,
-            sort_memory: DEFAULT_SORT_MEMORY,
-            sorter: None,
-            written: false,
-            inline: Vec::new(),
-            chunks: Vec::new(),
-            rows: 0,
-            rows_written: 0,
-            folded: 0,
-            converting: false,
-        })
+        Ok(BulkWrite::new(path, entry, false))
     }
 
     /// A bulk write of the rows of the static sorted table `entry` into versioned chunks, for
@@ -186,21 +194,7 @@ impl Store {
         path: &str,
         entry: &crate::store::TableEntry,
     ) -> BulkWrite {
-        BulkWrite {
-            path: path.to_string(),
-            table_id: entry.id.clone(),
-            schema: entry.schema.clone(),
-            entry: entry.clone(),
-            sort_memory: DEFAULT_SORT_MEMORY,
-            sorter: None,
-            written: false,
-            inline: Vec::new(),
-            chunks: Vec::new(),
-            rows: 0,
-            rows_written: 0,
-            folded: 0,
-            converting: true,
-        }
+        BulkWrite::new(path, entry.clone(), true)
     }
 
     /// Stages full rows (schema order, computed columns filled) in overwrite mode, in any

@@ -40,11 +40,10 @@ pub fn parse_codec(name: &str, level: Option<i32>) -> Result<Compression, String
         }
         (a, b) => a.or(b),
     };
-    let no_level = |codec: Compression| match level {
-        None => Ok(codec),
+    let no_level = |compression: Compression| match level {
+        None => Ok(compression),
         Some(l) => Err(format!(
-            "{} compression has no levels (level {l} given)",
-            lower.split(['_', '(', '-']).next().unwrap_or(&lower)
+            "{codec} compression has no levels (level {l} given)"
         )),
     };
     match codec {
