@@ -34,7 +34,7 @@ pub use dynql_storage::{
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
-pub use sql::{SqlOptions, SqlOutcome, SqlSession};
+pub use sql::{SqlOptions, SqlOutcome, SqlSession, SqlStream};
 pub use table_attributes::{parse_document, parse_pivot_keys};
 pub use table_rows::{ReadTableOptions, TableRows, TableWriter, WriteTableOptions};
 pub use transaction::Transaction;

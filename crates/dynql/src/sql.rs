@@ -1,10 +1,17 @@
 //! SQL sessions: several statements, and what they create, over the database's tables.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::physical_plan::SendableRecordBatchStream;
 use dynql_storage::Store;
+use futures::{Stream, StreamExt};
 
 pub use dynql_exec::sql::SqlOptions;
 
-use crate::{Database, Error, SelectResult};
+use crate::{Database, Error, Result, SelectResult};
 
 /// A SQL session over a database: `;`-separated statements run in order, and the tables
 /// (`CREATE TABLE … AS SELECT`), views and settings they create last as long as the
@@ -54,6 +61,69 @@ impl Database {
             store: self.store.clone(),
             session: dynql_exec::sql::SqlSession::new(),
         }
+    }
+
+    /// Runs SQL (DataFusion's dialect; `;`-separated statements run in order) and streams the
+    /// last statement's rows as Arrow batches while they are computed, typed as DataFusion
+    /// types them: file columns as the files have them (decimals, timestamps, lists…),
+    /// dynamic tables' `string`/`utf8` columns as text. As [`Database::select_stream`] for
+    /// YT QL. Dropping the stream cancels the statement.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::{futures::TryStreamExt, Database, SqlOptions};
+    /// use dynql::arrow::array::AsArray;
+    /// use dynql::arrow::datatypes::Int64Type;
+    /// let db = Database::open("memory://").unwrap();
+    /// let stream = db
+    ///     .sql_stream("SELECT * FROM (VALUES (1), (2), (3)) AS t(n) WHERE n > 1", &SqlOptions::default())
+    ///     .await
+    ///     .unwrap();
+    /// let batches: Vec<_> = stream.try_collect().await.unwrap();
+    /// let n: i64 = batches.iter().map(|b| b.column(0).as_primitive::<Int64Type>().len() as i64).sum();
+    /// assert_eq!(n, 2);
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// SQL errors (parse, planning), storage and file errors of the statements before the
+    /// last and of the last one's planning; errors while it runs come through the stream.
+    pub async fn sql_stream(&self, sql: &str, options: &SqlOptions) -> Result<SqlStream> {
+        let mut session = dynql_exec::sql::SqlSession::new();
+        let inner = session.stream(&self.store, sql, options).await?;
+        Ok(SqlStream { inner })
+    }
+}
+
+/// The rows of a SQL statement as Arrow record batches, computed as the stream is read
+/// ([`Database::sql_stream`]). Every batch has [`SqlStream::schema`].
+pub struct SqlStream {
+    inner: SendableRecordBatchStream,
+}
+
+impl std::fmt::Debug for SqlStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStream")
+            .field("schema", &self.inner.schema())
+            .finish()
+    }
+}
+
+impl SqlStream {
+    /// The Arrow schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        self.inner.schema()
+    }
+}
+
+impl Stream for SqlStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner
+            .poll_next_unpin(cx)
+            .map(|item| item.map(|r| r.map_err(|e| Error::from(dynql_exec::Error::from(e)))))
     }
 }
 

@@ -31,7 +31,13 @@ pub(super) fn parquet_copy(statement: &SqlStatement) -> Option<Result<ParquetCop
     let SqlStatement::CopyTo(copy) = statement else {
         return None;
     };
-    let parquet = match &copy.stored_as {
+    // DuckDB's spelling is an option: `(FORMAT parquet, COMPRESSION zstd)`.
+    let format_option = copy
+        .options
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case("format"))
+        .map(|(_, value)| value.to_string().trim_matches('\'').to_string());
+    let parquet = match copy.stored_as.as_ref().or(format_option.as_ref()) {
         Some(format) => format.eq_ignore_ascii_case("parquet"),
         None => copy.target.to_ascii_lowercase().ends_with(".parquet"),
     };
@@ -70,6 +76,8 @@ fn prepare(copy: &CopyToStatement) -> Result<ParquetCopy> {
         let value = value.to_string();
         let value = value.trim_matches('\'');
         match key.strip_prefix("format.").unwrap_or(&key) {
+            // Parquet, or this copy would not be here.
+            "format" => {}
             "compression" => codec = Some(value.to_string()),
             "compression_level" => {
                 level = Some(value.parse::<i32>().map_err(|_| {
@@ -86,7 +94,7 @@ fn prepare(copy: &CopyToStatement) -> Result<ParquetCopy> {
             }
             other => {
                 return Err(invalid(format!(
-                    "COPY … TO Parquet takes the options compression, compression_level and max_row_group_size, not {other}"
+                    "COPY … TO Parquet takes the options format, compression, compression_level and max_row_group_size, not {other}"
                 )))
             }
         }
@@ -165,4 +173,28 @@ fn file_error(path: &Path, e: impl std::fmt::Display) -> Error {
         "cannot write {}: {e}",
         path.display()
     )))
+}
+
+/// `sql` with DuckDB's option list of `COPY … TO 'target' (FORMAT parquet, …)` spelled as
+/// DataFusion's `OPTIONS (…)`; `None` when there is no such list.
+pub(super) fn with_options_keyword(sql: &str) -> Option<String> {
+    static COPY_TO: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = COPY_TO.get_or_init(|| {
+        regex::Regex::new(r"(?is)(\bCOPY\b.*?\bTO\s+'(?:[^']|'')*'\s*)\(")
+            .expect("a valid regular expression")
+    });
+    re.is_match(sql)
+        .then(|| re.replace_all(sql, "${1}OPTIONS (").into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn duckdb_copy_options_get_the_options_keyword() {
+        assert_eq!(
+            super::with_options_keyword("copy (select 1) to 'a.parquet' (FORMAT parquet)").unwrap(),
+            "copy (select 1) to 'a.parquet' OPTIONS (FORMAT parquet)"
+        );
+        assert!(super::with_options_keyword("SELECT 1").is_none());
+    }
 }

@@ -1,20 +1,24 @@
 //! Standard SQL (DataFusion's dialect) over the same tables as YT QL: the store's dynamic
-//! tables by path (`SELECT * FROM "//home/t"`) and Parquet files (`FROM 'dump/*.parquet'`,
-//! `read_parquet('dump/*.parquet')`, `FROM "file:./dump/*.parquet"`, or a name mapped with
+//! tables by path (`SELECT * FROM "//home/t"`) and files (`FROM 'dump/*.parquet'`,
+//! `FROM 'in.csv'`, `read_parquet(['a.parquet', 'b.parquet'], union_by_name => true)`,
+//! `read_csv('in/*.csv')`, `FROM "file:./dump/*.parquet"`, or a name mapped with
 //! [`FileTables`]).
 //!
 //! Only the tables a statement names are opened. Dynamic tables are read at one timestamp
 //! from one snapshot through [`StoreTable`](crate::provider::StoreTable), streamed tablet by
-//! tablet, with the key ranges the filters fix pushed into the scan; files through
-//! [`FileTableProvider`](crate::provider::FileTableProvider), streamed in key order through
-//! the same scan, pruned by the same ranges. String columns are UTF-8 text to SQL (its string
-//! functions need it); a value that is not UTF-8 fails the statement.
+//! tablet, with the key ranges the filters fix pushed into the scan; their `string` columns
+//! are UTF-8 text to SQL (its string functions need it), and a value that is not UTF-8 fails
+//! the statement. Files are read by DataFusion's Parquet and CSV readers (`files`): typed as
+//! the files have them, row groups and pages pruned by statistics on any filtered column.
+//! Files given a key (`--key`) are a sorted table instead, read in key order through
+//! [`FileTableProvider`](crate::provider::FileTableProvider) as YT QL reads them.
 //!
 //! Several `;`-separated statements run in a [`SqlSession`], where `CREATE TABLE … AS SELECT`,
 //! views and `SET` last until the session ends. SQL only reads dynamic tables.
 
 mod copy;
-mod read_parquet;
+mod files;
+mod read_files;
 mod result;
 mod session;
 
@@ -112,7 +116,8 @@ async fn run_once(
     Ok(outcome.results.into_iter().next_back().unwrap_or_default())
 }
 
-/// A table name that is a Parquet path as DuckDB users write one (`'dump/*.parquet'`).
-fn parquet_path(name: &str) -> Option<&str> {
-    (!name.starts_with("//") && name.to_ascii_lowercase().ends_with(".parquet")).then_some(name)
+/// A table name that is a file path as DuckDB users write one (`'dump/*.parquet'`,
+/// `'in.csv'`).
+fn file_path(name: &str) -> Option<&str> {
+    (!name.starts_with("//") && files::FileFormatKind::of_name(name).is_some()).then_some(name)
 }

@@ -67,7 +67,13 @@ fn as_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch
         if *t == ValueType::String
             && !matches!(
                 column.data_type(),
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+                DataType::Utf8
+                    | DataType::LargeUtf8
+                    | DataType::Utf8View
+                    | DataType::Binary
+                    | DataType::LargeBinary
+                    | DataType::BinaryView
+                    | DataType::FixedSizeBinary(_)
             )
         {
             column = arrow::compute::cast(&column, &DataType::Utf8)

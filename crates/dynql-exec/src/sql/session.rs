@@ -14,12 +14,15 @@ use datafusion::common::TableReference;
 use datafusion::datasource::{source_as_provider, MemTable};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use datafusion::sql::parser::{DFParserBuilder, Statement as SqlStatement};
 use dynql_storage::files::FileTable;
 use dynql_storage::Store;
+use futures::TryStreamExt;
 
 use super::copy;
-use super::read_parquet::{self, ReadParquet};
+use super::files::{self, FileFormatKind, FileSource};
+use super::read_files::{self, OpenedSources, ReadFiles};
 use super::result::query_result;
 use super::SqlOptions;
 use crate::error::{Error, Result};
@@ -44,7 +47,8 @@ use crate::select::{QueryResult, Statistics};
 /// ```
 pub struct SqlSession {
     ctx: SessionContext,
-    read_parquet: Arc<ReadParquet>,
+    /// The files the statement's `read_parquet`/`read_csv` calls opened.
+    sources: Arc<OpenedSources>,
     /// The tables the running statement registered: let go when it ends, or before the next
     /// statement when it was dropped unfinished (cancelled).
     registered: Vec<TableReference>,
@@ -81,11 +85,20 @@ impl SqlSession {
     /// A session with nothing in it.
     pub fn new() -> SqlSession {
         let ctx = SessionContext::new();
-        let read_parquet = Arc::new(ReadParquet::default());
-        ctx.register_udtf(read_parquet::NAME, read_parquet.clone());
+        let sources = Arc::new(OpenedSources::default());
+        for (name, format) in read_files::FUNCTIONS {
+            ctx.register_udtf(
+                name,
+                Arc::new(ReadFiles {
+                    name,
+                    format,
+                    sources: sources.clone(),
+                }),
+            );
+        }
         SqlSession {
             ctx,
-            read_parquet,
+            sources,
             registered: Vec::new(),
         }
     }
@@ -118,6 +131,50 @@ impl SqlSession {
         outcome
     }
 
+    /// Runs the `;`-separated statements of `sql` in order and streams the last one's rows
+    /// as DataFusion computes them, typed as DataFusion types them (the statements before
+    /// it run to their end first; their results are not kept). Dropping the stream cancels
+    /// the statement.
+    ///
+    /// # Errors
+    /// The first statement's error, or the last one's planning error; errors while the
+    /// last statement runs come through the stream.
+    pub async fn stream(
+        &mut self,
+        store: &Store,
+        sql: &str,
+        options: &SqlOptions,
+    ) -> Result<SendableRecordBatchStream> {
+        let mut statements = self.parse(sql)?;
+        let Some(last) = statements.pop() else {
+            return Err(invalid("No SQL statement was given".to_string()));
+        };
+        for statement in statements {
+            self.run_statement(store, statement, options).await?;
+        }
+        self.let_tables_go();
+        let mut opened = Opened::default();
+        let result = self.start(store, last, options, &mut opened).await;
+        // The running plan holds the tables it reads: the session may let them go.
+        self.let_tables_go();
+        match result? {
+            Started::Running(stream, _) => Ok(stream),
+            Started::Done(batches) => {
+                let batches = batches.unwrap_or_default();
+                let schema = match batches.first() {
+                    Some(b) => b.schema(),
+                    None => Arc::new(arrow::datatypes::Schema::empty()),
+                };
+                Ok(Box::pin(
+                    datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+                        schema,
+                        futures::stream::iter(batches.into_iter().map(Ok)),
+                    ),
+                ))
+            }
+        }
+    }
+
     fn parse(&self, sql: &str) -> Result<Vec<SqlStatement>> {
         let state = self.ctx.state();
         let options = state.config().options();
@@ -126,11 +183,21 @@ impl SqlSession {
                 .unwrap_or_else(|| {
                     Box::new(datafusion::sql::sqlparser::dialect::GenericDialect {})
                 });
-        let statements = DFParserBuilder::new(sql)
-            .with_dialect(dialect.as_ref())
-            .with_recursion_limit(options.sql_parser.recursion_limit.get())
-            .build()?
-            .parse_statements()?;
+        let parse = |sql: &str| {
+            DFParserBuilder::new(sql)
+                .with_dialect(dialect.as_ref())
+                .with_recursion_limit(options.sql_parser.recursion_limit.get())
+                .build()?
+                .parse_statements()
+        };
+        let statements = match parse(sql) {
+            Ok(statements) => statements,
+            // DuckDB's `COPY … TO 'f' (FORMAT parquet, …)` is DataFusion's `… OPTIONS (…)`.
+            Err(e) => match copy::with_options_keyword(sql) {
+                Some(rewritten) => parse(&rewritten).map_err(|_| e)?,
+                None => return Err(e.into()),
+            },
+        };
         if statements.is_empty() {
             return Err(invalid("No SQL statement was given".to_string()));
         }
@@ -149,7 +216,6 @@ impl SqlSession {
         let result = self
             .plan_and_run(store, statement, options, &mut opened)
             .await;
-        opened.files.extend(self.read_parquet.clear());
         self.let_tables_go();
         let batches = match result? {
             Some(batches) => batches,
@@ -166,6 +232,12 @@ impl SqlSession {
             statistics.rows_read += read.rows_read;
             statistics.data_weight_read += read.data_weight;
         }
+        if let Some(read) = opened.file_scans.take() {
+            statistics.rows_read += read.rows_read;
+            statistics.data_weight_read += read.data_weight_read;
+            statistics.scan.chunks = read.scan.chunks;
+            statistics.scan.row_groups = read.scan.row_groups;
+        }
         query_result(&batches, statistics).map(Some)
     }
 
@@ -174,7 +246,7 @@ impl SqlSession {
         for reference in self.registered.drain(..) {
             let _ = self.ctx.deregister_table(reference);
         }
-        self.read_parquet.clear();
+        self.sources.clear();
     }
 
     async fn plan_and_run(
@@ -184,6 +256,25 @@ impl SqlSession {
         options: &SqlOptions,
         opened: &mut Opened,
     ) -> Result<Option<Vec<RecordBatch>>> {
+        match self.start(store, statement, options, opened).await? {
+            Started::Done(batches) => Ok(batches),
+            Started::Running(stream, physical) => {
+                let batches: Vec<RecordBatch> = stream.try_collect().await?;
+                opened.file_scans = files::file_scan_statistics(&physical);
+                Ok(Some(batches))
+            }
+        }
+    }
+
+    /// Plans `statement` and starts it: `COPY … TO` a Parquet file runs to its end (dynql's
+    /// writer writes the file) and gives its count; other statements give their stream.
+    async fn start(
+        &mut self,
+        store: &Store,
+        statement: SqlStatement,
+        options: &SqlOptions,
+        opened: &mut Opened,
+    ) -> Result<Started> {
         // `COPY … TO 'x.parquet'`: the query runs here, dynql's writer writes the file.
         if let Some(copy) = copy::parquet_copy(&statement) {
             let copy = copy?;
@@ -193,19 +284,22 @@ impl SqlSession {
             let plan = self
                 .plan(store, copy.source.clone(), options, opened)
                 .await?;
-            let stream = self
+            let physical = self
                 .ctx
                 .execute_logical_plan(plan)
                 .await?
-                .execute_stream()
+                .create_physical_plan()
                 .await?;
+            let stream =
+                datafusion::physical_plan::execute_stream(physical.clone(), self.ctx.task_ctx())?;
             let rows = copy.write(stream).await?;
+            opened.file_scans = files::file_scan_statistics(&physical);
             let count = RecordBatch::try_from_iter([(
                 "count",
                 Arc::new(arrow::array::UInt64Array::from(vec![rows])) as arrow::array::ArrayRef,
             )])
             .map_err(datafusion::error::DataFusionError::from)?;
-            return Ok(Some(vec![count]));
+            return Ok(Started::Done(Some(vec![count])));
         }
         let plan = self.plan(store, statement, options, opened).await?;
         let returns_rows = !matches!(
@@ -218,18 +312,33 @@ impl SqlSession {
                         | Statement::Deallocate(_)
                 )
         );
-        let batches = self.ctx.execute_logical_plan(plan).await?.collect().await?;
-        Ok(returns_rows.then_some(batches))
+        let physical = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await?
+            .create_physical_plan()
+            .await?;
+        let stream =
+            datafusion::physical_plan::execute_stream(physical.clone(), self.ctx.task_ctx())?;
+        if !returns_rows {
+            // DDL and settings ran while planning; their (empty) plan has nothing to give.
+            let _: Vec<RecordBatch> = stream.try_collect().await?;
+            return Ok(Started::Done(None));
+        }
+        Ok(Started::Running(stream, physical))
     }
 
     /// Opens the tables `statement` names and plans it; refuses what it may not do.
     async fn plan(
         &mut self,
         store: &Store,
-        statement: SqlStatement,
+        mut statement: SqlStatement,
         options: &SqlOptions,
         opened: &mut Opened,
     ) -> Result<LogicalPlan> {
+        if let SqlStatement::Statement(ast) = &mut statement {
+            read_files::normalize_named_arguments(ast).map_err(invalid)?;
+        }
         let state = self.ctx.state();
         let references = state.resolve_table_references(&statement)?;
         // Every dynamic table of the statement is read from one snapshot.
@@ -246,20 +355,32 @@ impl SqlSession {
             if self.ctx.table_exist(reference.clone())? {
                 continue;
             }
-            // DuckDB's `FROM 'x.parquet'` (a name ending in .parquet, globs included) reads
-            // files too, unless a dynamic table has that name.
+            // DuckDB's `FROM 'x.parquet'` (a name ending in .parquet, .csv or .tsv, globs
+            // included) reads files too, unless a dynamic table has that name.
             let location = files
                 .location(name)
-                .or_else(|| super::parquet_path(name).filter(|_| !tables.contains_key(name)));
+                .or_else(|| super::file_path(name).filter(|_| !tables.contains_key(name)));
             if let Some(location) = location {
                 if tables.contains_key(name) {
                     return Err(Error::Storage(dynql_storage::Error::Invalid(format!(
-                        "{name} names both a dynamic table and Parquet files ({location}); map the files to another name"
+                        "{name} names both a dynamic table and files ({location}); map the files to another name"
                     ))));
                 }
-                let table = FileTable::open(location, files.key(name)).await?;
-                let provider = Arc::new(FileTableProvider::new(table));
-                opened.files.push(provider.clone());
+                // A key given for files makes them a sorted table (checked as YT QL reads
+                // it); other files are read by DataFusion's readers, typed as they are.
+                let provider: Arc<dyn TableProvider> = match files.key(name) {
+                    Some(key) => {
+                        let table = FileTable::open(location, Some(key)).await?;
+                        let provider = Arc::new(FileTableProvider::new(table));
+                        opened.files.push(provider.clone());
+                        provider
+                    }
+                    None => {
+                        let format =
+                            FileFormatKind::of_name(location).unwrap_or(FileFormatKind::Parquet);
+                        files::open(&state, &FileSource::new(location, format)).await?
+                    }
+                };
                 self.ctx.register_table(reference.clone(), provider)?;
                 self.registered.push(reference);
             } else if let Some(entry) = tables.get(name) {
@@ -275,15 +396,14 @@ impl SqlSession {
         }
         let plan = loop {
             let planned = self.ctx.state().statement_to_plan(statement.clone()).await;
-            let wanted = self.read_parquet.take_wanted();
+            let wanted = self.sources.take_wanted();
             match planned {
                 Ok(plan) => break plan,
                 Err(e) if wanted.is_empty() => return Err(e.into()),
                 Err(_) => {
-                    for location in wanted {
-                        let table = FileTable::open(&location, files.key(&location)).await?;
-                        self.read_parquet
-                            .insert(location, Arc::new(FileTableProvider::new(table)));
+                    for source in wanted {
+                        let table = files::open(&state, &source).await?;
+                        self.sources.insert(source, table);
                     }
                 }
             }
@@ -293,11 +413,22 @@ impl SqlSession {
     }
 }
 
+/// A started statement.
+enum Started {
+    /// It ran to its end (`COPY`, DDL, settings): its batches, if it gives rows.
+    Done(Option<Vec<RecordBatch>>),
+    /// It runs: its rows, and its plan (for what its scans read once it ends).
+    Running(SendableRecordBatchStream, Arc<dyn ExecutionPlan>),
+}
+
 /// The tables one statement opened.
 #[derive(Default)]
 struct Opened {
     dynamic: Vec<Arc<StoreTable>>,
+    /// Sorted file tables (a key was given), read by dynql's scan.
     files: Vec<Arc<FileTableProvider>>,
+    /// What DataFusion's file scans read, once the plan ran.
+    file_scans: Option<Statistics>,
 }
 
 fn invalid(message: String) -> Error {
@@ -350,7 +481,9 @@ fn refusal_of(
                     "SQL reads dynamic tables and cannot write {}: write rows with insert-rows or delete-rows",
                     dml.table_name
                 ))
-            } else if target.is_some_and(|t| t.is::<FileTableProvider>()) {
+            } else if target.is_some_and(|t| t.is::<FileTableProvider>())
+                || registered.contains(&dml.table_name)
+            {
                 Some(format!(
                     "{} is a file table, read only: write files with COPY … TO",
                     dml.table_name

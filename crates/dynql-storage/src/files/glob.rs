@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 /// Where the files of a location live, and which of them it names.
 pub(crate) struct Location {
     pub(crate) objects: Arc<dyn ObjectStore>,
+    /// The URL of the object store's root: `file://` or `s3://bucket`.
+    pub(crate) root: String,
     /// The longest directory prefix without glob characters (listing starts there).
     pub(crate) prefix: ObjectPath,
     /// The full pattern, matched against object paths; `None`: every `.parquet` file under
@@ -29,7 +31,7 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
     if location.is_empty() {
         return Err(invalid(location, "empty"));
     }
-    let (objects, path): (Arc<dyn ObjectStore>, String) =
+    let (objects, root, path): (Arc<dyn ObjectStore>, String, String) =
         if let Some(rest) = location.strip_prefix("s3://") {
             let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
             if bucket.is_empty() {
@@ -42,7 +44,7 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
                 .with_bucket_name(bucket)
                 .build()
                 .map_err(|e| invalid(location, e))?;
-            (Arc::new(s3), key.to_string())
+            (Arc::new(s3), format!("s3://{bucket}"), key.to_string())
         } else if location.contains("://") && !location.starts_with("file://") {
             return Err(invalid(
                 location,
@@ -61,7 +63,11 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
                 .to_str()
                 .ok_or_else(|| invalid(location, "not valid UTF-8"))?
                 .to_string();
-            (Arc::new(LocalFileSystem::new()), normalize(&text))
+            (
+                Arc::new(LocalFileSystem::new()),
+                "file://".to_string(),
+                normalize(&text),
+            )
         };
     let path = path.trim_start_matches('/').to_string();
     let glob_at = path.find(['*', '?', '[']);
@@ -78,6 +84,7 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
     };
     Ok(Location {
         objects,
+        root,
         prefix: ObjectPath::from(prefix.as_str()),
         pattern,
     })

@@ -14,6 +14,7 @@
 
 mod columns;
 mod glob;
+mod listing;
 
 use std::sync::Arc;
 
@@ -34,6 +35,8 @@ use crate::page_index::{leaf_key_window, tuple_interval};
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::stream::{Prefetch, ScanStream};
 use columns::{convert, describe, same_fields, statistics_bounds, table_schema};
+
+pub use listing::{list_files, ListedFiles};
 
 /// Key-value metadata holding the YT schema of exported files (YSON text).
 pub const SCHEMA_METADATA_KEY: &str = "dynql.schema";
