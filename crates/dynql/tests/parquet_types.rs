@@ -385,7 +385,10 @@ async fn every_arrow_type_is_typed_in_yt_ql_or_refused_by_name() {
     }
 
     // Filters on the new types, with YT's literals (uint64 for date types).
-    let q = format!("id from [file:{location}] where day = 501u or ts_us = {}u", TS0 * 1_000_000 + 12);
+    let q = format!(
+        "id from [file:{location}] where day = 501u or ts_us = {}u",
+        TS0 * 1_000_000 + 12
+    );
     let r = db.select_rows(&q, &options).await.unwrap();
     assert_eq!(r.rows, [[Value::Int64(12)], [Value::Int64(501)]]);
     let q = format!("sum(dur_ms) as s from [file:{location}] where day < 7u group by 1 as g");
@@ -397,7 +400,12 @@ async fn every_arrow_type_is_typed_in_yt_ql_or_refused_by_name() {
     // its Arrow type and what to do; the other columns still read.
     let err = |q: String| {
         let db = &db;
-        async move { db.select_rows(&q, &SelectOptions::default()).await.unwrap_err().to_string() }
+        async move {
+            db.select_rows(&q, &SelectOptions::default())
+                .await
+                .unwrap_err()
+                .to_string()
+        }
     };
     let e = err(format!("* from [file:{location}]")).await;
     assert!(
@@ -411,7 +419,10 @@ async fn every_arrow_type_is_typed_in_yt_ql_or_refused_by_name() {
     );
     let e = err(format!("id from [file:{location}] where price > 1")).await;
     assert!(e.contains("Column \"price\" cannot be read"), "{e}");
-    let e = err(format!("sum(f.price) as s from [file:{location}] as f group by 1 as g")).await;
+    let e = err(format!(
+        "sum(f.price) as s from [file:{location}] as f group by 1 as g"
+    ))
+    .await;
     assert!(e.contains("Column \"f.price\" cannot be read"), "{e}");
     let e = err(format!("months from [file:{location}]")).await;
     assert!(
@@ -419,7 +430,10 @@ async fn every_arrow_type_is_typed_in_yt_ql_or_refused_by_name() {
         "{e}"
     );
     let e = err(format!("decimals from [file:{location}]")).await;
-    assert!(e.contains("which holds Decimal128(5, 1), and YT QL has no decimal type"), "{e}");
+    assert!(
+        e.contains("which holds Decimal128(5, 1), and YT QL has no decimal type"),
+        "{e}"
+    );
     // A name that is no column at all stays an undefined reference.
     let e = err(format!("nope from [file:{location}]")).await;
     assert!(e.contains("Undefined reference \"nope\""), "{e}");
@@ -436,7 +450,10 @@ async fn every_arrow_type_is_typed_in_yt_ql_or_refused_by_name() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("key column \"price\" cannot be read: its Arrow type is Decimal128"), "{e}");
+    assert!(
+        e.contains("key column \"price\" cannot be read: its Arrow type is Decimal128"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -455,7 +472,12 @@ async fn date_and_timestamp_keys_prune_row_groups() {
     let r = db.select_rows(&q, &options).await.unwrap();
     assert_eq!(r.rows, [[Value::Int64(501)]]);
     let groups = kept.len().div_ceil(GROUP_ROWS);
-    assert_eq!(r.statistics.scan.row_groups, (1, groups), "{:?}", r.statistics);
+    assert_eq!(
+        r.statistics.scan.row_groups,
+        (1, groups),
+        "{:?}",
+        r.statistics
+    );
     let e = db.explain_query(&q, &options).await.unwrap();
     assert_eq!(e.read.row_groups, (1, groups));
 
@@ -475,8 +497,16 @@ async fn date_and_timestamp_keys_prune_row_groups() {
         let q = format!("id from [file:{location}] where {key} = {value}u");
         let r = db.select_rows(&q, &keyed).await.unwrap();
         assert_eq!(r.rows, [[Value::Int64(501)]], "{key}");
-        assert_eq!(r.statistics.scan.row_groups, (1, groups), "{key}: {:?}", r.statistics);
-        let q = format!("id from [file:{location}] where {key} between {value}u and {}u", value + 1);
+        assert_eq!(
+            r.statistics.scan.row_groups,
+            (1, groups),
+            "{key}: {:?}",
+            r.statistics
+        );
+        let q = format!(
+            "id from [file:{location}] where {key} between {value}u and {}u",
+            value + 1
+        );
         let r = db.select_rows(&q, &keyed).await.unwrap();
         assert_eq!(r.rows.first(), Some(&vec![Value::Int64(501)]), "{key}");
     }
@@ -488,7 +518,10 @@ async fn values_before_1970_fail_the_read_naming_the_column_and_value() {
     let path = dir.path().join("old.parquet");
     let batch = RecordBatch::try_from_iter(vec![
         ("id", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
-        ("born", Arc::new(Date32Array::from(vec![Some(10), Some(-365)]))),
+        (
+            "born",
+            Arc::new(Date32Array::from(vec![Some(10), Some(-365)])),
+        ),
         (
             "at",
             Arc::new(TimestampMicrosecondArray::from(vec![Some(-1), None])),
@@ -517,7 +550,10 @@ async fn values_before_1970_fail_the_read_naming_the_column_and_value() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("Column \"at\" holds 1969-12-31T23:59:59.999999"), "{e}");
+    assert!(
+        e.contains("Column \"at\" holds 1969-12-31T23:59:59.999999"),
+        "{e}"
+    );
     assert!(e.contains("YT's timestamp"), "{e}");
     // Durations are signed; the other columns read.
     let r = db
@@ -546,13 +582,16 @@ async fn dates_and_timestamps_import_into_yt_date_types_and_integers() {
         ("id", Arc::new(Int64Array::from(ids.clone())) as ArrayRef),
         (
             "day",
-            Arc::new(Date32Array::from_iter(ids.iter().map(|&i| opt(i, 19_000 + i as i32)))),
+            Arc::new(Date32Array::from_iter(
+                ids.iter().map(|&i| opt(i, 19_000 + i as i32)),
+            )),
         ),
         (
             "at",
             Arc::new(
                 TimestampNanosecondArray::from_iter(
-                    ids.iter().map(|&i| opt(i, (TS0 + i) * 1_000_000_000 + 7_000)),
+                    ids.iter()
+                        .map(|&i| opt(i, (TS0 + i) * 1_000_000_000 + 7_000)),
                 )
                 .with_timezone("UTC"),
             ),
@@ -566,16 +605,22 @@ async fn dates_and_timestamps_import_into_yt_date_types_and_integers() {
         ),
         (
             "took",
-            Arc::new(DurationMillisecondArray::from_iter(ids.iter().map(|&i| opt(i, -i)))),
+            Arc::new(DurationMillisecondArray::from_iter(
+                ids.iter().map(|&i| opt(i, -i)),
+            )),
         ),
         // Into integer columns: the values YT QL reads (microseconds, days).
         (
             "at_int",
-            Arc::new(TimestampSecondArray::from_iter(ids.iter().map(|&i| opt(i, TS0 + i)))),
+            Arc::new(TimestampSecondArray::from_iter(
+                ids.iter().map(|&i| opt(i, TS0 + i)),
+            )),
         ),
         (
             "day_int",
-            Arc::new(Date32Array::from_iter(ids.iter().map(|&i| opt(i, i as i32)))),
+            Arc::new(Date32Array::from_iter(
+                ids.iter().map(|&i| opt(i, i as i32)),
+            )),
         ),
         (
             "tags",
@@ -587,7 +632,11 @@ async fn dates_and_timestamps_import_into_yt_date_types_and_integers() {
     .unwrap();
     write(&path, &batch, None);
     let report = db
-        .import("//events", &[path.display().to_string()], &ImportOptions::default())
+        .import(
+            "//events",
+            &[path.display().to_string()],
+            &ImportOptions::default(),
+        )
         .await
         .unwrap();
     assert_eq!((report.rows_imported, report.rejected), (20, 0));
@@ -624,7 +673,10 @@ async fn dates_and_timestamps_import_into_yt_date_types_and_integers() {
         .unwrap()
         .rows;
     let imported = db
-        .select_rows("id, day, at, took, day_int from [//events]", &SelectOptions::default())
+        .select_rows(
+            "id, day, at, took, day_int from [//events]",
+            &SelectOptions::default(),
+        )
         .await
         .unwrap()
         .rows;
@@ -729,7 +781,11 @@ async fn import_columns_choose_and_rename_and_unknown_columns_are_refused_once()
     write(&path, &types_batch(&all_ids()), Some(0));
     let file = path.display().to_string();
     let e = db
-        .import("//t", std::slice::from_ref(&file), &ImportOptions::default())
+        .import(
+            "//t",
+            std::slice::from_ref(&file),
+            &ImportOptions::default(),
+        )
         .await
         .unwrap_err();
     let text = e.to_string();
@@ -785,9 +841,17 @@ async fn import_columns_choose_and_rename_and_unknown_columns_are_refused_once()
     let csv = dir.path().join("rows.csv");
     std::fs::write(&csv, "id,extra,label\n1007,x,seven\n").unwrap();
     let jsonl = dir.path().join("rows.jsonl");
-    std::fs::write(&jsonl, "{\"id\": 1008, \"extra\": 1, \"label\": \"eight\"}\n").unwrap();
+    std::fs::write(
+        &jsonl,
+        "{\"id\": 1008, \"extra\": 1, \"label\": \"eight\"}\n",
+    )
+    .unwrap();
     let e = db
-        .import("//t", &[csv.display().to_string()], &ImportOptions::default())
+        .import(
+            "//t",
+            &[csv.display().to_string()],
+            &ImportOptions::default(),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -807,7 +871,10 @@ async fn import_columns_choose_and_rename_and_unknown_columns_are_refused_once()
     .await
     .unwrap();
     let rows = db
-        .select_rows("id, name from [//t] where id >= 1007", &SelectOptions::default())
+        .select_rows(
+            "id, name from [//t] where id >= 1007",
+            &SelectOptions::default(),
+        )
         .await
         .unwrap()
         .rows;

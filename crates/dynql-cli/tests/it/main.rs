@@ -14,6 +14,7 @@ mod key_filters;
 mod limits;
 mod master_locks;
 mod mvcc;
+mod parquet_types;
 mod ql_rules;
 mod queues;
 mod shell;

@@ -46,9 +46,11 @@ impl Binder {
                         .iter()
                         .find(|c| c.name == column)
                         .ok_or_else(|| {
-                            if let Some(r) = self.refused.iter().find(|r| {
-                                r.span == join.table.span && r.name == column
-                            }) {
+                            if let Some(r) = self
+                                .refused
+                                .iter()
+                                .find(|r| r.span == join.table.span && r.name == column)
+                            {
                                 return Error::invalid(
                                     format!(
                                         "Column {} of joined table {} cannot be read: {}",

@@ -626,8 +626,7 @@ impl Binder {
             [] => {
                 let refused = self.refused.iter().find(|r| match table {
                     Some(t) => {
-                        (r.qualifier.as_deref() == Some(t) && r.name == name)
-                            || r.name == full()
+                        (r.qualifier.as_deref() == Some(t) && r.name == name) || r.name == full()
                     }
                     None => r.name == name,
                 });

@@ -95,7 +95,9 @@ pub(super) fn table_schema(
     if let Some(key) = key {
         for name in key {
             if let Some((_, why)) = refused.iter().find(|(r, _)| r == name) {
-                return Err(invalid(format!("key column {name:?} cannot be read: {why}")));
+                return Err(invalid(format!(
+                    "key column {name:?} cannot be read: {why}"
+                )));
             }
             if !columns.iter().any(|c| &c.name == name) {
                 return Err(invalid(format!(

@@ -164,7 +164,11 @@ impl FileTable {
             }
         }
         let (schema, file_columns, refused) = table_schema(location, &files[0], key)?;
-        let descr = files[0].metadata.metadata().file_metadata().schema_descr_ptr();
+        let descr = files[0]
+            .metadata
+            .metadata()
+            .file_metadata()
+            .schema_descr_ptr();
         let leaves = schema
             .columns()
             .iter()

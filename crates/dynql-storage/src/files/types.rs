@@ -27,16 +27,15 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, GenericListArray, GenericListViewArray,
-    Int64Builder, OffsetSizeTrait, UInt64Builder,
+    Array, ArrayRef, AsArray, BinaryBuilder, GenericListArray, GenericListViewArray, Int64Builder,
+    OffsetSizeTrait, UInt64Builder,
 };
 use arrow::datatypes::{
     DataType, Date32Type, Date64Type, DurationMicrosecondType, DurationMillisecondType,
-    DurationNanosecondType, DurationSecondType, Float32Type, Float64Type, Int16Type,
-    Int32Type, Int64Type, Int8Type, Time32MillisecondType, Time32SecondType,
-    Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
-    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type,
-    UInt32Type, UInt64Type, UInt8Type,
+    DurationNanosecondType, DurationSecondType, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, Int8Type, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
+    Time64NanosecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 
 use dynql_core::arrow_convert::arrow_type;
@@ -302,7 +301,12 @@ pub(crate) fn convert(array: &ArrayRef, column: &ColumnSchema) -> Result<ArrayRe
             Some(Err(why)) => Some((i, *why)),
             _ => None,
         }) {
-            return Err(Error::Invalid(unfit_error(&column.name, array.as_ref(), i, why)));
+            return Err(Error::Invalid(unfit_error(
+                &column.name,
+                array.as_ref(),
+                i,
+                why,
+            )));
         }
         let values = values.into_iter().map(|v| v.and_then(|v| v.ok()));
         return Ok(if wire == ValueType::Uint64 {
@@ -393,12 +397,18 @@ fn yson_cells(array: &dyn Array) -> std::result::Result<Vec<Cell>, CellError> {
         DataType::Int16 => each!(array.as_primitive::<Int16Type>(), |v| Yson::Int64(v as i64)),
         DataType::Int32 => each!(array.as_primitive::<Int32Type>(), |v| Yson::Int64(v as i64)),
         DataType::Int64 => each!(array.as_primitive::<Int64Type>(), Yson::Int64),
-        DataType::UInt8 => each!(array.as_primitive::<UInt8Type>(), |v| Yson::Uint64(v as u64)),
+        DataType::UInt8 => each!(array.as_primitive::<UInt8Type>(), |v| Yson::Uint64(
+            v as u64
+        )),
         DataType::UInt16 => {
-            each!(array.as_primitive::<UInt16Type>(), |v| Yson::Uint64(v as u64))
+            each!(array.as_primitive::<UInt16Type>(), |v| Yson::Uint64(
+                v as u64
+            ))
         }
         DataType::UInt32 => {
-            each!(array.as_primitive::<UInt32Type>(), |v| Yson::Uint64(v as u64))
+            each!(array.as_primitive::<UInt32Type>(), |v| Yson::Uint64(
+                v as u64
+            ))
         }
         DataType::UInt64 => each!(array.as_primitive::<UInt64Type>(), Yson::Uint64),
         DataType::Float16 => {
@@ -407,7 +417,9 @@ fn yson_cells(array: &dyn Array) -> std::result::Result<Vec<Cell>, CellError> {
             yson_cells(doubles.as_ref())?
         }
         DataType::Float32 => {
-            each!(array.as_primitive::<Float32Type>(), |v| Yson::Double(v as f64))
+            each!(array.as_primitive::<Float32Type>(), |v| Yson::Double(
+                v as f64
+            ))
         }
         DataType::Float64 => each!(array.as_primitive::<Float64Type>(), Yson::Double),
         DataType::Utf8 => each!(array.as_string::<i32>(), |v: &str| Yson::String(v.into())),
@@ -513,7 +525,10 @@ fn yson_cells(array: &dyn Array) -> std::result::Result<Vec<Cell>, CellError> {
 }
 
 /// The elements `range` of a child's cells as a list (the first failing one fails it).
-fn gather(cells: &[Cell], range: std::ops::Range<usize>) -> std::result::Result<Vec<Yson>, CellError> {
+fn gather(
+    cells: &[Cell],
+    range: std::ops::Range<usize>,
+) -> std::result::Result<Vec<Yson>, CellError> {
     cells[range].iter().cloned().collect()
 }
 
@@ -681,8 +696,10 @@ mod tests {
     #[test]
     fn bytes_dictionaries_and_refusals() {
         let fsb = Arc::new(
-            FixedSizeBinaryArray::try_from_iter(vec![vec![0xffu8, 0], vec![b'a', b'b']].into_iter())
-                .unwrap(),
+            FixedSizeBinaryArray::try_from_iter(
+                vec![vec![0xffu8, 0], vec![b'a', b'b']].into_iter(),
+            )
+            .unwrap(),
         ) as ArrayRef;
         assert_eq!(file_column_type(fsb.data_type()), Ok(LogicalType::String));
         assert_eq!(
@@ -696,9 +713,14 @@ mod tests {
         assert_eq!(file_column_type(dict.data_type()), Ok(LogicalType::Utf8));
         assert_eq!(read(dict).unwrap()[2], Value::String(b"b".to_vec()));
 
-        let decimal = Decimal128Array::from(vec![1]).with_precision_and_scale(10, 2).unwrap();
+        let decimal = Decimal128Array::from(vec![1])
+            .with_precision_and_scale(10, 2)
+            .unwrap();
         let why = file_column_type(decimal.data_type()).unwrap_err();
-        assert!(why.contains("no decimal type") && why.contains("dynql sql"), "{why}");
+        assert!(
+            why.contains("no decimal type") && why.contains("dynql sql"),
+            "{why}"
+        );
         let why = file_column_type(&DataType::Interval(IntervalUnit::MonthDayNano)).unwrap_err();
         assert!(why.contains("months and days"), "{why}");
         let nested = DataType::List(Arc::new(Field::new_list_field(

@@ -21,7 +21,9 @@ use dynql_core::schema::{ORDERED_SYSTEM_COLUMNS, TTL_COLUMN, VIRTUAL_TABLET_INDE
 use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 use dynql_ql::ComputedColumns;
 use dynql_storage::compaction::Retention;
-use dynql_storage::files::types::{file_column_type, file_column_values, temporal_values, value_text};
+use dynql_storage::files::types::{
+    file_column_type, file_column_values, temporal_values, value_text,
+};
 use dynql_storage::TableEntry;
 
 use crate::error::{Error, Result};
@@ -707,8 +709,16 @@ fn convert_temporal(
                         Err(invalid(format!(
                             "value {} is not a whole {}: type {target} holds {}",
                             value_text(input.as_ref(), r),
-                            if target == LogicalType::Date { "day" } else { "second" },
-                            if target == LogicalType::Date { "days" } else { "seconds" },
+                            if target == LogicalType::Date {
+                                "day"
+                            } else {
+                                "second"
+                            },
+                            if target == LogicalType::Date {
+                                "days"
+                            } else {
+                                "seconds"
+                            },
                         )))
                     } else {
                         u64::try_from(micros / to).map(Value::Uint64).map_err(|_| {
