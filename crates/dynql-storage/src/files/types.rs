@@ -682,6 +682,19 @@ mod tests {
             read(map).unwrap(),
             [any(r#"[["k1";10;];["k2";#;];]"#), any(r#"[["k3";30;];]"#)]
         );
+        // List views: offsets and sizes in any order, sharing values.
+        let view = Arc::new(arrow::array::ListViewArray::new(
+            Arc::new(Field::new_list_field(DataType::Int32, true)),
+            arrow::buffer::ScalarBuffer::from(vec![2, 0, 0]),
+            arrow::buffer::ScalarBuffer::from(vec![1, 3, 0]),
+            Arc::new(Int32Array::from(vec![7, 8, 9])),
+            Some(vec![true, true, false].into()),
+        )) as ArrayRef;
+        assert_eq!(file_column_type(view.data_type()), Ok(LogicalType::Any));
+        assert_eq!(
+            read(view).unwrap(),
+            [any("[9;]"), any("[7;8;9;]"), Value::Null]
+        );
         // A date before 1970 inside a list fails naming the column.
         let dates = Arc::new(ListArray::new(
             Arc::new(Field::new_list_field(DataType::Date32, true)),
