@@ -4,6 +4,9 @@
 //! `select_rows` queries with YT's semantics. See the crate-level example on [`Database`]
 //! and `examples/quickstart.rs`. Bulk import from Parquet, CSV or JSON lines and export to
 //! Parquet are in [`io`].
+//!
+//! - [`Row::get`] and [`SelectResult::deserialize`]: result values as Rust types (the YT
+//!   type -> Rust type mapping is on [`FromValue`]), rows into structs with serde.
 
 mod attributes;
 mod cypress;
@@ -13,6 +16,7 @@ mod insert_columns;
 pub mod io;
 mod master;
 mod results;
+mod row;
 mod sql;
 mod table_attributes;
 mod table_rows;
@@ -34,6 +38,7 @@ pub use dynql_storage::{
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
+pub use row::{FromValue, FromValueError, Row, RowIndex};
 pub use sql::{SqlOptions, SqlOutcome, SqlSession};
 pub use table_attributes::{parse_document, parse_pivot_keys};
 pub use table_rows::{ReadTableOptions, TableRows, TableWriter, WriteTableOptions};
