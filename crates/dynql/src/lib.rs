@@ -7,6 +7,8 @@
 //!
 //! - [`Row::get`] and [`SelectResult::deserialize`]: result values as Rust types (the YT
 //!   type -> Rust type mapping is on [`FromValue`]), rows into structs with serde.
+//! - [`Database::table_provider`]: a table as a DataFusion `TableProvider` for the caller's
+//!   own `SessionContext`.
 
 mod attributes;
 mod cypress;
@@ -19,6 +21,7 @@ mod results;
 mod row;
 mod sql;
 mod table_attributes;
+mod table_provider;
 mod table_rows;
 mod transaction;
 mod ypath;

@@ -2,4 +2,5 @@
 //! DataFusion `TableProvider` in the caller's own session, typed access to result rows.
 //! One binary for the three: each test binary links all of DataFusion.
 
+mod table_provider;
 mod typed_rows;
