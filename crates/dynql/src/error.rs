@@ -75,6 +75,9 @@ pub enum Error {
         /// What is wrong: the type found and the type asked for.
         message: String,
     },
+    /// The blocking API could not start its runtime ([`crate::blocking::Database::open`]).
+    #[error("cannot start the runtime of dynql's blocking API")]
+    Runtime(#[source] std::io::Error),
     /// An import found more rejected input rows than allowed; nothing was written.
     #[error("{}", crate::io::rejected_message(*count, *allowed, examples))]
     Rejected {
@@ -98,6 +101,7 @@ impl Error {
             | Error::NoSuchColumn { .. }
             | Error::RowValue { .. }
             | Error::Rejected { .. } => ErrorKind::InvalidInput,
+            Error::Runtime(_) => ErrorKind::Unavailable,
             Error::File { source, .. } => file_kind(source.as_ref()),
             Error::Storage(e) => storage_kind(e),
             Error::Exec(e) => match e {

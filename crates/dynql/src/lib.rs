@@ -5,12 +5,14 @@
 //! and `examples/quickstart.rs`. Bulk import from Parquet, CSV or JSON lines and export to
 //! Parquet are in [`io`].
 //!
+//! - [`blocking::Database`]: the same API without async, a runtime inside.
 //! - [`Row::get`] and [`SelectResult::deserialize`]: result values as Rust types (the YT
 //!   type -> Rust type mapping is on [`FromValue`]), rows into structs with serde.
 //! - [`Database::table_provider`]: a table as a DataFusion `TableProvider` for the caller's
 //!   own `SessionContext`.
 
 mod attributes;
+pub mod blocking;
 mod cypress;
 mod database;
 mod error;

@@ -2,5 +2,6 @@
 //! DataFusion `TableProvider` in the caller's own session, typed access to result rows.
 //! One binary for the three: each test binary links all of DataFusion.
 
+mod blocking;
 mod table_provider;
 mod typed_rows;
