@@ -320,7 +320,8 @@ pub enum Command {
     /// Set a node's value (`set //home/me/config '{retries=3}'`, `set //home/me/doc/key 1`
     /// inside a document) or an attribute: a table's writable one (`set //t/@min_data_versions
     /// 0`: retention settings, commit_ordering, mount_config/*, auto_partitioning_*,
-    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode)
+    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode,
+    /// compression_codec)
     /// or a custom one on any node (`set //t/@owner alice`).
     Set {
         path: String,
