@@ -21,6 +21,7 @@ mod shell;
 mod sql;
 mod static_tables;
 mod tablets;
+mod terminal;
 mod transactions;
 mod ttl;
 
