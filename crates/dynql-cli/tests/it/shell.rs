@@ -318,16 +318,18 @@ fn ctrl_c_cancels_the_running_statement_within_a_second_and_the_session_goes_on(
     };
     t.wait_for("dynql>", 1);
     // Each computes for long stretches without yielding: a cross join feeding an aggregate
-    // (27 billion joined rows), a hash join whose build side is 20 million rows, a YT QL
+    // (27 billion joined rows), a hash join of 100 million rows against a 20-million-row build side, a YT QL
     // join without an index.
     let statements = [
         r#"sql SELECT sum(a.k * b.k + c.k) AS s FROM "//home/t" a, "//home/t" b, "//home/t" c;"#,
-        "sql SELECT count(*) AS c FROM generate_series(1, 20000000) a JOIN generate_series(1, 20000000) b ON a.value = b.value;",
+        "sql SELECT count(*) AS c FROM generate_series(1, 100000000) a JOIN generate_series(1, 20000000) b ON a.value = b.value;",
         "select-rows 'sum(a.k) AS s FROM [//home/t] AS a JOIN [//home/t] AS b ON a.v = b.v GROUP BY 1 AS one' --allow-join-without-index --input-row-limit 100000000000 --output-row-limit 100000000000;",
     ];
     for (n, statement) in statements.iter().enumerate() {
         t.line(statement);
-        std::thread::sleep(Duration::from_millis(1000));
+        // Long enough to be computing, short of the time the fastest one takes (the hash
+        // join, about 3 s on 2 cores: a 100M-row probe side against a 20M-row build side).
+        std::thread::sleep(Duration::from_millis(300));
         let screen = t.screen();
         assert_eq!(
             screen.matches("dynql>").count(),
