@@ -217,9 +217,10 @@ pub enum Command {
         /// The query to explain, as select-rows takes it.
         #[arg(allow_hyphen_values = true)]
         query: String,
-        /// Output format: json or yson.
-        #[arg(long, default_value = "json")]
-        format: String,
+        /// Output format: yson, <format=pretty>yson, json or <format=pretty>json [default:
+        /// <format=pretty>yson on a terminal, else json].
+        #[arg(long, value_parser = crate::output::tree_format_parser())]
+        format: Option<crate::output::TreeFormat>,
         /// Most key ranges WHERE may expand into (YT default 200000); beyond it ranges widen.
         #[arg(long)]
         range_expansion_limit: Option<u64>,
@@ -319,7 +320,8 @@ pub enum Command {
     /// Set a node's value (`set //home/me/config '{retries=3}'`, `set //home/me/doc/key 1`
     /// inside a document) or an attribute: a table's writable one (`set //t/@min_data_versions
     /// 0`: retention settings, commit_ordering, mount_config/*, auto_partitioning_*,
-    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode)
+    /// auto_compaction_period, forced_compaction_revision, ttl, chunk_writer, in_memory_mode,
+    /// compression_codec)
     /// or a custom one on any node (`set //t/@owner alice`).
     Set {
         path: String,
@@ -337,8 +339,10 @@ pub enum Command {
     /// a table is `#`, a directory the map of its children's values, a document its value.
     Get {
         path: String,
-        #[arg(long, default_value = "yson")]
-        format: String,
+        /// Output format: yson, <format=text>yson, <format=pretty>yson, json or
+        /// <format=pretty>json [default: <format=pretty>yson on a terminal, else yson].
+        #[arg(long, value_parser = crate::output::tree_format_parser())]
+        format: Option<crate::output::TreeFormat>,
         /// With a node: the attributes to print with it; repeatable.
         #[arg(long = "attribute")]
         attributes: Vec<String>,
@@ -373,13 +377,19 @@ pub enum Command {
         #[arg(long)]
         tx: Option<String>,
     },
-    /// List the children of a directory (`list /` for the top): one name per line, or with
-    /// --format a YSON or JSON list.
+    /// List the children of a directory (`list /` for the top): one name per line, with -l
+    /// a line of type, account, size, date and time before each, or with --format a YSON or
+    /// JSON list.
     List {
         path: String,
-        /// yson or json: print the names as one list (with the --attribute values).
-        #[arg(long)]
-        format: Option<String>,
+        /// Print the names as one list (with the --attribute values) in this format: yson,
+        /// <format=pretty>yson, json or <format=pretty>json.
+        #[arg(long, value_parser = crate::output::tree_format_parser())]
+        format: Option<crate::output::TreeFormat>,
+        /// Long format, as yt prints it: type, account, disk space, date and time of each
+        /// child, then its name.
+        #[arg(long = "long-format", short = 'l', conflicts_with = "format")]
+        long_format: bool,
         /// With --format: an attribute to print with each child; repeatable.
         #[arg(long = "attribute")]
         attributes: Vec<String>,
@@ -459,7 +469,7 @@ pub struct SelectRowsArgs {
     pub query_option: Option<String>,
     /// Output format as `yt` spells it: yson, <format=pretty>yson, json,
     /// <encode_utf8=%true>json, schemaful_dsv, <columns=[a;b]>schemaful_dsv [default:
-    /// $YT_FORMAT, else yson].
+    /// $YT_FORMAT, else a drawn table on a terminal, else yson].
     #[arg(long, value_parser = crate::format::parse_format)]
     pub format: Option<FormatSpec>,
     /// Most rows read (YT default 1000000).

@@ -8,6 +8,7 @@ use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOp
 
 use crate::commands::{Cli, Command, InputFormat, SelectRowsArgs};
 use crate::format::input_format;
+use crate::output::{stdout_is_terminal, tree_format, TreeFormat};
 use crate::row_input::{read_rows, special_doubles};
 
 /// Decoded row groups a single command keeps (enough for the lookups of a join, which read
@@ -35,8 +36,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                 Command::Sql(_) | Command::SelectRows(_) | Command::ExplainQuery { .. }
             );
             let store = crate::store::open(&url, reads_only, ONE_COMMAND_CACHE_BYTES, quiet)?;
-            let mut stdin = std::io::stdin().lock();
-            let mut stdout = std::io::stdout().lock();
+            // Unlocked handles: their locks are not Send, and a command's future may move
+            // between the runtime's threads.
+            let mut stdin = std::io::stdin();
+            let mut stdout = std::io::stdout();
             execute(&store.db, command, &mut stdin, &mut stdout)
                 .await
                 .map_err(|e| store.name_store_in(e))
@@ -55,8 +58,8 @@ pub async fn run(cli: Cli) -> Result<()> {
 pub async fn execute(
     db: &Database,
     command: Command,
-    input: &mut dyn Read,
-    stdout: &mut dyn Write,
+    input: &mut (dyn Read + Send),
+    stdout: &mut (dyn Write + Send),
 ) -> Result<()> {
     // The tablet state commands differ only in what they ask of the tablets.
     let tablet_command = match &command {
@@ -299,53 +302,7 @@ pub async fn execute(
                 None => db.delete_rows(&path, &rows).await?,
             }
         }
-        Command::SelectRows(args) => {
-            let format = crate::format::select_format(args.format.clone())?;
-            let (query, mut stream) = select_stream(db, &args, SelectOptions::default()).await?;
-            // Rows are printed as they are computed; a query that fails later has printed
-            // some and exits with its error.
-            let mut buf = Vec::new();
-            let projection = crate::format::Projection::new(&format, stream.columns())?;
-            crate::format::write_header(&mut buf, &projection.columns, format.format)?;
-            stdout.write_all(&buf)?;
-            buf.clear();
-            while let Some(rows) = stream.next_rows().await {
-                let rows = projection.rows(rows.map_err(|e| query_error(&query, e))?);
-                crate::format::write_rows(&mut buf, &projection.columns, &rows, format.format)?;
-                stdout.write_all(&buf)?;
-                stdout.flush()?;
-                buf.clear();
-            }
-            if args.print_statistics {
-                let s = stream.statistics().unwrap_or_default();
-                // As `yt` prints them: a YSON map on stderr (YT's names, then dynql's).
-                let count = |n: u64| Yson::Int64(n as i64);
-                let statistics = Yson::Map(
-                    [
-                        ("rows_read", count(s.rows_read)),
-                        ("data_weight_read", count(s.data_weight_read)),
-                        ("rows_written", count(s.rows_written)),
-                        ("incomplete_input", Yson::Boolean(s.incomplete_input)),
-                        ("incomplete_output", Yson::Boolean(s.incomplete_output)),
-                        ("tablets_read", count(s.scan.tablets.0 as u64)),
-                        ("tablets", count(s.scan.tablets.1 as u64)),
-                        ("chunks_read", count(s.scan.chunks.0 as u64)),
-                        ("chunks", count(s.scan.chunks.1 as u64)),
-                        ("row_groups_read", count(s.scan.row_groups.0 as u64)),
-                        ("row_groups", count(s.scan.row_groups.1 as u64)),
-                        ("rows_decoded", count(s.scan.rows_decoded)),
-                        (
-                            "chunks_skipped_by_key_filter",
-                            count(s.scan.chunks_skipped_by_key_filter),
-                        ),
-                    ]
-                    .into_iter()
-                    .map(|(k, v)| (k.as_bytes().to_vec(), v))
-                    .collect(),
-                );
-                eprintln!("{}", dynql::yson::to_text(&statistics));
-            }
-        }
+        Command::SelectRows(args) => crate::select_rows::run(db, &args, stdout).await?,
         Command::ExplainQuery {
             query,
             format,
@@ -355,9 +312,6 @@ pub async fn execute(
             timestamp,
             files,
         } => {
-            if format != "json" && format != "yson" {
-                bail!("explain-query prints json or yson, not {format:?}");
-            }
             let mut options = SelectOptions {
                 files: files.file_tables()?,
                 ..SelectOptions::default()
@@ -381,14 +335,10 @@ pub async fn execute(
                 .explain_query(&query, &options)
                 .await
                 .map_err(|e| query_error(&query, e))?;
-            match format.as_str() {
-                "yson" => writeln!(
-                    stdout,
-                    "{}",
-                    dynql::yson::to_text(&Yson::from_json(&explanation.to_json()))
-                )?,
-                _ => writeln!(stdout, "{}", explanation.to_json())?,
-            }
+            // Scripts have always read JSON from a pipe; a person gets pretty YSON.
+            let format = tree_format(format, stdout_is_terminal(), TreeFormat::Json);
+            let value = Yson::from_json(&explanation.to_json());
+            crate::output::write_tree(stdout, &value, format)?;
         }
         Command::ReshardTable {
             path,
@@ -493,11 +443,8 @@ pub async fn execute(
             tx,
         } => {
             let value = crate::tree::get(db, &path, &attributes, tx.as_deref()).await?;
-            match format.as_str() {
-                "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&value))?,
-                "json" => writeln!(stdout, "{}", value.to_json())?,
-                other => bail!("--format must be yson or json, not {other:?}"),
-            }
+            let format = tree_format(format, stdout_is_terminal(), TreeFormat::Yson);
+            crate::output::write_tree(stdout, &value, format)?;
         }
         Command::Copy(args) | Command::Move(args) => {
             let options = dynql::CopyOptions {
@@ -532,6 +479,7 @@ pub async fn execute(
         Command::List {
             path,
             format,
+            long_format,
             attributes,
             tx,
         } => {
@@ -540,17 +488,19 @@ pub async fn execute(
                 if !attributes.is_empty() {
                     eprintln!("warning: --attribute is ignored without --format (as in yt)");
                 }
+                if long_format {
+                    for entry in crate::tree::list_long(db, &path, tx).await? {
+                        writeln!(stdout, "{}", entry.line())?;
+                    }
+                    return Ok(());
+                }
                 for name in db.list_in(&path, tx).await? {
                     writeln!(stdout, "{name}")?;
                 }
                 return Ok(());
             };
             let list = crate::tree::list(db, &path, &attributes, tx).await?;
-            match format.as_str() {
-                "yson" => writeln!(stdout, "{}", dynql::yson::to_text(&list))?,
-                "json" => writeln!(stdout, "{}", list.to_json())?,
-                other => bail!("--format must be yson or json, not {other:?}"),
-            }
+            crate::output::write_tree(stdout, &list, format)?;
         }
         Command::Check(args) => {
             let report = if args.repair {

@@ -5,7 +5,9 @@ use anyhow::{bail, Result};
 use clap::Args;
 use dynql::{Database, FileTables, SelectResult, SqlOptions, SqlSession, Timestamp};
 
-use crate::format::{write_result, OutputFormat};
+use crate::format::{write_header, write_result, write_rows, FormatSpec, OutputFormat, Projection};
+use crate::output::{rows_output, stdout_is_terminal, yt_format_variable, RowsOutput};
+use crate::select_rows::draw_result;
 
 /// `dynql sql`.
 #[derive(Debug, Clone, Args)]
@@ -15,7 +17,8 @@ pub struct SqlArgs {
     /// statements after it.
     #[arg(allow_hyphen_values = true)]
     pub query: String,
-    /// Output format [default: yson; in the shell, the shell's \format].
+    /// Output format: json, yson, <format=pretty>yson, schemaful_dsv, csv, tsv, … [default:
+    /// $YT_FORMAT, else a drawn table on a terminal, else yson; in the shell, its \format].
     #[arg(long, value_parser = crate::format::parse_output_format)]
     pub format: Option<OutputFormat>,
     /// Read dynamic tables at this timestamp (a number, sync_last_committed or
@@ -30,13 +33,35 @@ pub struct SqlArgs {
     pub files: FileArgs,
 }
 
-/// Runs `dynql sql`: each statement's result in `--format`, one after another.
-pub async fn sql(db: &Database, args: SqlArgs, out: &mut dyn std::io::Write) -> Result<()> {
+/// Runs `dynql sql`: each statement's result in turn, in `--format` (else `YT_FORMAT`), or
+/// drawn as a table on a terminal, else YSON.
+pub async fn sql(
+    db: &Database,
+    args: SqlArgs,
+    out: &mut (dyn std::io::Write + Send),
+) -> Result<()> {
+    let given = args.format.map(|format| FormatSpec {
+        format,
+        columns: None,
+    });
+    let output = rows_output(given, yt_format_variable().as_deref(), stdout_is_terminal())?;
     let mut session = db.sql_session();
     let results = sql_results(&mut session, &args).await;
     let mut buf = Vec::new();
     for result in &results.results {
-        write_result(&mut buf, result, args.format.unwrap_or(OutputFormat::Yson))?;
+        match &output {
+            RowsOutput::Drawn => draw_result(result, result.rows.len(), &mut buf)?,
+            RowsOutput::Format(spec) if spec.columns.is_none() => {
+                write_result(&mut buf, result, spec.format)?
+            }
+            // `YT_FORMAT=<columns=[…]>schemaful_dsv`: those columns, in that order.
+            RowsOutput::Format(spec) => {
+                let projection = Projection::new(spec, &result.columns)?;
+                write_header(&mut buf, &projection.columns, spec.format)?;
+                let rows = projection.rows(result.rows.clone());
+                write_rows(&mut buf, &projection.columns, &rows, spec.format)?;
+            }
+        }
     }
     out.write_all(&buf)?;
     results.error.map_or(Ok(()), Err)

@@ -143,6 +143,16 @@ pub fn input_format_parser() -> FormatParser<InputFormat> {
     }
 }
 
+impl<T> FormatParser<T> {
+    /// A parser checking with `parse` and offering `names`.
+    pub fn new(
+        parse: fn(&str) -> std::result::Result<T, String>,
+        names: &'static [&'static str],
+    ) -> FormatParser<T> {
+        FormatParser { parse, names }
+    }
+}
+
 impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for FormatParser<T> {
     type Value = T;
 
@@ -251,36 +261,6 @@ impl Projection {
                 .map(|row| positions.iter().map(|&p| row[p].clone()).collect())
                 .collect(),
         }
-    }
-}
-
-/// `v` as pretty YSON: a map or list over several lines, indented by four spaces.
-fn pretty_yson(v: &Yson, indent: usize, out: &mut String) {
-    let pad = "    ".repeat(indent + 1);
-    match v {
-        Yson::Map(entries) if !entries.is_empty() => {
-            out.push_str("{\n");
-            for (k, value) in entries {
-                out.push_str(&pad);
-                out.push_str(&dynql::yson::to_text(&Yson::String(k.clone())));
-                out.push_str(" = ");
-                pretty_yson(value, indent + 1, out);
-                out.push_str(";\n");
-            }
-            out.push_str(&"    ".repeat(indent));
-            out.push('}');
-        }
-        Yson::List(items) if !items.is_empty() => {
-            out.push_str("[\n");
-            for item in items {
-                out.push_str(&pad);
-                pretty_yson(item, indent + 1, out);
-                out.push_str(";\n");
-            }
-            out.push_str(&"    ".repeat(indent));
-            out.push(']');
-        }
-        other => out.push_str(&dynql::yson::to_text(other)),
     }
 }
 
@@ -458,9 +438,7 @@ pub fn write_rows(
                 let text = if format == OutputFormat::Yson {
                     dynql::yson::to_text(&map)
                 } else {
-                    let mut text = String::new();
-                    pretty_yson(&map, 0, &mut text);
-                    text
+                    crate::output::pretty_yson(&map)
                 };
                 out.write_all(text.as_bytes())?;
                 out.write_all(b";\n")?;
@@ -566,9 +544,7 @@ pub fn write_lookup(
                 out.write_all(b";\n")?;
             }
             InputFormat::YsonPretty => {
-                let mut text = String::new();
-                pretty_yson(&node, 0, &mut text);
-                out.write_all(text.as_bytes())?;
+                out.write_all(crate::output::pretty_yson(&node).as_bytes())?;
                 out.write_all(b";\n")?;
             }
         }

@@ -35,6 +35,12 @@ pub struct ImportArgs {
     /// .jsonl/.json/.ndjson).
     #[arg(long, value_enum)]
     pub format: Option<ImportFormat>,
+    /// The file columns to import, comma-separated: `a,b,c` (a subset of the files'
+    /// columns, into the table columns of the same names), `dst=src` to read file column src
+    /// into table column dst. The other columns of the files are not read (default: every
+    /// column; a Parquet or CSV file with a column the table lacks is refused).
+    #[arg(long, value_name = "COLUMNS", value_parser = parse_column_list)]
+    pub columns: Option<ColumnList>,
     /// Import the valid rows if at most N rows are rejected (default 0: any rejected row
     /// fails the import and nothing is written).
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -74,6 +80,14 @@ pub struct ExportArgs {
     pub compression_level: Option<i32>,
 }
 
+/// The parsed `--columns` of `import`: `(table column, file column)` pairs.
+#[derive(Debug, Clone)]
+pub struct ColumnList(pub Vec<(String, String)>);
+
+fn parse_column_list(s: &str) -> Result<ColumnList, String> {
+    dynql::io::parse_columns(s).map(ColumnList)
+}
+
 fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
     Timestamp::parse(s).ok_or_else(|| {
         format!(
@@ -101,6 +115,7 @@ pub async fn import(db: &Database, args: ImportArgs) -> Result<()> {
             ImportFormat::Json => FileFormat::Json,
         }),
         max_rejected: args.max_rejected,
+        columns: args.columns.map(|c| c.0),
         sort_memory: usize::try_from(args.sort_memory_mib.max(1))
             .unwrap_or(usize::MAX)
             .saturating_mul(1 << 20),

@@ -17,9 +17,12 @@ mod execute;
 mod files;
 mod format;
 mod io;
+mod output;
+mod pretty;
 #[cfg(test)]
 mod reference;
 mod row_input;
+mod select_rows;
 mod shell;
 mod store;
 mod tree;

@@ -16,7 +16,7 @@ const PART_BYTES: usize = 8 << 20;
 /// Rows of one input, a part at a time.
 pub struct RowStream<'a> {
     format: InputFormat,
-    input: BufReader<&'a mut dyn Read>,
+    input: BufReader<&'a mut (dyn Read + Send)>,
     /// YSON read but not yet parsed: whole rows up to `cut`, then the start of the next.
     pending: Vec<u8>,
     scan: Scan,
@@ -39,7 +39,7 @@ struct Scan {
 }
 
 impl<'a> RowStream<'a> {
-    pub fn new(format: InputFormat, input: &'a mut dyn Read) -> RowStream<'a> {
+    pub fn new(format: InputFormat, input: &'a mut (dyn Read + Send)) -> RowStream<'a> {
         RowStream {
             format,
             input: BufReader::with_capacity(1 << 20, input),
@@ -151,7 +151,7 @@ pub async fn read_rows(
     db: &Database,
     path: &str,
     format: InputFormat,
-    input: &mut dyn Read,
+    input: &mut (dyn Read + Send),
 ) -> Result<Vec<Yson>> {
     let mut rows = parse_rows(format, input)?;
     if matches!(format, InputFormat::Json | InputFormat::JsonBytes) {
@@ -201,7 +201,7 @@ fn special_double(value: &Yson) -> Option<f64> {
 }
 
 /// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
-fn parse_rows(format: InputFormat, input: &mut dyn Read) -> Result<Vec<Yson>> {
+fn parse_rows(format: InputFormat, input: &mut (dyn Read + Send)) -> Result<Vec<Yson>> {
     match format {
         InputFormat::JsonBytes => parse_rows(InputFormat::Json, input)?
             .into_iter()

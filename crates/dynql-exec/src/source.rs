@@ -107,6 +107,13 @@ impl Catalog for Tables {
         // Ordered tables are queried through their virtual key ($tablet_index, $row_index).
         self.store.get(path).map(|e| e.schema.query_schema())
     }
+
+    fn refused_columns(&self, path: &str) -> Vec<(String, String)> {
+        self.files
+            .get(path)
+            .map(|f| f.refused_columns().to_vec())
+            .unwrap_or_default()
+    }
 }
 
 /// A table to read: a dynamic table at a timestamp, or Parquet files.

@@ -15,9 +15,17 @@ impl Catalog for Tables {
             "//l" => "[{name=k;type=int64;sort_order=ascending};{name=a;type=string}]",
             "//r" => "[{name=k;type=int64;sort_order=ascending};{name=c;type=string}]",
             "//ra" => "[{name=k;type=int64;sort_order=ascending};{name=a;type=string}]",
+            "//dec" => "[{name=k;type=int64;sort_order=ascending};{name=a;type=string}]",
             _ => return None,
         };
         Some(TableSchema::parse(text).unwrap())
+    }
+
+    fn refused_columns(&self, path: &str) -> Vec<(String, String)> {
+        match path {
+            "//dec" => vec![("price".into(), "its Arrow type is Decimal128(10, 2)".into())],
+            _ => vec![],
+        }
     }
 }
 
@@ -312,4 +320,21 @@ fn mixed_literal_lists_are_a_types_mismatch_in_tuple() {
         let got = error(q);
         assert!(got.contains("Types mismatch in tuple"), "{q}: {got}");
     }
+}
+
+#[test]
+fn refused_columns_fail_by_name_when_named_or_under_star() {
+    let why = "cannot be read: its Arrow type is Decimal128(10, 2)";
+    assert!(error("price from [//dec]").contains(&format!("Column \"price\" {why}")));
+    assert!(error("k from [//dec] as r where r.price > 1")
+        .contains(&format!("Column \"r.price\" {why}")));
+    assert!(error("* from [//dec]").contains(&format!(
+        "* includes column \"price\", which {why}; name the columns to read instead of *"
+    )));
+    assert!(error("* from [//l] join [//dec] as r using k").contains("column \"r.price\""));
+    let e = error("k from [//l] join [//dec] using price");
+    assert!(e.contains("\"price\"") && e.contains(why), "{e}");
+    // The other columns bind; a name no table has stays an undefined reference.
+    assert!(bind("k, a from [//dec]").is_ok());
+    assert!(error("nope from [//dec]").contains("Undefined reference \"nope\""));
 }

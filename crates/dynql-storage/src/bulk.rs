@@ -350,6 +350,7 @@ impl Store {
                             schema,
                             capacity,
                             entry.chunk_writer.filters(schema.key_column_count()),
+                            entry.compression_codec,
                         )?))
                     }
                 };

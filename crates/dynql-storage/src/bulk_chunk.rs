@@ -16,6 +16,7 @@ use crate::chunk::{
     keys_can_be_clean, kind_code, versioned_schema, ChunkEncoder, ChunkRef, Cleanliness,
     RowGroupRef, ROW_GROUP_ROWS,
 };
+use crate::codec::CompressionCodec;
 use crate::error::{Error, Result};
 use crate::key_filter::KeyFilterBuilder;
 use crate::mvcc::WriteKind;
@@ -138,6 +139,8 @@ pub(crate) struct BulkChunkWriter {
     capacity: usize,
     /// The chunk's key filters, when the table asks for them ([`crate::key_filter`]).
     key_filter: Option<KeyFilterBuilder>,
+    /// The table's `compression_codec`.
+    codec: CompressionCodec,
 }
 
 /// A bulk chunk encoded: its reference, its file and its key filter file.
@@ -149,15 +152,17 @@ pub(crate) struct EncodedChunk {
 
 impl BulkChunkWriter {
     /// A writer of the chunk at `path`, reserving `capacity` bytes for its file (e.g. the
-    /// size of the write's previous chunk).
+    /// size of the write's previous chunk), compressed with `codec`.
     pub(crate) fn new(
         path: String,
         schema: &TableSchema,
         capacity: usize,
         key_filters: Vec<(usize, u8)>,
+        codec: CompressionCodec,
     ) -> Result<BulkChunkWriter> {
         Ok(BulkChunkWriter {
             capacity,
+            codec,
             key_filter: KeyFilterBuilder::new(key_filters),
             path,
             schema: schema.clone(),
@@ -248,6 +253,7 @@ impl BulkChunkWriter {
                     &versioned_schema(&self.schema),
                     &plain,
                     self.capacity,
+                    self.codec,
                 )?)
             }
         };

@@ -50,6 +50,8 @@ pub struct TableOptions {
     pub enable_key_filter_for_lookup: Option<bool>,
     /// `in_memory_mode` ([`crate::in_memory`]).
     pub in_memory_mode: Option<crate::in_memory::InMemoryMode>,
+    /// `compression_codec`: the codec of the table's chunks ([`crate::codec`]).
+    pub compression_codec: Option<crate::codec::CompressionCodec>,
     /// `ttl`: `Interval("P1D") ON created_at` ([`crate::ttl`]).
     pub ttl: Option<String>,
     /// Attributes dynql gives no meaning to, kept on the table (name to YSON text).
@@ -138,6 +140,14 @@ pub struct TableEntry {
         skip_serializing_if = "crate::in_memory::InMemoryMode::is_none"
     )]
     pub in_memory_mode: crate::in_memory::InMemoryMode,
+    /// `compression_codec`: the codec new chunks of the table are written with
+    /// ([`crate::codec::CompressionCodec`]); absent (tables made before it, or left at the
+    /// default) means [`crate::codec::CompressionCodec::DEFAULT`].
+    #[serde(
+        default,
+        skip_serializing_if = "crate::codec::CompressionCodec::is_default"
+    )]
+    pub compression_codec: crate::codec::CompressionCodec,
     /// `ttl`: rows expire a time after the value of a column ([`crate::ttl`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<crate::ttl::ColumnTtl>,
@@ -178,6 +188,7 @@ impl TableEntry {
             chunk_writer: Default::default(),
             enable_key_filter_for_lookup: false,
             in_memory_mode: Default::default(),
+            compression_codec: Default::default(),
             ttl: None,
             custom_attributes: BTreeMap::new(),
             static_chunks: vec![],
@@ -258,6 +269,7 @@ pub const WRITABLE_ATTRIBUTES: &[&str] = &[
     "key_bloom_filter",
     "chunk_writer",
     "in_memory_mode",
+    "compression_codec",
     "ttl",
 ];
 
@@ -367,6 +379,15 @@ pub(crate) fn set_attribute(
                 return Err(Error::Invalid(
                     "Attribute \"in_memory_mode\" must be none, compressed or uncompressed".into(),
                 ))
+            }
+        },
+        "compression_codec" => match value {
+            AttributeValue::Text(t) => next.compression_codec = crate::codec::CompressionCodec::parse(t)?,
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "Attribute \"compression_codec\" must be a codec name: {}",
+                    crate::codec::YT_CODEC_NAMES
+                )))
             }
         },
         "chunk_writer" => {
@@ -703,6 +724,7 @@ impl Store {
             chunk_writer: options.chunk_writer.clone().unwrap_or_default(),
             enable_key_filter_for_lookup: options.enable_key_filter_for_lookup.unwrap_or(false),
             in_memory_mode: options.in_memory_mode.unwrap_or_default(),
+            compression_codec: options.compression_codec.unwrap_or_default(),
             ttl,
             custom_attributes: options.custom_attributes.clone(),
             static_chunks: vec![],

@@ -399,6 +399,7 @@ impl Store {
                 &refs,
                 // The dynamic store's image is read back whole, never looked up in.
                 Vec::new(),
+                entry.compression_codec,
             )
             .await?;
             let (chunk, chunk_checksum) = match chunk {

@@ -25,6 +25,7 @@ use dynql_core::arrow_convert::{array_value, table_arrow_schema, values_to_array
 use dynql_core::{compare_values, TableSchema, Value, ValueType, Yson};
 
 use crate::checksum::ChunkChecksum;
+use crate::codec::CompressionCodec;
 use crate::error::{Error, Result};
 use crate::mvcc::{RowDelta, WriteKind};
 use crate::timestamp::Timestamp;
@@ -299,10 +300,15 @@ pub(crate) fn version_key(d: &RowDelta, key_count: usize) -> Vec<Value> {
         .collect()
 }
 
-/// Encodes record batches as one Parquet file with page statistics, and the checksum its
-/// references record (see [`crate::checksum`]).
-pub fn encode_chunk(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(Bytes, ChunkChecksum)> {
-    let mut encoder = ChunkEncoder::new(schema)?;
+/// Encodes record batches as one Parquet file with page statistics, compressed with `codec`
+/// (the table's `compression_codec`), and the checksum its references record (see
+/// [`crate::checksum`]).
+pub fn encode_chunk(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    codec: CompressionCodec,
+) -> Result<(Bytes, ChunkChecksum)> {
+    let mut encoder = ChunkEncoder::new(schema, codec)?;
     for b in batches {
         encoder.write(b)?;
     }
@@ -316,8 +322,10 @@ pub(crate) struct ChunkEncoder {
 }
 
 impl ChunkEncoder {
-    pub(crate) fn new(schema: &SchemaRef) -> Result<ChunkEncoder> {
-        ChunkEncoder::with_plain_columns(schema, &[], 0)
+    /// An encoder of a table's chunk, its pages compressed with `codec` (the table's
+    /// `compression_codec`).
+    pub(crate) fn new(schema: &SchemaRef, codec: CompressionCodec) -> Result<ChunkEncoder> {
+        ChunkEncoder::with_plain_columns(schema, &[], 0, codec)
     }
 
     /// An encoder that writes the columns named in `plain` without a dictionary (for mostly
@@ -327,8 +335,10 @@ impl ChunkEncoder {
         schema: &SchemaRef,
         plain: &[&str],
         capacity: usize,
+        codec: CompressionCodec,
     ) -> Result<ChunkEncoder> {
         let mut props = WriterProperties::builder()
+            .set_compression(codec.compression())
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_data_page_row_count_limit(PAGE_ROWS)
@@ -587,14 +597,16 @@ pub(crate) fn check_key_order(
     Ok(())
 }
 
-/// Writes versions (key order, then commit order) as a new chunk at `path` and returns its
-/// reference; `None` when there is nothing to write.
+/// Writes versions (key order, then commit order) as a new chunk at `path`, with the key
+/// filters `key_filters` asks for and compressed with `codec`, and returns its reference;
+/// `None` when there is nothing to write.
 pub(crate) async fn write_versioned_chunk(
     objects: &dyn ObjectStore,
     path: String,
     schema: &TableSchema,
     versions: &[&RowDelta],
     key_filters: Vec<(usize, u8)>,
+    codec: CompressionCodec,
 ) -> Result<Option<ChunkRef>> {
     let (Some(first), Some(last)) = (versions.first(), versions.last()) else {
         return Ok(None);
@@ -627,7 +639,7 @@ pub(crate) async fn write_versioned_chunk(
         }
         None => None,
     };
-    let (size, checksum) = put_chunk(objects, &path, batch).await?;
+    let (size, checksum) = put_chunk(objects, &path, batch, codec).await?;
     Ok(Some(ChunkRef {
         path,
         rows: versions.len() as u64,
@@ -643,13 +655,15 @@ pub(crate) async fn write_versioned_chunk(
     }))
 }
 
-/// Encodes a versioned batch as a chunk file at `path`; returns its size and checksum.
+/// Encodes a versioned batch as a chunk file at `path`, compressed with `codec`; returns its
+/// size and checksum.
 pub(crate) async fn put_chunk(
     objects: &dyn ObjectStore,
     path: &str,
     batch: RecordBatch,
+    codec: CompressionCodec,
 ) -> Result<(u64, ChunkChecksum)> {
-    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch])?;
+    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch], codec)?;
     let size = bytes.len() as u64;
     put_encoded(objects, path, bytes).await?;
     Ok((size, checksum))

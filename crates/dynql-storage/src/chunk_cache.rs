@@ -670,6 +670,7 @@ mod tests {
             &schema,
             &refs,
             Vec::new(),
+            Default::default(),
         )
         .await
         .unwrap()

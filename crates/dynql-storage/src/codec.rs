@@ -3,8 +3,14 @@
 //!
 //! Reading needs no name: every codec a writer may use (snappy, zstd, gzip, lz4 in both of
 //! Parquet's framings, brotli) is compiled in, so any file opens.
+//!
+//! A table's own chunks are written with its [`CompressionCodec`] (YT's `compression_codec`
+//! attribute).
 
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
 
 /// The codecs [`parse_codec`] knows, for messages.
 pub const CODEC_NAMES: &str = "zstd, snappy, gzip, lz4, lz4_raw, brotli, uncompressed";
@@ -76,6 +82,91 @@ pub fn parse_codec(name: &str, level: Option<i32>) -> Result<Compression, String
     }
 }
 
+/// The codecs a table's `compression_codec` takes, by YT's names, for messages.
+pub const YT_CODEC_NAMES: &str =
+    "none, snappy, lz4, zstd_N (N 1-22), zlib_N (N 0-10; also gzip_N), brotli_N (N 0-11)";
+
+/// A table's `compression_codec` (YT's attribute): the codec the table's chunks are written
+/// with, named as YT names it (`lz4`, `zstd_3`, `zlib_6`, `none`).
+///
+/// Every writer of the table's chunks uses it: flush, compaction, bulk writes and imports,
+/// static-table writes, checkpoint tails. Changing it changes the chunks written afterwards;
+/// older ones keep their codec until compaction rewrites them, and every chunk reads
+/// whatever its codec (the codec is recorded in each Parquet column chunk).
+///
+/// ```
+/// use dynql_storage::codec::CompressionCodec;
+/// let codec = CompressionCodec::parse("ZSTD(3)").unwrap();
+/// assert_eq!(codec.name(), "zstd_3");
+/// assert_eq!(CompressionCodec::parse("gzip").unwrap().name(), "zlib_6");
+/// assert!(CompressionCodec::parse("lzo").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressionCodec(Compression);
+
+impl CompressionCodec {
+    /// The codec of tables that do not name one (tables created before the attribute
+    /// existed too): measured by `benches/chunk_codecs.rs`, see the README.
+    pub const DEFAULT: CompressionCodec = CompressionCodec(Compression::LZ4_RAW);
+
+    /// The codec `name` names: a YT name (`zstd_3`) or any spelling [`parse_codec`] takes.
+    ///
+    /// # Errors
+    /// An unknown name or a level out of range, said with the names allowed.
+    pub fn parse(name: &str) -> Result<CompressionCodec> {
+        parse_codec(name, None).map(CompressionCodec).map_err(|e| {
+            Error::Invalid(format!(
+                "Invalid \"compression_codec\" {name:?}: {e}; YT names: {YT_CODEC_NAMES}"
+            ))
+        })
+    }
+
+    /// The codec's YT name: `none`, `snappy`, `lz4`, `zstd_N`, `zlib_N` (gzip), `brotli_N`
+    /// (and `lz4_hadoop` for Parquet's deprecated lz4 framing, which YT does not have).
+    pub fn name(&self) -> String {
+        match self.0 {
+            Compression::UNCOMPRESSED => "none".into(),
+            Compression::SNAPPY => "snappy".into(),
+            Compression::LZ4_RAW => "lz4".into(),
+            Compression::LZ4 => "lz4_hadoop".into(),
+            Compression::LZO => "lzo".into(),
+            Compression::ZSTD(l) => format!("zstd_{}", l.compression_level()),
+            Compression::GZIP(l) => format!("zlib_{}", l.compression_level()),
+            Compression::BROTLI(l) => format!("brotli_{}", l.compression_level()),
+        }
+    }
+
+    /// The Parquet codec chunks are written with.
+    pub fn compression(&self) -> Compression {
+        self.0
+    }
+
+    /// Whether this is [`CompressionCodec::DEFAULT`] (the catalog then leaves it out).
+    pub fn is_default(&self) -> bool {
+        *self == CompressionCodec::DEFAULT
+    }
+}
+
+impl Default for CompressionCodec {
+    fn default() -> Self {
+        CompressionCodec::DEFAULT
+    }
+}
+
+/// Kept in the catalog by its YT name, which [`CompressionCodec::parse`] reads back.
+impl Serialize for CompressionCodec {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for CompressionCodec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        CompressionCodec::parse(&name).map_err(serde::de::Error::custom)
+    }
+}
+
 /// `zstd_3`, `zstd-3`, `zstd(3)` → (`zstd`, 3); a name without a level as it is.
 fn split_level(name: &str) -> Result<(&str, Option<i32>), String> {
     let bad = || format!("compression {name:?}: the level must be a number");
@@ -144,5 +235,45 @@ mod tests {
             .unwrap_err()
             .contains("no levels"));
         assert!(parse_codec("zstd(x)", None).unwrap_err().contains("number"));
+    }
+
+    #[test]
+    fn table_codecs_are_named_as_yt_names_them() {
+        for (given, name) in [
+            ("none", "none"),
+            ("uncompressed", "none"),
+            ("Snappy", "snappy"),
+            ("lz4", "lz4"),
+            ("lz4_raw", "lz4"),
+            ("zstd", "zstd_1"),
+            ("zstd_9", "zstd_9"),
+            ("zstd(9)", "zstd_9"),
+            ("zlib_9", "zlib_9"),
+            ("gzip", "zlib_6"),
+            ("brotli_5", "brotli_5"),
+        ] {
+            let codec = CompressionCodec::parse(given).unwrap();
+            assert_eq!(codec.name(), name, "{given}");
+            // The name is what the catalog keeps: it must read back as the same codec.
+            assert_eq!(CompressionCodec::parse(name).unwrap(), codec, "{name}");
+            let json = serde_json::to_string(&codec).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(
+                serde_json::from_str::<CompressionCodec>(&json).unwrap(),
+                codec
+            );
+        }
+        assert_eq!(CompressionCodec::default(), CompressionCodec::DEFAULT);
+        assert!(serde_json::from_str::<CompressionCodec>("\"lzo\"").is_err());
+    }
+
+    #[test]
+    fn a_bad_table_codec_names_the_allowed_ones() {
+        for bad in ["lzo", "zstd_99", "snappy_3", "zlib_x"] {
+            let message = CompressionCodec::parse(bad).unwrap_err().to_string();
+            assert!(message.contains("compression_codec"), "{message}");
+            assert!(message.contains("zstd_N (N 1-22)"), "{message}");
+            assert!(message.contains(&format!("{bad:?}")), "{message}");
+        }
     }
 }

@@ -148,12 +148,13 @@ impl VersionChunkWriter {
         path: String,
         schema: &TableSchema,
         key_filters: Vec<(usize, u8)>,
+        codec: crate::codec::CompressionCodec,
     ) -> Result<VersionChunkWriter> {
         Ok(VersionChunkWriter {
             key_filter: crate::key_filter::KeyFilterBuilder::new(key_filters),
             path,
             schema: schema.clone(),
-            encoder: ChunkEncoder::new(&crate::chunk::versioned_schema(schema))?,
+            encoder: ChunkEncoder::new(&crate::chunk::versioned_schema(schema), codec)?,
             pending: Vec::with_capacity(ROW_GROUP_ROWS),
             rows: 0,
             row_groups: Vec::new(),
@@ -374,6 +375,7 @@ impl Store {
                             new_chunk_path(&entry.id, "compact"),
                             schema,
                             entry.chunk_writer.filters(schema.key_column_count()),
+                            entry.compression_codec,
                         )?),
                     };
                     for d in kept {

@@ -71,6 +71,7 @@ pub(crate) async fn write_tablet_chunks(
             &entry.schema,
             part,
             filters.clone(),
+            entry.compression_codec,
         )
         .await?
         {

@@ -349,7 +349,7 @@ mod tests {
             Arc::new(Int64Array::from_iter_values(0..keys.len() as i64)),
         ];
         let batch = RecordBatch::try_new(arrow_schema.clone(), columns).unwrap();
-        let (bytes, _) = encode_chunk(&arrow_schema, &[batch]).unwrap();
+        let (bytes, _) = encode_chunk(&arrow_schema, &[batch], Default::default()).unwrap();
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
         ArrowReaderMetadata::load(&bytes, options)
             .unwrap()

@@ -213,6 +213,7 @@ impl Store {
                 crate::chunk::new_chunk_path(&entry.id, "alter"),
                 new,
                 entry.chunk_writer.filters(new.key_column_count()),
+                entry.compression_codec,
             )?;
             for g in 0..chunk.row_group_count() {
                 let versions = self

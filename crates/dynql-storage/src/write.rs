@@ -157,7 +157,8 @@ impl Store {
                 .collect();
             let refs: Vec<&RowDelta> = deltas.iter().collect();
             let batch = crate::chunk::encode_versions(schema, &refs)?;
-            let (bytes, checksum) = crate::chunk::encode_chunk(&batch.schema(), &[batch])?;
+            let (bytes, checksum) =
+                crate::chunk::encode_chunk(&batch.schema(), &[batch], entry.compression_codec)?;
             let chunk = crate::chunk::new_chunk_path(&entry.id, "write");
             self.objects
                 .put(&ObjectPath::from(chunk.as_str()), PutPayload::from(bytes))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use dynql_core::{Value, ValueType};
+use dynql_core::{LogicalType, Value, ValueType};
 use dynql_storage::files::FileTable;
 use dynql_storage::{KeyBound, KeyRange};
 use parquet::arrow::ArrowWriter;
@@ -106,8 +106,9 @@ async fn a_declared_sort_order_is_the_key_and_points_read_one_row_group() {
         .collect();
     assert_eq!(names, ["h", "id", "name", "score", "day"]);
     assert_eq!(t.schema().key_column_count(), 2);
-    // Dates are held as text.
-    assert_eq!(t.schema().columns()[4].wire_type(), ValueType::String);
+    // Dates are YT dates: days since the epoch.
+    assert_eq!(t.schema().columns()[4].logical_type, LogicalType::Date);
+    assert_eq!(t.schema().columns()[4].wire_type(), ValueType::Uint64);
     let (rows, stats) = t.scan_rows(Some(&[point(12, 1234)])).await.unwrap();
     assert_eq!(
         rows,
@@ -116,7 +117,7 @@ async fn a_declared_sort_order_is_the_key_and_points_read_one_row_group() {
             Value::Int64(1234),
             Value::String(b"n1234".to_vec()),
             Value::Double(617.0),
-            Value::String(b"1970-01-05".to_vec()),
+            Value::Uint64(4),
         ]]
     );
     assert_eq!(stats.chunks, (1, 3));

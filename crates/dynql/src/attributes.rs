@@ -44,6 +44,7 @@ pub const ATTRIBUTES: &[&str] = &[
     "chunk_writer",
     "key_bloom_filter",
     "in_memory_mode",
+    "compression_codec",
     "ttl",
 ];
 
@@ -367,6 +368,7 @@ impl Database {
                 },
             ),
             "in_memory_mode" => text(entry.in_memory_mode.name()),
+            "compression_codec" => text(&entry.compression_codec.name()),
             "ttl" => entry
                 .ttl
                 .as_ref()

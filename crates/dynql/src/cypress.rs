@@ -156,6 +156,20 @@ impl Database {
     /// `yt set PATH VALUE`: changes a document (or a part of it, by a path inside), replaces
     /// a scalar node's value or a directory's children, or makes nodes of the value at a new
     /// path (a map becomes a directory); `recursive` creates missing parents.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::Yson;
+    /// let db = dynql::Database::open("memory://")?;
+    /// let config = dynql::parse_document("{retries=3; hosts=[a;b]}")?;
+    /// db.set("//home/app/config", &config, true).await?;
+    /// assert_eq!(db.get("//home/app/config/retries").await?, Yson::Int64(3));
+    /// assert!(db.exists("//home/app/config/hosts").await?);
+    /// db.remove_node("//home/app", true, false, None).await?;
+    /// assert!(!db.exists("//home/app").await?);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn set(&self, path: &str, value: &Yson, recursive: bool) -> Result<()> {
         self.set_in(path, value, recursive, None).await
     }

@@ -81,6 +81,18 @@ impl Database {
     /// Inserts rows (maps of column name to value) in overwrite mode: a row replaces the row
     /// with the same key; columns not given become null. Computed key columns are evaluated.
     ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// let rows = [dynql::yson::parse(b"{k=1; v=one}").unwrap(), dynql::yson::parse(b"{k=2}").unwrap()];
+    /// db.insert_rows("//t", &rows).await?;
+    /// assert_eq!(db.select_rows("* from [//t]", &Default::default()).await?.rows.len(), 2);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
+    ///
     /// # Errors
     /// Unknown columns, wrong types, a missing key or required column, a computed column
     /// written; nothing is written then.
@@ -96,6 +108,22 @@ impl Database {
     /// Update mode changes only the columns a row names (others keep their value);
     /// `aggregate` folds the values of aggregating columns (`aggregate=sum|min|max|first`)
     /// into the stored ones instead of replacing them.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// db.insert_rows("//t", &[dynql::yson::parse(b"{k=1; v=one}").unwrap()]).await?;
+    /// // Update mode: a row without `v` keeps the stored `v`.
+    /// let update = dynql::WriteOptions { update: true, ..Default::default() };
+    /// let ts = db.insert_rows_with("//t", &[dynql::yson::parse(b"{k=1}").unwrap()], update).await?;
+    /// assert!(ts <= db.generate_timestamp().await?);
+    /// let result = db.select_rows("v from [//t]", &Default::default()).await?;
+    /// assert_eq!(result.row(0).unwrap().get::<String>("v")?, "one");
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn insert_rows_with(
         &self,
         path: &str,
@@ -243,6 +271,25 @@ impl Database {
     }
 
     /// Inserts the rows of a record batch whose fields are named like the table's columns.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use dynql::arrow::array::{Int64Array, StringArray};
+    /// use dynql::arrow::record_batch::RecordBatch;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// let batch = RecordBatch::try_from_iter([
+    ///     ("k", Arc::new(Int64Array::from(vec![1, 2])) as _),
+    ///     ("v", Arc::new(StringArray::from(vec!["one", "two"])) as _),
+    /// ])
+    /// .unwrap();
+    /// db.insert_batch("//t", &batch).await?;
+    /// assert_eq!(db.select_rows("k from [//t]", &Default::default()).await?.rows.len(), 2);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn insert_batch(&self, path: &str, batch: &RecordBatch) -> Result<()> {
         let entry = self.store.table(path).await?;
         let mut rows = vec![Vec::new(); batch.num_rows()];
@@ -264,7 +311,21 @@ impl Database {
         self.insert_rows(path, &rows).await
     }
 
-    /// Deletes rows by key (maps holding the non-computed key columns).
+    /// Deletes rows by key (maps holding the non-computed key columns); a key without a row
+    /// is no error.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1}), serde_json::json!({"k": 2})]).await?;
+    /// db.delete_rows("//t", &[dynql::yson::parse(b"{k=1}").unwrap()]).await?;
+    /// let keys: Vec<(i64,)> = db.select_rows("k from [//t]", &Default::default()).await?.deserialize()?;
+    /// assert_eq!(keys, vec![(2,)]);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn delete_rows(&self, path: &str, keys: &[Yson]) -> Result<()> {
         let keys = self.prepare_delete(path, keys).await?;
         self.store
@@ -297,6 +358,20 @@ impl Database {
     ///
     /// Keys are maps of the non-computed key columns. Missing rows are skipped unless
     /// `keep_missing_rows`, which yields `None` in their place.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": "one"})]).await?;
+    /// let keys = [dynql::yson::parse(b"{k=1}").unwrap(), dynql::yson::parse(b"{k=9}").unwrap()];
+    /// let found = db.lookup_rows("//t", &keys, &dynql::LookupOptions::default()).await?;
+    /// assert_eq!(found.rows.len(), 1); // k=9 has no row
+    /// assert_eq!(found.iter().next().flatten().unwrap().get::<String>("v")?, "one");
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn lookup_rows(
         &self,
         path: &str,
@@ -396,7 +471,22 @@ impl Database {
     }
 
     /// Runs a YT QL query and collects its rows ([`Database::select_stream`] hands them on
-    /// as they are computed).
+    /// as they are computed). Read them with [`SelectResult::iter`] and [`crate::Row::get`],
+    /// or into structs with [`SelectResult::deserialize`].
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": "a"}), serde_json::json!({"k": 2, "v": "a"})])
+    ///     .await?;
+    /// let options = dynql::SelectOptions::default();
+    /// let result = db.select_rows("v, sum(k) as total from [//t] group by v", &options).await?;
+    /// assert_eq!(result.row(0).unwrap().get::<i64>("total")?, 3);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn select_rows(&self, query: &str, options: &SelectOptions) -> Result<SelectResult> {
         self.select_stream(query, options)
             .await?
@@ -612,6 +702,21 @@ pub const DEFAULT_TRANSACTION_TIMEOUT_MS: u64 = 15_000;
 
 impl Database {
     /// Starts a tablet transaction with YT's default timeout (15 s without a ping).
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = dynql::Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}")
+    ///     .await?;
+    /// let tx = db.start_transaction().await?;
+    /// tx.insert_rows("//t", &[dynql::yson::parse(b"{k=1}").unwrap()], Default::default()).await?;
+    /// // Not seen until the commit.
+    /// assert!(db.select_rows("k from [//t]", &Default::default()).await?.rows.is_empty());
+    /// tx.commit().await?;
+    /// assert_eq!(db.select_rows("k from [//t]", &Default::default()).await?.rows.len(), 1);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub async fn start_transaction(&self) -> Result<Transaction> {
         self.start_transaction_with_timeout(DEFAULT_TRANSACTION_TIMEOUT_MS)
             .await

@@ -55,6 +55,29 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A result row has no column of the name asked for ([`Row::get`](crate::Row::get)).
+    #[error("No such column {column:?} in the result (its columns: {})", columns.join(", "))]
+    NoSuchColumn {
+        /// The name asked for.
+        column: String,
+        /// The result's column names, in order.
+        columns: Vec<String>,
+    },
+    /// A result value cannot be read as the Rust type asked for ([`Row::get`](crate::Row::get),
+    /// [`SelectResult::deserialize`](crate::SelectResult::deserialize)), or a row lacks what a
+    /// struct needs.
+    #[error("{}", row_value_message(*row, column.as_deref(), message))]
+    RowValue {
+        /// The row's number in the result (from 0), when known.
+        row: Option<usize>,
+        /// The column, when the error is about one value.
+        column: Option<String>,
+        /// What is wrong: the type found and the type asked for.
+        message: String,
+    },
+    /// The blocking API could not start its runtime ([`crate::blocking::Database::open`]).
+    #[error("cannot start the runtime of dynql's blocking API")]
+    Runtime(#[source] std::io::Error),
     /// An import found more rejected input rows than allowed; nothing was written.
     #[error("{}", crate::io::rejected_message(*count, *allowed, examples))]
     Rejected {
@@ -75,7 +98,10 @@ impl Error {
             | Error::Query(_)
             | Error::Invalid(_)
             | Error::NoSuchAttribute(_)
+            | Error::NoSuchColumn { .. }
+            | Error::RowValue { .. }
             | Error::Rejected { .. } => ErrorKind::InvalidInput,
+            Error::Runtime(_) => ErrorKind::Unavailable,
             Error::File { source, .. } => file_kind(source.as_ref()),
             Error::Storage(e) => storage_kind(e),
             Error::Exec(e) => match e {
@@ -96,6 +122,16 @@ impl Error {
             Error::Query(q) | Error::Exec(dynql_exec::Error::Query(q)) => q.span(),
             _ => None,
         }
+    }
+}
+
+/// "Row #3, column \"v\": …", with the parts that are known.
+fn row_value_message(row: Option<usize>, column: Option<&str>, message: &str) -> String {
+    match (row, column) {
+        (Some(r), Some(c)) => format!("Row #{r}, column {c:?}: {message}"),
+        (Some(r), None) => format!("Row #{r}: {message}"),
+        (None, Some(c)) => format!("Column {c:?}: {message}"),
+        (None, None) => message.to_string(),
     }
 }
 

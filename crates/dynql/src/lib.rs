@@ -4,8 +4,15 @@
 //! `select_rows` queries with YT's semantics. See the crate-level example on [`Database`]
 //! and `examples/quickstart.rs`. Bulk import from Parquet, CSV or JSON lines and export to
 //! Parquet are in [`io`].
+//!
+//! - [`blocking::Database`]: the same API without async, a runtime inside.
+//! - [`Row::get`] and [`SelectResult::deserialize`]: result values as Rust types (the YT
+//!   type -> Rust type mapping is on [`FromValue`]), rows into structs with serde.
+//! - [`Database::table_provider`]: a table as a DataFusion `TableProvider` for the caller's
+//!   own `SessionContext`.
 
 mod attributes;
+pub mod blocking;
 mod cypress;
 mod database;
 mod error;
@@ -13,8 +20,10 @@ mod insert_columns;
 pub mod io;
 mod master;
 mod results;
+mod row;
 mod sql;
 mod table_attributes;
+mod table_provider;
 mod table_rows;
 mod transaction;
 mod ypath;
@@ -34,6 +43,7 @@ pub use dynql_storage::{
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
+pub use row::{FromValue, FromValueError, Row, RowIndex};
 pub use sql::{SqlOptions, SqlOutcome, SqlSession, SqlStream};
 pub use table_attributes::{parse_document, parse_pivot_keys};
 pub use table_rows::{ReadTableOptions, TableRows, TableWriter, WriteTableOptions};

@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 /// layout hints of a YT cluster).
 const IGNORED_ATTRIBUTES: &[&str] = &[
     "optimize_for",
-    "compression_codec",
     "erasure_codec",
     "replication_factor",
     "primary_medium",
@@ -92,6 +91,16 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                     )
                 })?;
                 options.in_memory_mode = Some(dynql_storage::in_memory::InMemoryMode::parse(mode)?);
+            }
+            "compression_codec" => {
+                let name = unwrap_attributes(v).as_str().ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "Attribute \"compression_codec\" must be a codec name: {}",
+                        dynql_storage::codec::YT_CODEC_NAMES
+                    ))
+                })?;
+                options.compression_codec =
+                    Some(dynql_storage::codec::CompressionCodec::parse(name)?);
             }
             "mount_config" => {
                 let Yson::Map(config) = unwrap_attributes(v) else {

@@ -7,7 +7,8 @@ use clap::CommandFactory;
 use dynql::{Database, TableSchema, Yson};
 
 use super::complete::Catalog;
-use super::{pretty, Flow, ResultFormat, Settings};
+use super::{Flow, ResultFormat, Settings};
+use crate::pretty;
 
 /// The meta commands with their arguments and what they do, as `\help` lists them.
 const META: &[(&str, &str, &str)] = &[
@@ -68,7 +69,7 @@ pub async fn run(
     settings: &mut Settings,
     name: &str,
     args: &[String],
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<Flow> {
     match (name, args) {
         ("q" | "quit" | "exit", []) => return Ok(Flow::Quit),
@@ -187,7 +188,11 @@ pub async fn run(
 }
 
 /// Tells what a setting is now, unless the shell runs a script.
-fn confirm(settings: &Settings, out: &mut dyn Write, message: std::fmt::Arguments) -> Result<()> {
+fn confirm(
+    settings: &Settings,
+    out: &mut (dyn Write + Send),
+    message: std::fmt::Arguments,
+) -> Result<()> {
     if settings.confirm {
         writeln!(out, "{message}")?;
     }
@@ -202,7 +207,7 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
-fn help(out: &mut dyn Write) -> Result<()> {
+fn help(out: &mut (dyn Write + Send)) -> Result<()> {
     writeln!(
         out,
         "A statement ends with ;, an empty line or a \\ command line. It is one of:
@@ -240,7 +245,7 @@ Tab completes commands, options, table paths, columns and functions."
 }
 
 /// `\d PATH`: what `get PATH/@` says about a table, for a person.
-async fn describe(db: &Database, path: &str, out: &mut dyn Write) -> Result<()> {
+async fn describe(db: &Database, path: &str, out: &mut (dyn Write + Send)) -> Result<()> {
     let attributes = db.get_attribute(path, None).await?;
     let get = |name: &str| {
         attributes

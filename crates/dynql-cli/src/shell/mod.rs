@@ -17,13 +17,13 @@
 //! statements it reads in order, with no prompt, and stops at the first error (exit status 1).
 
 mod complete;
+mod interrupt;
 mod meta;
-mod pretty;
 mod statement;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -37,7 +37,9 @@ use rustyline::Editor;
 use crate::commands::Command;
 use crate::execute::{execute, query_error, select_stream};
 use crate::format::{write_result, write_rows, OutputFormat};
+use crate::pretty;
 use complete::{is_complete, Catalog, ShellHelper};
+use interrupt::Interrupts;
 use statement::{Parsed, Splitter, Statement};
 
 /// A command typed in the shell: the command line without `dynql` and `--store`.
@@ -110,9 +112,6 @@ pub struct Settings {
     pub sql: dynql::SqlSession,
 }
 
-/// Rows a drawn table shows by default, as DuckDB's and datafusion-cli's do.
-pub const DEFAULT_MAX_ROWS: usize = 40;
-
 impl Settings {
     fn new(db: &Database, format: ResultFormat, timing: bool, confirm: bool) -> Settings {
         Settings {
@@ -120,7 +119,7 @@ impl Settings {
             format,
             timing,
             confirm,
-            max_rows: DEFAULT_MAX_ROWS,
+            max_rows: pretty::DEFAULT_MAX_ROWS,
             input_row_limit: None,
             output_row_limit: None,
             timestamp: None,
@@ -191,7 +190,7 @@ async fn script(db: &Database, mut settings: Settings) -> Result<()> {
 }
 
 async fn run_in_script(db: &Database, settings: &mut Settings, st: &Statement) -> Result<Flow> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = std::io::stdout();
     let flow = run_statement(db, settings, &st.text, &mut stdout)
         .await
         .with_context(|| format!("line {}", st.line))?;
@@ -218,12 +217,9 @@ const PROMPT: &str = "dynql> ";
 const CONTINUATION_PROMPT: &str = "   ..> ";
 
 /// The prompt loop on a terminal.
-async fn interactive(
-    db: &Database,
-    url: &str,
-    new_store: bool,
-    mut settings: Settings,
-) -> Result<()> {
+async fn interactive(db: &Database, url: &str, new_store: bool, settings: Settings) -> Result<()> {
+    let settings = Arc::new(tokio::sync::Mutex::new(settings));
+    let mut interrupts = Interrupts::listen()?;
     let config = Config::builder()
         .completion_type(CompletionType::List)
         .max_history_size(10_000)?
@@ -298,22 +294,14 @@ async fn interactive(
         statements.extend(splitter.finish());
         let mut catalog_changed = false;
         for st in statements {
-            let mut stdout = std::io::stdout().lock();
-            // Ctrl-C cancels the running statement (dropping it stops its work) and the
-            // ones after it on the same input; the session goes on.
-            let result = tokio::select! {
-                result = run_statement(db, &mut settings, &st.text, &mut stdout) => Some(result),
-                _ = tokio::signal::ctrl_c() => None,
-            };
-            let _ = stdout.flush();
-            drop(stdout);
             // Any command may create, move or remove a table.
             catalog_changed |= is_command(statement::command_word(&st.text));
-            match result {
+            match run_cancellable(db, &settings, st.text, &mut interrupts).await {
                 Some(Ok(Flow::Quit)) => return Ok(()),
                 Some(Ok(Flow::Continue)) => {}
                 Some(Err(e)) => eprintln!("Error: {}", crate::error_text(&e)),
                 None => {
+                    // The statements after it on the same input do not run either.
                     eprintln!("Cancelled.");
                     break;
                 }
@@ -328,12 +316,44 @@ async fn interactive(
     }
 }
 
+/// Runs a statement typed at the terminal until it ends or Ctrl-C is pressed (`None`).
+///
+/// The statement runs in a task of its own and this thread only waits, so a Ctrl-C is acted
+/// on at once however long the statement's operators compute between yields: the task is
+/// aborted, which drops the query's streams and the tasks DataFusion spawned for it, and
+/// the prompt comes back. The settings stay behind a lock the aborted task releases when it
+/// stops, so the session (and its SQL tables) lives on.
+async fn run_cancellable(
+    db: &Database,
+    settings: &Arc<tokio::sync::Mutex<Settings>>,
+    text: String,
+    interrupts: &mut Interrupts,
+) -> Option<Result<Flow>> {
+    interrupts.mark_seen();
+    let db = db.clone();
+    let settings = Arc::clone(settings);
+    let mut task = tokio::spawn(async move {
+        let mut settings = settings.lock().await;
+        let mut stdout = std::io::stdout();
+        let result = run_statement(&db, &mut settings, &text, &mut stdout).await;
+        let _ = stdout.flush();
+        result
+    });
+    tokio::select! {
+        joined = &mut task => Some(joined.unwrap_or_else(|e| Err(anyhow!("the statement failed: {e}")))),
+        _ = interrupts.pressed() => {
+            task.abort();
+            None
+        }
+    }
+}
+
 /// Prints a query result in the shell's format, with its row count and time.
 fn show(
     result: &dynql::SelectResult,
     settings: &Settings,
     started: Instant,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let elapsed = settings.timing.then(|| started.elapsed());
     match settings.format {
@@ -346,7 +366,7 @@ fn show(
             writeln!(
                 out,
                 "{}",
-                pretty::footer_of(result.rows.len(), shown, elapsed)
+                pretty::footer_of(result.rows.len(), shown, elapsed, pretty::SHELL_MORE_ROWS)
             )?;
         }
         ResultFormat::Plain(format) => {
@@ -367,7 +387,7 @@ async fn run_statement(
     db: &Database,
     settings: &mut Settings,
     text: &str,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<Flow> {
     let parsed = statement::parse(text, is_command)?;
     let started = Instant::now();
@@ -444,7 +464,7 @@ async fn run_file(
     db: &Database,
     settings: &mut Settings,
     file: &str,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<Flow> {
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?;
     let mut splitter = Splitter::new(is_command);
@@ -472,7 +492,7 @@ async fn show_stream(
     mut stream: dynql::SelectStream,
     settings: &Settings,
     started: Instant,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let ResultFormat::Plain(format) = settings.format else {
         // A table is drawn once its column widths are known.
@@ -520,7 +540,7 @@ mod tests {
     fn shell_lines_parse_like_the_command_line() {
         let line = ShellLine::try_parse_from(["get", "//t/@schema", "--format", "json"]).unwrap();
         assert!(
-            matches!(line.command, Command::Get { ref path, ref format, .. } if path == "//t/@schema" && format == "json")
+            matches!(line.command, Command::Get { ref path, format, .. } if path == "//t/@schema" && format == Some(crate::output::TreeFormat::Json))
         );
         assert!(ShellLine::try_parse_from(["nope"]).is_err());
     }

@@ -106,3 +106,121 @@ fn queries_over_files_alone_need_no_store_and_say_nothing_of_it() {
         "{out:?}"
     );
 }
+
+#[test]
+fn get_list_and_explain_query_take_the_formats_yt_takes() {
+    let s = TestStore::new();
+    s.ok(
+        &["create", "table", "//home/t", "-r", "--attributes", SCHEMA],
+        None,
+    );
+    let get = |path: &str, format: &str| s.ok(&["get", path, "--format", format], None);
+    // Pretty YSON as YT writes it: four spaces a level, `"key" = value;`, attributes in
+    // front of the value.
+    let pretty = get("//home/t/@schema", "<format=pretty>yson");
+    assert!(
+        pretty.starts_with(
+            "<\n    \"strict\" = %true;\n    \"unique_keys\" = %true;\n> [\n    {\n        \"name\" = \"k\";\n"
+        ),
+        "{pretty}"
+    );
+    assert!(pretty.ends_with("    };\n]\n"), "{pretty}");
+    // Text YSON (also the default in a pipe) and JSON.
+    assert_eq!(get("//home/t/@key_columns", "yson"), "[\"k\";]\n");
+    assert_eq!(
+        get("//home/t/@key_columns", "<format=text>yson"),
+        "[\"k\";]\n"
+    );
+    assert_eq!(s.ok(&["get", "//home/t/@key_columns"], None), "[\"k\";]\n");
+    assert_eq!(get("//home/t/@key_columns", "json"), "[\"k\"]\n");
+    assert_eq!(
+        get("//home/t/@key_columns", "<format=pretty>json"),
+        "[\n  \"k\"\n]\n"
+    );
+    let err = s.fails(&["get", "//home/t/@key_columns", "--format", "xml"], None);
+    assert!(err.contains("unknown format \"xml\""), "{err}");
+    // list --format at the top, with attributes.
+    assert_eq!(
+        s.ok(
+            &["list", "/", "--format", "<format=pretty>yson", "--attribute", "type"],
+            None
+        ),
+        "[\n    <\n        \"type\" = \"map_node\";\n    > \"home\";\n    <\n        \"type\" = \"map_node\";\n    > \"sys\";\n    <\n        \"type\" = \"map_node\";\n    > \"tmp\";\n]\n"
+    );
+    assert_eq!(
+        s.ok(&["list", "//home", "--format", "json"], None),
+        "[\"t\"]\n"
+    );
+    // explain-query: JSON in a pipe as before, any of the formats when asked.
+    let query = "k FROM [//home/t] WHERE k = 1";
+    assert!(s.ok(&["explain-query", query], None).starts_with("{\""));
+    let explained = s.ok(
+        &["explain-query", query, "--format", "<format=pretty>yson"],
+        None,
+    );
+    assert!(
+        explained.starts_with(
+            "{\n    \"ranges\" = [\n        {\n            \"lower\" = [\n                1;\n"
+        ),
+        "{explained}"
+    );
+    assert!(s
+        .ok(&["explain-query", query, "--format", "yson"], None)
+        .starts_with("{\"ranges\"=[{"));
+}
+
+#[test]
+fn list_long_format_prints_what_yt_prints_as_far_as_dynql_knows_it() {
+    let s = TestStore::new();
+    s.ok(
+        &["create", "table", "//home/t", "-r", "--attributes", SCHEMA],
+        None,
+    );
+    s.ok(
+        &[
+            "create",
+            "document",
+            "//home/doc",
+            "--attributes",
+            "{value={a=1}}",
+        ],
+        None,
+    );
+    let out = s.ok(&["list", "-l", "//home"], None);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    // yt's columns: type (10 wide), account (20), disk space (10), date (10), time (5), name.
+    let doc = lines.iter().find(|l| l.ends_with(" doc")).expect("doc");
+    assert_eq!(&doc[..10], "  document", "{out}");
+    assert_eq!(&doc[10..32], "                    - ", "{out}");
+    assert_eq!(&doc[32..43], "      0.0B ", "{out}");
+    let date = &doc[43..53];
+    assert!(date.len() == 10 && date.as_bytes()[4] == b'-', "{out}");
+    assert_eq!(doc.as_bytes()[59], b' ', "{out}");
+    assert_eq!(doc.as_bytes()[56], b':', "{out}");
+    // A table has no modification time in dynql: `-`.
+    let table = lines.iter().find(|l| l.ends_with(" t")).expect("t");
+    let fields: Vec<&str> = table.split_whitespace().collect();
+    assert_eq!(fields, ["table", "-", "0.0B", "-", "-", "t"], "{out}");
+    // As in yt, -l and --format do not go together.
+    let err = s.fails(&["list", "-l", "//home", "--format", "yson"], None);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
+fn sql_and_select_rows_print_yson_into_a_pipe() {
+    let s = TestStore::new();
+    s.ok(
+        &["create", "table", "//home/t", "-r", "--attributes", SCHEMA],
+        None,
+    );
+    s.ok(&["insert-rows", "//home/t"], Some("{k=1;v=a};"));
+    assert_eq!(s.ok(&["sql", "SELECT 1 AS a"], None), "{\"a\"=1;};\n");
+    assert_eq!(
+        s.ok(&["select-rows", "k, v FROM [//home/t]"], None),
+        "{\"k\"=1;\"v\"=\"a\";};\n"
+    );
+    // YT_FORMAT chooses for sql too.
+    let out = s.run_with_env(&["sql", "SELECT 1 AS a"], None, &[("YT_FORMAT", "json")]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"a\":1}\n");
+}

@@ -14,12 +14,14 @@ mod key_filters;
 mod limits;
 mod master_locks;
 mod mvcc;
+mod parquet_types;
 mod ql_rules;
 mod queues;
 mod shell;
 mod sql;
 mod static_tables;
 mod tablets;
+mod terminal;
 mod transactions;
 mod ttl;
 

@@ -222,7 +222,10 @@ fn exists_answers_for_attributes_and_list_takes_a_format() {
         "{yson}"
     );
     let err = s.fails(&["list", "//tmp/dir", "--format", "xml"], None);
-    assert!(err.contains("--format must be yson or json"), "{err}");
+    assert!(
+        err.contains("unknown format \"xml\": use one of yson"),
+        "{err}"
+    );
 }
 
 #[test]

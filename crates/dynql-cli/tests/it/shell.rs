@@ -100,7 +100,7 @@ fn quit_ends_a_script_and_statements_piped_to_dynql_alone_run() {
 }
 
 /// A tmux server of its own, running one session; killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     /// The server's socket: in the test's temporary directory, so no other server is touched
     /// and nothing is left behind.
     socket: PathBuf,
@@ -108,7 +108,7 @@ struct Tmux {
 
 impl Tmux {
     /// Starts `command` in a detached 200x50 session; `None` if tmux is not installed.
-    fn start(dir: &Path, command: &str) -> Option<Tmux> {
+    pub(crate) fn start(dir: &Path, command: &str) -> Option<Tmux> {
         if Command::new("tmux").arg("-V").output().is_err() {
             return None;
         }
@@ -125,14 +125,14 @@ impl Tmux {
         Some(tmux)
     }
 
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut c = Command::new("tmux");
         c.arg("-S").arg(&self.socket);
         c
     }
 
     /// Types `text` literally.
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         // tmux reads an argument's final `;` as a command separator unless it is escaped.
         let text = match text.strip_suffix(';') {
             Some(head) => format!("{head}\\;"),
@@ -147,7 +147,7 @@ impl Tmux {
     }
 
     /// Presses keys by tmux name (`Enter`, `Tab`, `C-u`).
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let status = self
             .command()
             .args(["send-keys", "-t", "shell"])
@@ -158,12 +158,12 @@ impl Tmux {
     }
 
     /// Types a line and presses Enter.
-    fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         self.type_text(text);
         self.keys(&["Enter"]);
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self
             .command()
             .args(["capture-pane", "-p", "-t", "shell", "-S", "-1000"])
@@ -173,7 +173,7 @@ impl Tmux {
     }
 
     /// Waits (up to 10 s) until `needle` appears on the screen at least `count` times.
-    fn wait_for(&self, needle: &str, count: usize) -> String {
+    pub(crate) fn wait_for(&self, needle: &str, count: usize) -> String {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let screen = self.screen();
@@ -195,7 +195,7 @@ impl Drop for Tmux {
     }
 }
 
-fn shell_quote(path: &Path) -> String {
+pub(crate) fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
@@ -300,7 +300,7 @@ fn a_person_at_a_terminal() {
 }
 
 #[test]
-fn ctrl_c_cancels_the_running_statement_and_the_session_goes_on() {
+fn ctrl_c_cancels_the_running_statement_within_a_second_and_the_session_goes_on() {
     let s = TestStore::new();
     s.ok(&["create", "table", "//home/t", "--attributes", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}"], None);
     let rows: String = (0..3000).map(|k| format!("{{k={k};v=x}};\n")).collect();
@@ -317,25 +317,79 @@ fn ctrl_c_cancels_the_running_statement_and_the_session_goes_on() {
         return;
     };
     t.wait_for("dynql>", 1);
-    // 27 billion joined rows: minutes of work, unless cancelled.
-    t.line(
+    // Each computes for long stretches without yielding: a cross join feeding an aggregate
+    // (27 billion joined rows), a hash join of 100 million rows against a 20-million-row build side, a YT QL
+    // join without an index.
+    let statements = [
         r#"sql SELECT sum(a.k * b.k + c.k) AS s FROM "//home/t" a, "//home/t" b, "//home/t" c;"#,
-    );
-    std::thread::sleep(Duration::from_millis(1500));
-    let screen = t.screen();
-    assert_eq!(
-        screen.matches("dynql>").count(),
-        1,
-        "still running:\n{screen}"
-    );
-    t.keys(&["C-c"]);
-    t.wait_for("Cancelled.", 1);
-    t.wait_for("dynql>", 2);
+        "sql SELECT count(*) AS c FROM generate_series(1, 100000000) a JOIN generate_series(1, 20000000) b ON a.value = b.value;",
+        "select-rows 'sum(a.k) AS s FROM [//home/t] AS a JOIN [//home/t] AS b ON a.v = b.v GROUP BY 1 AS one' --allow-join-without-index --input-row-limit 100000000000 --output-row-limit 100000000000;",
+    ];
+    for (n, statement) in statements.iter().enumerate() {
+        t.line(statement);
+        // Long enough to be computing, short of the time the fastest one takes (the hash
+        // join, about 3 s on 2 cores: a 100M-row probe side against a 20M-row build side).
+        std::thread::sleep(Duration::from_millis(300));
+        let screen = t.screen();
+        assert_eq!(
+            screen.matches("dynql>").count(),
+            n + 1,
+            "{statement} is not running:\n{screen}"
+        );
+        let pressed = Instant::now();
+        t.keys(&["C-c"]);
+        t.wait_for("Cancelled.", n + 1);
+        t.wait_for("dynql>", n + 2);
+        let waited = pressed.elapsed();
+        assert!(
+            waited < Duration::from_secs(1),
+            "{statement}: the prompt came back {waited:?} after Ctrl-C"
+        );
+    }
     // The session goes on, with the store as it was.
     t.line("k, v from [//home/t] where k = 2;");
     let screen = t.wait_for("(1 row", 1);
     assert!(screen.contains("│ 2 ┆ x │"), "{screen}");
     t.line("\\q");
+}
+
+#[test]
+fn ctrl_c_ends_a_one_shot_query_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = TestStore::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynql"))
+        .args(["--store", &s.url(), "sql"])
+        .arg("SELECT count(*) AS c FROM generate_series(1, 20000000) a JOIN generate_series(1, 20000000) b ON a.value = b.value")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn dynql");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(child.try_wait().unwrap().is_none(), "the query ended early");
+    let pressed = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if pressed.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("dynql still runs 5 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let waited = pressed.elapsed();
+    assert!(
+        waited < Duration::from_secs(1),
+        "exited {waited:?} after SIGINT"
+    );
+    // Ended by the signal, which a shell reports as exit status 130 (and a script loop
+    // around it stops, as it should).
+    assert_eq!(status.signal(), Some(2), "{status:?}");
 }
 
 #[test]

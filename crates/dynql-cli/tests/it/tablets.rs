@@ -601,6 +601,46 @@ fn in_memory_mode_is_set_at_creation_and_with_set() {
 }
 
 #[test]
+fn compression_codec_is_set_at_creation_and_with_set() {
+    let store = TestStore::new();
+    let create = |path: &str, codec: &str| {
+        vec![
+            "create".to_string(),
+            "table".into(),
+            path.into(),
+            "--attributes".into(),
+            format!("{{dynamic=%true; {codec} schema=[{{name=k; type=int64; sort_order=ascending}}; {{name=v; type=string}}]}}"),
+        ]
+    };
+    let args = create("//t", "compression_codec=zstd_3;");
+    store.ok(&args.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    assert_eq!(get(&store, "compression_codec"), "zstd_3");
+    store.ok(&["insert-rows", "//t"], Some("{k=1; v=a};{k=2; v=b};"));
+    store.ok(&["compact", "//t"], None);
+    // DuckDB's spelling is taken too; `get` answers with YT's name.
+    store.ok(&["set", "//t/@compression_codec", "zstd(9)"], None);
+    assert_eq!(get(&store, "compression_codec"), "zstd_9");
+    store.ok(&["set", "//t/@compression_codec", "snappy"], None);
+    assert_eq!(get(&store, "compression_codec"), "snappy");
+    // The zstd chunk reads on after the change, and compaction rewrites it.
+    store.ok(&["insert-rows", "//t"], Some("{k=3; v=c};"));
+    let all = "{\"k\":1,\"v\":\"a\"}\n{\"k\":2,\"v\":\"b\"}\n{\"k\":3,\"v\":\"c\"}\n";
+    assert_eq!(query(&store, "k, v from [//t]"), all);
+    store.ok(&["compact", "//t"], None);
+    assert_eq!(query(&store, "k, v from [//t]"), all);
+
+    let err = store.fails(&["set", "//t/@compression_codec", "lzo"], None);
+    assert!(err.contains("none, snappy, lz4, zstd_N"), "{err}");
+    assert_eq!(get(&store, "compression_codec"), "snappy");
+
+    // A bad name at creation creates nothing.
+    let args = create("//bad", "compression_codec=zstd_99;");
+    let err = store.fails(&args.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    assert!(err.contains("1 to 22"), "{err}");
+    store.fails(&["get", "//bad/@compression_codec"], None);
+}
+
+#[test]
 fn alter_table_grows_a_sorted_table_and_old_rows_read_null() {
     let store = TestStore::new();
     store.ok(

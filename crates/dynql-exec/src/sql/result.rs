@@ -33,8 +33,8 @@ pub(super) fn query_result(batches: &[RecordBatch], statistics: Statistics) -> R
     })
 }
 
-/// Names and YT wire types of a result: types without a YT equivalent (dates, decimals,
-/// lists) are shown as text.
+/// Names and YT wire types of a result: lists, structs and maps are `any` (YSON); other
+/// types without a YT equivalent (dates, decimals) are shown as text.
 fn result_columns(schema: &Schema) -> Vec<(String, ValueType)> {
     schema
         .fields()
@@ -42,6 +42,7 @@ fn result_columns(schema: &Schema) -> Vec<(String, ValueType)> {
         .map(|f| {
             let t = match f.data_type() {
                 DataType::Utf8View | DataType::BinaryView => ValueType::String,
+                t if t.is_nested() => ValueType::Any,
                 _ => value_type_of_field(&Field::new(f.name(), f.data_type().clone(), true))
                     .unwrap_or(ValueType::String),
             };
@@ -64,6 +65,9 @@ fn as_wire_types(batch: &RecordBatch, types: &[ValueType]) -> Result<RecordBatch
     {
         let target = arrow_type(*t);
         let mut column = column.clone();
+        if *t == ValueType::Any && column.data_type().is_nested() {
+            column = dynql_storage::files::types::nested_as_yson(column.as_ref(), field.name())?;
+        }
         if *t == ValueType::String
             && !matches!(
                 column.data_type(),

@@ -208,8 +208,8 @@ impl ScanSource {
         }
     }
 
-    /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]): of the
-    /// `projection` columns only, or (file tables) of all columns.
+    /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]), of the
+    /// `projection` columns only.
     fn stream(
         &self,
         tablets: Vec<usize>,
@@ -235,16 +235,11 @@ impl ScanSource {
                     prefetch,
                 )?
             }
-            ScanSource::Files { table, ranges } => table.stream(Some(ranges.clone()), true),
+            // Only the projected columns (and the key) are read from the files.
+            ScanSource::Files { table, ranges } => {
+                table.stream_columns(Some(ranges.clone()), true, Some(projection.to_vec()))
+            }
         })
-    }
-
-    /// The columns of [`ScanSource::stream`]'s batches that make up `projection`.
-    fn taken(&self, projection: &[usize]) -> Vec<usize> {
-        match self {
-            ScanSource::Tablets(_) => (0..projection.len()).collect(),
-            ScanSource::Files { .. } => projection.to_vec(),
-        }
     }
 
     /// Whether the scan reads little ([`TableScan::is_small`]; file tables never are).
@@ -583,7 +578,8 @@ impl ExecutionPlan for TabletScanExec {
             .push(stream.read());
         let reads = self.reads.clone();
         let schema = self.schema.clone();
-        let projection = self.scan.taken(&self.projection);
+        // The scan's batches hold the projected columns, in order.
+        let projection: Vec<usize> = (0..self.projection.len()).collect();
         let limit = self.limit.clone();
         let out = schema.clone();
         let table = self.scan.name().to_string();

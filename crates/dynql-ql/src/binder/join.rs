@@ -46,6 +46,21 @@ impl Binder {
                         .iter()
                         .find(|c| c.name == column)
                         .ok_or_else(|| {
+                            if let Some(r) = self
+                                .refused
+                                .iter()
+                                .find(|r| r.span == join.table.span && r.name == column)
+                            {
+                                return Error::invalid(
+                                    format!(
+                                        "Column {} of joined table {} cannot be read: {}",
+                                        dynql_core::error::shown(column),
+                                        dynql_core::error::shown(&join.table.path),
+                                        r.why
+                                    ),
+                                    *span,
+                                );
+                            }
                             Error::invalid(
                                 format!(
                                     "Undefined reference {} in joined table {}",

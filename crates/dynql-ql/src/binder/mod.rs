@@ -41,6 +41,15 @@ pub const MAX_EXPRESSION_DEPTH: usize = 100;
 pub trait Catalog {
     /// The schema of the table at `path`, or `None` when there is no such table.
     fn table_schema(&self, path: &str) -> Option<TableSchema>;
+
+    /// Columns of the table at `path` that queries cannot read (a file column of a type YT
+    /// has no counterpart for), each with why ("its Arrow type is …"). They are not in
+    /// [`Catalog::table_schema`]; naming one, or `*` over its table, is an error with the
+    /// reason, rather than an undefined reference or a silently missing column.
+    fn refused_columns(&self, path: &str) -> Vec<(String, String)> {
+        let _ = path;
+        Vec::new()
+    }
 }
 
 /// Options that change binding.
@@ -100,6 +109,7 @@ pub fn bind_parsed(
         offset: 0,
     }];
     b.ns = namespace(&main, query.from.alias.as_deref(), 0);
+    b.add_refused(catalog, &query.from);
     if query.joins.len() > MAX_JOINS {
         return Err(Error::invalid_query(format!(
             "The number of joins exceeds the limit: {} > {MAX_JOINS}",
@@ -109,6 +119,7 @@ pub fn bind_parsed(
     let mut joins = Vec::new();
     for join in &query.joins {
         let schema = table_schema(catalog, &join.table)?;
+        b.add_refused(catalog, &join.table);
         let offset = b.ns.len();
         let (plan, shared) = b.bind_join(join, &schema, sources.len(), catalog)?;
         let mut cols = namespace(&schema, join.table.alias.as_deref(), offset);
@@ -175,6 +186,16 @@ pub fn bind_parsed(
             if b.group.is_some() {
                 return Err(Error::invalid_query(
                     "* cannot be used with GROUP BY: name the group keys and aggregates",
+                ));
+            }
+            if let Some(r) = b.refused.first() {
+                return Err(Error::invalid(
+                    format!(
+                        "* includes column {}, which cannot be read: {}; name the columns to read instead of *",
+                        dynql_core::error::shown(&r.shown()),
+                        r.why
+                    ),
+                    r.span,
                 ));
             }
             // YT names the columns of an aliased table `alias.column`, as a reference to
@@ -292,6 +313,26 @@ fn table_schema(catalog: &dyn Catalog, t: &TableRef) -> Result<TableSchema> {
         .ok_or_else(|| Error::invalid(format!("Table {:?} does not exist", t.path), t.span))
 }
 
+/// A column of a source table that queries cannot read ([`Catalog::refused_columns`]).
+#[derive(Debug, Clone)]
+struct RefusedColumn {
+    qualifier: Option<String>,
+    name: String,
+    why: String,
+    /// The table reference that brings it.
+    span: Span,
+}
+
+impl RefusedColumn {
+    /// The column as a reference to it is written.
+    fn shown(&self) -> String {
+        match &self.qualifier {
+            Some(q) => format!("{q}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 /// A column visible to name resolution.
 #[derive(Debug, Clone)]
 struct NsColumn {
@@ -335,6 +376,7 @@ struct GroupContext {
 /// Name resolution and typing state.
 pub(crate) struct Binder {
     ns: Vec<NsColumn>,
+    refused: Vec<RefusedColumn>,
     aliases: HashMap<String, Expr>,
     alias_stack: Vec<String>,
     group: Option<GroupContext>,
@@ -359,10 +401,23 @@ impl Binder {
     fn new(options: BindOptions) -> Binder {
         Binder {
             ns: vec![],
+            refused: vec![],
             aliases: HashMap::new(),
             alias_stack: vec![],
             group: None,
             options,
+        }
+    }
+
+    /// Records the columns of `table` that cannot be read.
+    fn add_refused(&mut self, catalog: &dyn Catalog, table: &TableRef) {
+        for (name, why) in catalog.refused_columns(&table.path) {
+            self.refused.push(RefusedColumn {
+                qualifier: table.alias.clone(),
+                name,
+                why,
+                span: table.span,
+            });
         }
     }
 
@@ -568,10 +623,28 @@ impl Binder {
         };
         match found.as_slice() {
             [one] => Ok(one),
-            [] => Err(Error::invalid(
-                format!("Undefined reference {}", dynql_core::error::shown(&full())),
-                span,
-            )),
+            [] => {
+                let refused = self.refused.iter().find(|r| match table {
+                    Some(t) => {
+                        (r.qualifier.as_deref() == Some(t) && r.name == name) || r.name == full()
+                    }
+                    None => r.name == name,
+                });
+                if let Some(r) = refused {
+                    return Err(Error::invalid(
+                        format!(
+                            "Column {} cannot be read: {}",
+                            dynql_core::error::shown(&full()),
+                            r.why
+                        ),
+                        span,
+                    ));
+                }
+                Err(Error::invalid(
+                    format!("Undefined reference {}", dynql_core::error::shown(&full())),
+                    span,
+                ))
+            }
             _ => Err(ambiguous(&full(), span)),
         }
     }

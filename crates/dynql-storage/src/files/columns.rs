@@ -1,14 +1,14 @@
-//! The columns of file tables: their YT schema from the files' Arrow schema or the
-//! `dynql.schema` metadata, row-group statistics as YT values, and file columns converted to
-//! the Arrow types of their wire types.
+//! The columns of file tables: their YT schema from the files' Arrow schema (see
+//! [`super::types`]) or the `dynql.schema` metadata, and row-group statistics as YT values.
 
-use arrow::array::{Array, ArrayRef};
-use arrow::datatypes::{DataType, Schema};
+use arrow::datatypes::{DataType, Schema, TimeUnit};
+use parquet::basic::{ConvertedType, LogicalType as ParquetType, TimeUnit as ParquetUnit};
 use parquet::file::statistics::Statistics;
+use parquet::schema::types::ColumnDescriptor;
 
-use dynql_core::arrow_convert::arrow_type;
-use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType};
+use dynql_core::{ColumnSchema, TableSchema, Value, ValueType};
 
+use super::types::{file_column_type, Scale};
 use super::{FileRef, SCHEMA_METADATA_KEY};
 use crate::error::{Error, Result};
 
@@ -29,33 +29,8 @@ pub(super) fn describe(schema: &Schema) -> String {
     format!("({})", fields.join(", "))
 }
 
-/// The YT type of an Arrow column (types without a YT equivalent, such as dates and decimals,
-/// are held as their text: see [`convert`]); `Err` for types dynql cannot hold at all.
-pub(super) fn logical_type(data_type: &DataType) -> std::result::Result<LogicalType, String> {
-    Ok(match data_type {
-        DataType::Int8 => LogicalType::Int8,
-        DataType::Int16 => LogicalType::Int16,
-        DataType::Int32 => LogicalType::Int32,
-        DataType::Int64 => LogicalType::Int64,
-        DataType::UInt8 => LogicalType::Uint8,
-        DataType::UInt16 => LogicalType::Uint16,
-        DataType::UInt32 => LogicalType::Uint32,
-        DataType::UInt64 => LogicalType::Uint64,
-        DataType::Float16 | DataType::Float32 => LogicalType::Float,
-        DataType::Float64 => LogicalType::Double,
-        DataType::Boolean => LogicalType::Boolean,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => LogicalType::Utf8,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => LogicalType::String,
-        // Dates, times and decimals are read as their text form.
-        t if arrow::compute::can_cast_types(t, &DataType::Utf8) && !t.is_nested() => {
-            LogicalType::String
-        }
-        t => return Err(format!("type {t} has no YT equivalent")),
-    })
-}
-
 /// The schema of the table from its first file, the file field of each column, and the
-/// fields left out.
+/// columns YT QL cannot read, each with why ("its Arrow type is …").
 #[allow(clippy::type_complexity)]
 pub(super) fn table_schema(
     location: &str,
@@ -72,7 +47,7 @@ pub(super) fn table_schema(
         .and_then(|kv| kv.iter().find(|e| e.key == SCHEMA_METADATA_KEY))
         .and_then(|e| e.value.clone());
     let invalid = |m: String| Error::Invalid(format!("Files {location:?}: {m}"));
-    let mut skipped = Vec::new();
+    let mut refused: Vec<(String, String)> = Vec::new();
     let mut columns: Vec<ColumnSchema> = match declared {
         Some(text) => {
             let declared = TableSchema::parse(&text)
@@ -82,9 +57,12 @@ pub(super) fn table_schema(
         None => {
             let mut columns = Vec::new();
             for f in fields.iter() {
-                match logical_type(f.data_type()) {
+                match file_column_type(f.data_type()) {
                     Ok(t) => columns.push(ColumnSchema::new(f.name().clone(), t)),
-                    Err(why) => skipped.push((f.name().clone(), why)),
+                    Err(why) => refused.push((
+                        f.name().clone(),
+                        format!("its Arrow type is {}, {why}", f.data_type()),
+                    )),
                 }
             }
             let sorting = file
@@ -116,6 +94,11 @@ pub(super) fn table_schema(
     };
     if let Some(key) = key {
         for name in key {
+            if let Some((_, why)) = refused.iter().find(|(r, _)| r == name) {
+                return Err(invalid(format!(
+                    "key column {name:?} cannot be read: {why}"
+                )));
+            }
             if !columns.iter().any(|c| &c.name == name) {
                 return Err(invalid(format!(
                     "key column {name:?} is not a column of the files"
@@ -145,7 +128,7 @@ pub(super) fn table_schema(
         file_columns.push(i);
     }
     let schema = TableSchema::new(columns).map_err(|e| invalid(e.to_string()))?;
-    Ok((schema, file_columns, skipped))
+    Ok((schema, file_columns, refused))
 }
 
 /// `columns` with the key (in `key` order) first, the rest in their order.
@@ -158,11 +141,20 @@ pub(super) fn order_key_first(columns: Vec<ColumnSchema>, key: &[String]) -> Vec
     ordered
 }
 
-/// Row-group statistics as YT values, where Parquet's order is YT's.
+/// Row-group statistics of a column of Arrow type `data_type` as YT values, where Parquet's
+/// order is YT's: integers, booleans, bytes (bytewise), and dates and timestamps (signed
+/// integers in Parquet, the same order as YT's unsigned ones once before-1970 bounds are left
+/// open). The unit of temporal statistics is the Parquet column's, which may differ from the
+/// Arrow type's (a writer may store seconds as milliseconds).
 pub(super) fn statistics_bounds(
     stats: &Statistics,
+    descr: &ColumnDescriptor,
     data_type: &DataType,
 ) -> (Option<Value>, Option<Value>) {
+    let data_type = match data_type {
+        DataType::Dictionary(_, value) => value.as_ref(),
+        t => t,
+    };
     let signed = matches!(
         data_type,
         DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
@@ -171,6 +163,25 @@ pub(super) fn statistics_bounds(
         data_type,
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
     );
+    if let Some(scale) = temporal_statistics_scale(stats, descr, data_type) {
+        let bound = |v: i64| {
+            scale
+                .apply(v)
+                .filter(|v| *v >= 0)
+                .map(|v| Value::Uint64(v as u64))
+        };
+        return match stats {
+            Statistics::Int32(s) => (
+                s.min_opt().and_then(|v| bound(*v as i64)),
+                s.max_opt().and_then(|v| bound(*v as i64)),
+            ),
+            Statistics::Int64(s) => (
+                s.min_opt().and_then(|v| bound(*v)),
+                s.max_opt().and_then(|v| bound(*v)),
+            ),
+            _ => (None, None),
+        };
+    }
     match stats {
         Statistics::Int32(s) if signed => (
             s.min_opt().map(|v| Value::Int64(*v as i64)),
@@ -196,23 +207,69 @@ pub(super) fn statistics_bounds(
             s.min_opt().map(|v| Value::String(v.data().to_vec())),
             s.max_opt().map(|v| Value::String(v.data().to_vec())),
         ),
+        // Plain fixed-size bytes compare bytewise (unsigned), as YT's strings.
+        Statistics::FixedLenByteArray(s)
+            if matches!(data_type, DataType::FixedSizeBinary(_))
+                && descr.logical_type_ref().is_none()
+                && descr.converted_type() == ConvertedType::NONE =>
+        {
+            (
+                s.min_opt().map(|v| Value::String(v.data().to_vec())),
+                s.max_opt().map(|v| Value::String(v.data().to_vec())),
+            )
+        }
         _ => (None, None),
     }
 }
 
-/// A file column as the Arrow type of its YT wire type (text for types held as text).
-pub(super) fn convert(array: &ArrayRef, wire: ValueType) -> Result<ArrayRef> {
-    let target = arrow_type(wire);
-    if array.data_type() == &target {
-        return Ok(array.clone());
+/// For a date or timestamp column (YT `date`, `datetime`, `timestamp`), the step from its
+/// Parquet statistics to YT's unit, from the Parquet column's own unit; `None` for other
+/// columns and for units not known for sure.
+fn temporal_statistics_scale(
+    stats: &Statistics,
+    descr: &ColumnDescriptor,
+    data_type: &DataType,
+) -> Option<Scale> {
+    let parquet = descr.logical_type_ref();
+    let converted = descr.converted_type();
+    let is_date = matches!(parquet, Some(ParquetType::Date)) || converted == ConvertedType::DATE;
+    let timestamp_unit = match parquet {
+        Some(ParquetType::Timestamp(t)) => Some(match t.unit {
+            ParquetUnit::MILLIS => Scale::Multiply(1_000),
+            ParquetUnit::MICROS => Scale::Multiply(1),
+            ParquetUnit::NANOS => Scale::Divide(1_000),
+        }),
+        Some(_) => None,
+        None => match converted {
+            ConvertedType::TIMESTAMP_MILLIS => Some(Scale::Multiply(1_000)),
+            ConvertedType::TIMESTAMP_MICROS => Some(Scale::Multiply(1)),
+            _ => None,
+        },
+    };
+    let plain = parquet.is_none() && converted == ConvertedType::NONE;
+    match (data_type, stats) {
+        (DataType::Date32, Statistics::Int32(_)) if is_date => Some(Scale::Multiply(1)),
+        // Date64 is written as days (INT32 DATE) or as plain milliseconds (INT64).
+        (DataType::Date64, Statistics::Int32(_)) if is_date => Some(Scale::Multiply(86_400)),
+        (DataType::Date64, Statistics::Int64(_)) if plain => Some(Scale::Divide(1_000)),
+        (DataType::Timestamp(_, _), Statistics::Int64(_)) if timestamp_unit.is_some() => {
+            timestamp_unit
+        }
+        // Seconds have no Parquet unit: written as plain INT64.
+        (DataType::Timestamp(TimeUnit::Second, _), Statistics::Int64(_)) if plain => {
+            Some(Scale::Multiply(1_000_000))
+        }
+        _ => None,
     }
-    let source =
-        if matches!(wire, ValueType::String | ValueType::Any) && !is_bytes(array.data_type()) {
-            arrow::compute::cast(array, &DataType::Utf8)?
-        } else {
-            array.clone()
-        };
-    Ok(arrow::compute::cast(&source, &target)?)
+}
+
+/// Whether the page index of a column of Arrow type `data_type` holds its values as the
+/// wire type's (numbers, booleans, bytes), which the page windows of key ranges need.
+pub(super) fn page_index_is_exact(data_type: &DataType) -> bool {
+    data_type.is_integer()
+        || data_type.is_floating()
+        || *data_type == DataType::Boolean
+        || is_bytes(data_type)
 }
 
 /// Whether an Arrow type holds text or bytes (Parquet BYTE_ARRAY, ordered bytewise as YT

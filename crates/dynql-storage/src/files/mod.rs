@@ -15,6 +15,7 @@
 mod columns;
 mod glob;
 mod listing;
+pub mod types;
 
 use std::sync::Arc;
 
@@ -34,7 +35,8 @@ use crate::object_file::ObjectFile;
 use crate::page_index::{leaf_key_window, tuple_interval};
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::stream::{Prefetch, ScanStream};
-use columns::{convert, describe, same_fields, statistics_bounds, table_schema};
+use columns::{describe, same_fields, statistics_bounds, table_schema};
+use types::convert;
 
 pub use listing::{list_files, ListedFiles};
 
@@ -70,8 +72,10 @@ pub struct FileTable {
     schema: TableSchema,
     /// Per schema column: its index among the files' top-level fields.
     file_columns: Vec<usize>,
-    /// Columns of the files the table leaves out, with why.
-    skipped: Vec<(String, String)>,
+    /// Per schema column: its Parquet leaf column (statistics, page index), if it is one.
+    leaves: Vec<Option<usize>>,
+    /// Columns of the files that YT QL cannot read, with why ("its Arrow type is …").
+    refused: Vec<(String, String)>,
 }
 
 impl FileTable {
@@ -162,14 +166,30 @@ impl FileTable {
                 )));
             }
         }
-        let (schema, file_columns, skipped) = table_schema(location, &files[0], key)?;
+        let (schema, file_columns, refused) = table_schema(location, &files[0], key)?;
+        let descr = files[0]
+            .metadata
+            .metadata()
+            .file_metadata()
+            .schema_descr_ptr();
+        let leaves = schema
+            .columns()
+            .iter()
+            .map(|c| {
+                (0..descr.num_columns()).find(|&l| {
+                    let parts = descr.column(l).path().parts().to_vec();
+                    parts.len() == 1 && parts[0] == c.name
+                })
+            })
+            .collect();
         let table = FileTable {
             location: location.to_string(),
             objects,
             files,
             schema,
             file_columns,
-            skipped,
+            leaves,
+            refused,
         };
         table.check_row_group_order()?;
         Ok(table)
@@ -203,9 +223,11 @@ impl FileTable {
         self.files.iter().map(|f| f.size).sum()
     }
 
-    /// Columns of the files that the table leaves out (types dynql cannot hold), with why.
-    pub fn skipped_columns(&self) -> &[(String, String)] {
-        &self.skipped
+    /// Columns of the files that YT QL cannot read (types YT has no counterpart for, such
+    /// as decimals), each with why: "its Arrow type is …". They are not in
+    /// [`FileTable::schema`]; a query naming one, or `*`, fails with that reason.
+    pub fn refused_columns(&self) -> &[(String, String)] {
+        &self.refused
     }
 
     /// What a scan of `ranges` reads, without reading it: files as chunks, row groups.
@@ -262,7 +284,7 @@ impl FileTable {
             }
             Ok(true)
         };
-        self.scan_batches_inner(ranges, false, &mut FnSink(&mut rows))
+        self.scan_batches_inner(ranges, false, None, &mut FnSink(&mut rows))
             .await
     }
 
@@ -278,6 +300,7 @@ impl FileTable {
             .scan_batches_inner(
                 ranges,
                 views,
+                None,
                 &mut FnSink(&mut |_, piece| {
                     if let Piece::Batch(b, _) = piece {
                         batches.push(b);
@@ -293,8 +316,24 @@ impl FileTable {
     /// schema (byte strings as `BinaryView` with `views`), read by a task a few batches ahead
     /// that stops soon after the stream is dropped. Must be called inside a Tokio runtime.
     pub fn stream(self: &Arc<Self>, ranges: Option<Vec<KeyRange>>, views: bool) -> ScanStream {
+        self.stream_columns(ranges, views, None)
+    }
+
+    /// [`FileTable::stream`] of the schema columns `columns` only (all when `None`), in that
+    /// order: the files' other columns are not read, so a value there that YT cannot hold (a
+    /// date before 1970) does not fail the scan.
+    pub fn stream_columns(
+        self: &Arc<Self>,
+        ranges: Option<Vec<KeyRange>>,
+        views: bool,
+        columns: Option<Vec<usize>>,
+    ) -> ScanStream {
         let table = self.clone();
         let schema = table_arrow_schema(&self.schema);
+        let schema = match &columns {
+            Some(c) => Arc::new(schema.project(c).unwrap_or_else(|_| (*schema).clone())),
+            None => schema,
+        };
         ScanStream::new(
             schema,
             views,
@@ -303,7 +342,7 @@ impl FileTable {
             Prefetch::Task,
             move |mut sink| async move {
                 let read = table
-                    .scan_batches_inner(ranges.as_deref(), views, &mut sink)
+                    .scan_batches_inner(ranges.as_deref(), views, columns.as_deref(), &mut sink)
                     .await;
                 (read, sink)
             },
@@ -378,7 +417,7 @@ impl FileTable {
             .zip(file_columns)
             .map(|(&c, fc)| {
                 let p = order.iter().position(|o| o == fc).unwrap_or(0);
-                convert(batch.column(p), self.schema.columns()[c].wire_type())
+                convert(batch.column(p), &self.schema.columns()[c])
             })
             .collect()
     }
@@ -392,16 +431,20 @@ impl FileTable {
         ranges: &[KeyRange],
     ) -> Option<RowSelection> {
         let metadata = file.metadata.metadata();
-        let descr = metadata.file_metadata().schema_descr();
-        let mut leaves = Vec::with_capacity(self.schema.key_column_count());
-        for c in self.schema.key_columns() {
-            let leaf = (0..descr.num_columns()).find(|&l| {
-                let column = descr.column(l);
-                let parts = column.path().parts();
-                parts.len() == 1 && parts[0] == c.name
-            })?;
-            leaves.push(leaf);
+        let key_count = self.schema.key_column_count();
+        // The page index holds values in the Parquet column's units: only where those are
+        // the wire type's (not dates or timestamps, say) does it bound keys.
+        let fields = file.metadata.schema().fields();
+        if self.file_columns[..key_count]
+            .iter()
+            .any(|&fc| !columns::page_index_is_exact(fields[fc].data_type()))
+        {
+            return None;
         }
+        let leaves: Vec<usize> = self.leaves[..key_count]
+            .iter()
+            .copied()
+            .collect::<Option<_>>()?;
         let key_types = wire_types(self.schema.key_columns());
         let mut selected: Vec<std::ops::Range<usize>> = Vec::new();
         let mut offset = 0;
@@ -467,11 +510,17 @@ impl FileTable {
             .key_columns()
             .iter()
             .zip(&self.file_columns)
-            .map(|(_, &fc)| {
-                let Some(stats) = group.column(fc).statistics() else {
+            .zip(&self.leaves)
+            .map(|((_, &fc), leaf)| {
+                let Some(leaf) = leaf else {
                     return (None, None);
                 };
-                let (min, max) = statistics_bounds(stats, fields[fc].data_type());
+                let chunk = group.column(*leaf);
+                let Some(stats) = chunk.statistics() else {
+                    return (None, None);
+                };
+                let (min, max) =
+                    statistics_bounds(stats, chunk.column_descr(), fields[fc].data_type());
                 let min = match stats.null_count_opt() {
                     Some(0) => min,
                     Some(_) => Some(Value::Null),
@@ -530,10 +579,13 @@ impl FileTable {
         ))
     }
 
+    /// The scan behind every other: the rows of `ranges`, checked in key order, as batches
+    /// of the schema columns `columns` (all when `None`). Reads the key columns and those.
     async fn scan_batches_inner<S: PieceSink>(
         &self,
         ranges: Option<&[KeyRange]>,
         views: bool,
+        columns: Option<&[usize]>,
         sink: &mut S,
     ) -> Result<ScanStatistics> {
         let mut statistics = self.explain(ranges);
@@ -543,7 +595,22 @@ impl FileTable {
             .is_none_or(|r| r.iter().any(|r| *r == KeyRange::all()));
         let key_count = self.schema.key_column_count();
         let key_types = wire_types(self.schema.key_columns());
-        let arrow_schema = table_arrow_schema(&self.schema);
+        let all: Vec<usize> = (0..self.schema.columns().len()).collect();
+        // The key columns come first in `read` (they are the schema's first columns).
+        let mut read: Vec<usize> = (0..key_count)
+            .chain(columns.unwrap_or(&all).iter().copied())
+            .collect();
+        read.sort_unstable();
+        read.dedup();
+        let read_file_columns: Vec<usize> = read.iter().map(|&c| self.file_columns[c]).collect();
+        let arrow_schema = Arc::new(table_arrow_schema(&self.schema).project(&read)?);
+        let output = columns.map(|columns| {
+            let positions: Vec<usize> = columns
+                .iter()
+                .map(|c| read.iter().position(|r| r == c).unwrap_or(0))
+                .collect();
+            positions
+        });
         let mut last_key: Option<Vec<Value>> = None;
         let mut read_files = 0;
         let mut read_groups = 0;
@@ -554,18 +621,22 @@ impl FileTable {
             read_files += 1;
             read_groups += groups.len();
             let file = &self.files[fi];
-            let all: Vec<usize> = (0..self.schema.columns().len()).collect();
             let selection = match &ranges {
                 Some(ranges) if !everything && key_count > 0 => {
                     self.page_selection(file, &groups, ranges)
                 }
                 _ => None,
             };
-            let mut stream = self.read(file, Some(groups), selection, &self.file_columns)?;
+            let mut stream = self.read(file, Some(groups), selection, &read_file_columns)?;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(|e| corrupt(file, e))?;
-                let columns = self.convert_batch(&batch, &all, &self.file_columns)?;
-                let mut batch = RecordBatch::try_new(arrow_schema.clone(), columns)?;
+                let columns = self.convert_batch(&batch, &read, &read_file_columns)?;
+                let mut batch = RecordBatch::try_new_with_options(
+                    arrow_schema.clone(),
+                    columns,
+                    &arrow::record_batch::RecordBatchOptions::new()
+                        .with_row_count(Some(batch.num_rows())),
+                )?;
                 statistics.rows_decoded += batch.num_rows() as u64;
                 if key_count > 0 {
                     let keys = |i: usize| -> Vec<Value> {
@@ -601,6 +672,9 @@ impl FileTable {
                 }
                 if batch.num_rows() == 0 {
                     continue;
+                }
+                if let Some(output) = &output {
+                    batch = batch.project(output)?;
                 }
                 statistics.rows_read += batch.num_rows() as u64;
                 let weight = crate::scan::batch_weight(&batch);

@@ -188,7 +188,7 @@ impl Store {
             let open = match &mut write.current {
                 Some(open) => open,
                 None => write.current.insert(OpenChunk {
-                    encoder: ChunkEncoder::new(&write.arrow)?,
+                    encoder: ChunkEncoder::new(&write.arrow, write.entry.compression_codec)?,
                     rows: 0,
                     data_weight: 0,
                     first_key: rows[0][..key_count].to_vec(),

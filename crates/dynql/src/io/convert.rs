@@ -21,6 +21,9 @@ use dynql_core::schema::{ORDERED_SYSTEM_COLUMNS, TTL_COLUMN, VIRTUAL_TABLET_INDE
 use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 use dynql_ql::ComputedColumns;
 use dynql_storage::compaction::Retention;
+use dynql_storage::files::types::{
+    file_column_type, file_column_values, temporal_values, value_text,
+};
 use dynql_storage::TableEntry;
 
 use crate::error::{Error, Result};
@@ -143,6 +146,35 @@ impl Converter {
         }
     }
 
+    /// The refusal of a file with columns `unknown` the table does not have, suggesting the
+    /// import of the others.
+    fn unknown_columns(&self, batch: &RecordBatch, unknown: &[&str]) -> String {
+        let shown: Vec<String> = unknown
+            .iter()
+            .map(|n| dynql_core::error::shown(n))
+            .collect();
+        let known: Vec<&str> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .filter(|n| !unknown.contains(n))
+            .collect();
+        let suggestion = if known.is_empty() {
+            "map file columns to table columns with --columns TABLE_COLUMN=FILE_COLUMN,… (ImportOptions::columns)".to_string()
+        } else {
+            format!(
+                "import the others with --columns {} (ImportOptions::columns; TABLE_COLUMN=FILE_COLUMN maps a column to another name)",
+                known.join(",")
+            )
+        };
+        format!(
+            "the file has column{} {} that the table does not have; {suggestion}",
+            if unknown.len() == 1 { "" } else { "s" },
+            shown.join(", ")
+        )
+    }
+
     /// True for columns the engine fills on its own in ordered tables (input values ignored).
     fn is_system(&self, column: &ColumnSchema) -> bool {
         self.key_count == 0 && ORDERED_SYSTEM_COLUMNS.contains(&column.name.as_str())
@@ -162,7 +194,8 @@ impl Converter {
         // Which input column feeds each schema column.
         let mut slots: Vec<Option<usize>> = vec![None; width];
         let mut tablet_column = None;
-        for (i, field) in batch.schema().fields().iter().enumerate() {
+        let mut unknown = Vec::new();
+        for (i, field) in batch.schema_ref().fields().iter().enumerate() {
             let name = field.name();
             match self.schema.column_index(name) {
                 Some(c) if slots[c].is_some() => {
@@ -172,11 +205,12 @@ impl Converter {
                 None if self.key_count == 0 && name == VIRTUAL_TABLET_INDEX => {
                     tablet_column = Some(i)
                 }
-                None => problems.push_all(format!(
-                    "No such column {} in table schema",
-                    dynql_core::error::shown(name)
-                )),
+                None => unknown.push(name.as_str()),
             }
+        }
+        // Columns the table lacks are the file's shape, not its rows' fault: refused once.
+        if !unknown.is_empty() {
+            return Err(file_error(self.unknown_columns(batch, &unknown)));
         }
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(width);
         // Converted input values of computed columns, checked against the expressions.
@@ -560,6 +594,19 @@ fn convert_column(
                 })
             });
         }
+    } else if let Some(converted) = convert_temporal(field, input, column, problems)? {
+        return Ok(converted);
+    } else if input.data_type().is_nested() && column.wire_type() == ValueType::Any {
+        // Lists, structs and maps as YSON, as YT QL reads them from files.
+        let file_type = file_column_type(input.data_type()).map_err(|why| {
+            format!(
+                "column {:?} cannot be imported: its Arrow type is {}, {why}",
+                field.name(),
+                input.data_type()
+            )
+        })?;
+        let file_column = ColumnSchema::new(field.name().clone(), file_type);
+        return file_column_values(input, &file_column).map_err(|e| e.to_string());
     } else {
         let (source, normalized) = normalize(field, input)?;
         let plain = column.logical_type.signed_range().is_none()
@@ -582,6 +629,120 @@ fn convert_column(
     values_to_array(column.wire_type(), &refs).map_err(|e| format!("internal: {e}"))
 }
 
+/// How many microseconds one unit of a YT date type is: the instants `date`, `datetime`,
+/// `timestamp`.
+fn instant_micros(t: LogicalType) -> Option<i128> {
+    match t {
+        LogicalType::Date => Some(86_400_000_000),
+        LogicalType::Datetime => Some(1_000_000),
+        LogicalType::Timestamp => Some(1),
+        _ => None,
+    }
+}
+
+/// A date, time, timestamp or duration input column converted to `column`'s type, recording
+/// per-row problems; `None` for other input types.
+///
+/// Dates and timestamps go into `date`, `datetime` and `timestamp` columns in the column's
+/// unit (a value finer than it, such as a time of day into `date`, is the row's problem, never
+/// rounded away); durations and times of day into `interval` columns (microseconds). Into an
+/// integer column goes the value YT QL reads from the file: days of `Date32`, seconds of
+/// `Date64`, microseconds of timestamps, durations and times.
+///
+/// # Errors
+/// A column type the input's values have no meaning in (a timestamp into `string`, a
+/// duration into `timestamp`): once, naming the column.
+fn convert_temporal(
+    field: &Field,
+    input: &ArrayRef,
+    column: &ColumnSchema,
+    problems: &mut RowProblems,
+) -> std::result::Result<Option<ArrayRef>, String> {
+    let Some((source, values)) = temporal_values(input.as_ref()) else {
+        return Ok(None);
+    };
+    let target = column.logical_type;
+    let integer = matches!(target.wire_type(), ValueType::Int64 | ValueType::Uint64)
+        && instant_micros(target).is_none()
+        && target != LogicalType::Interval;
+    let fits = match (instant_micros(source), instant_micros(target)) {
+        (Some(_), Some(_)) => true,
+        _ => integer || (source == LogicalType::Interval && target == LogicalType::Interval),
+    };
+    if !fits {
+        let into = if source == LogicalType::Interval {
+            "interval"
+        } else {
+            "date, datetime or timestamp"
+        };
+        return Err(format!(
+            "column {:?} has Arrow type {} (YT {source}), which imports into {into} and integer columns, not into {target} column {:?}",
+            field.name(),
+            input.data_type(),
+            column.name
+        ));
+    }
+    let invalid = |message: String| {
+        dynql_core::Error::InvalidValue {
+            column: column.name.clone(),
+            message,
+        }
+        .to_string()
+    };
+    let mut out = Vec::with_capacity(values.len());
+    for (r, v) in values.into_iter().enumerate() {
+        let value = match v {
+            None => Ok(Value::Null),
+            Some(None) => Err(invalid(format!(
+                "value {} is out of range for type {target}",
+                value_text(input.as_ref(), r)
+            ))),
+            Some(Some(v)) => match (instant_micros(source), instant_micros(target)) {
+                (Some(from), Some(to)) => {
+                    let micros = v as i128 * from;
+                    if micros < 0 {
+                        Err(invalid(format!(
+                            "value {} is before 1970-01-01, which type {target} cannot hold",
+                            value_text(input.as_ref(), r)
+                        )))
+                    } else if micros % to != 0 {
+                        Err(invalid(format!(
+                            "value {} is not a whole {}: type {target} holds {}",
+                            value_text(input.as_ref(), r),
+                            if target == LogicalType::Date {
+                                "day"
+                            } else {
+                                "second"
+                            },
+                            if target == LogicalType::Date {
+                                "days"
+                            } else {
+                                "seconds"
+                            },
+                        )))
+                    } else {
+                        u64::try_from(micros / to).map(Value::Uint64).map_err(|_| {
+                            invalid(format!(
+                                "value {} is out of range for type {target}",
+                                value_text(input.as_ref(), r)
+                            ))
+                        })
+                    }
+                }
+                _ => coerce(column, Value::Int64(v)),
+            },
+        };
+        out.push(value.unwrap_or_else(|m| {
+            problems.push(r, m);
+            Value::Null
+        }));
+    }
+    let refs: Vec<&Value> = out.iter().collect();
+    values_to_array(column.wire_type(), &refs)
+        .map(Some)
+        .map_err(|e| format!("internal: {e}"))
+}
+
 /// An input column as an array of its wire type's Arrow type (casting the wider Arrow
 /// families: small integers, `Float32`, `Utf8`, views, dictionaries).
 fn normalize(
@@ -590,7 +751,7 @@ fn normalize(
 ) -> std::result::Result<(ValueType, ArrayRef), String> {
     let unsupported = || {
         format!(
-            "column {:?} has Arrow type {}, which cannot be imported (integers, floats, booleans, strings and binary can)",
+            "column {:?} has Arrow type {}, which cannot be imported (integers, floats, booleans, strings, binary, dates, times, timestamps and durations can; lists, structs and maps into any columns)",
             field.name(),
             array.data_type()
         )

@@ -44,6 +44,11 @@ pub struct ImportOptions {
     pub progress: Option<ProgressFn>,
     /// Called for every rejected row, whether or not the import then fails.
     pub on_rejected: Option<RejectedFn>,
+    /// The input columns to import, as `(table column, file column)` pairs (see
+    /// [`parse_columns`](crate::io::parse_columns) for the CLI's `a,b,c=d`); `None` imports
+    /// every column of each file. Other columns of the files are not read; a chosen column a
+    /// file lacks fails the import.
+    pub columns: Option<Vec<(String, String)>>,
 }
 
 impl Default for ImportOptions {
@@ -54,6 +59,7 @@ impl Default for ImportOptions {
             sort_memory: DEFAULT_SORT_MEMORY,
             progress: None,
             on_rejected: None,
+            columns: None,
         }
     }
 }
@@ -66,6 +72,7 @@ impl std::fmt::Debug for ImportOptions {
             .field("sort_memory", &self.sort_memory)
             .field("progress", &self.progress.is_some())
             .field("on_rejected", &self.on_rejected.is_some())
+            .field("columns", &self.columns)
             .finish()
     }
 }
@@ -110,9 +117,16 @@ impl Database {
     /// Bulk-loads Parquet, CSV or JSON-lines files into the existing table at `path`.
     ///
     /// `sources` are local paths, globs (`dump/*.parquet`) or `file://` URLs, read in the
-    /// order given. Columns are matched to the schema by name; a schema column the input
-    /// lacks is null. Values are converted to the column types (CSV text is parsed per
-    /// type; an empty CSV field is null). Computed key columns are evaluated as on insert;
+    /// order given. Columns are matched to the schema by name, or chosen and renamed with
+    /// [`ImportOptions::columns`]; a schema column the input lacks is null. A Parquet or CSV
+    /// file with columns the table does not have fails the import once, naming them (choose
+    /// the others with `columns`). Values are converted to the column types (CSV text is
+    /// parsed per type; an empty CSV field is null). Parquet dates and timestamps go into
+    /// `date`, `datetime` and `timestamp` columns in the column's unit (a value finer than
+    /// the unit, or before 1970, is rejected), durations and times of day into `interval`
+    /// columns; into an integer column goes the value YT QL reads from the file (days of
+    /// `Date32`, seconds of `Date64`, microseconds of timestamps and durations). Lists,
+    /// structs and maps go into `any` columns as YSON. Computed key columns are evaluated as on insert;
     /// an input value for one must equal what its expression gives. In ordered tables the
     /// engine's system columns (`$timestamp`, `$cumulative_data_weight`) are filled by the
     /// engine (input values are ignored) and a `$tablet_index` column picks each row's tablet.
@@ -123,7 +137,7 @@ impl Database {
     /// to one tablet, picked at random).
     ///
     /// A row is **rejected** when a value does not fit its column, it names a column the
-    /// (strict) schema lacks, a key column is missing or null, a required column is missing
+    /// (strict) schema lacks (JSON lines), a key column is missing or null, a required column is missing
     /// or null, or a computed column cannot be evaluated or disagrees. Every row is checked
     /// before anything is written; the write is a single commit, so a failed import leaves
     /// the table as it was.
@@ -191,7 +205,7 @@ impl Database {
         let mut examples = Vec::new();
         let mut bytes_before = 0u64;
         for file in &files {
-            for input in read_batches(file)? {
+            for input in read_batches(file, options.columns.as_deref())? {
                 let input = input?;
                 let bytes = bytes_before + input.bytes_read;
                 let converted = converter.convert(&file.name, input)?;

@@ -24,7 +24,8 @@
 //!   computed-column expressions.
 //!
 //! Import reads such files back (and any other Parquet, CSV with a header row, or JSON lines):
-//! columns are matched to the schema by name, values converted to the column types; see
+//! columns are matched to the schema by name (or chosen and mapped with
+//! [`ImportOptions::columns`]), values converted to the column types; see
 //! [`Database::import`] for what is rejected.
 
 mod convert;
@@ -49,6 +50,38 @@ pub use dynql_storage::files::SCHEMA_METADATA_KEY;
 /// A Parquet compression codec ([`ExportOptions::compression`]; [`parse_codec`] reads one
 /// from its name).
 pub use parquet::basic::Compression;
+
+/// Parses the columns to import, as the CLI's `--columns` takes them: `a,b,c` reads the
+/// file columns `a`, `b`, `c` into the table columns of the same names; `dst=src` reads file
+/// column `src` into table column `dst`. Spaces around names are ignored.
+///
+/// ```
+/// let columns = dynql::io::parse_columns("id, name=full_name").unwrap();
+/// assert_eq!(columns, [("id".to_string(), "id".to_string()), ("name".into(), "full_name".into())]);
+/// assert!(dynql::io::parse_columns("a,a").is_err());
+/// ```
+///
+/// # Errors
+/// An empty name, or a table column given twice.
+pub fn parse_columns(text: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let mut columns: Vec<(String, String)> = Vec::new();
+    for item in text.split(',') {
+        let (to, from) = match item.split_once('=') {
+            Some((to, from)) => (to.trim(), from.trim()),
+            None => (item.trim(), item.trim()),
+        };
+        if to.is_empty() || from.is_empty() {
+            return Err(format!(
+                "expected COLUMN or TABLE_COLUMN=FILE_COLUMN separated by commas, got {text:?}"
+            ));
+        }
+        if columns.iter().any(|(t, _)| t == to) {
+            return Err(format!("table column {to:?} is given twice in {text:?}"));
+        }
+        columns.push((to.to_string(), from.to_string()));
+    }
+    Ok(columns)
+}
 
 /// How many rejected rows an error message and an [`ImportReport`] keep as examples.
 pub const REJECTED_EXAMPLES: usize = 10;

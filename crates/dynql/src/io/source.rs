@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
 
 use crate::error::{Error, Result};
 use crate::io::FileFormat;
@@ -141,9 +142,97 @@ pub(crate) struct JsonLine {
     pub value: std::result::Result<serde_json::Value, (String, String)>,
 }
 
-/// Opens a file and returns an iterator over its batches.
+/// Which input columns an import reads, as `(table column, file column)` pairs
+/// ([`ImportOptions::columns`](crate::io::ImportOptions::columns)).
+pub(crate) type ColumnChoice = [(String, String)];
+
+/// Opens a file and returns an iterator over its batches: of the `columns` chosen, renamed to
+/// their table columns and in their order, or of every column.
+///
+/// # Errors
+/// A file that cannot be read or parsed; a chosen column the file does not have (once, at
+/// its header or footer).
 pub(crate) fn read_batches(
     file: &SourceFile,
+    columns: Option<&ColumnChoice>,
+) -> Result<Box<dyn Iterator<Item = Result<InputBatch>> + Send>> {
+    let chosen = columns.map(<[_]>::to_vec);
+    let name = file.name.clone();
+    let batches = read_all_batches(file, columns)?;
+    let Some(chosen) = chosen else {
+        return Ok(batches);
+    };
+    Ok(Box::new(batches.map(move |b| {
+        let mut b = b?;
+        b.data = match b.data {
+            InputData::Typed(batch) => InputData::Typed(choose(&name, &batch, &chosen)?),
+            InputData::Text(batch) => InputData::Text(choose(&name, &batch, &chosen)?),
+            InputData::Json(lines) => InputData::Json(
+                lines
+                    .into_iter()
+                    .map(|mut line| {
+                        if let Ok(serde_json::Value::Object(map)) = &mut line.value {
+                            let mut chosen_map = serde_json::Map::new();
+                            for (to, from) in &chosen {
+                                if let Some(v) = map.get(from) {
+                                    chosen_map.insert(to.clone(), v.clone());
+                                }
+                            }
+                            *map = chosen_map;
+                        }
+                        line
+                    })
+                    .collect(),
+            ),
+        };
+        Ok(b)
+    })))
+}
+
+/// The error for chosen columns a file does not have.
+fn missing_columns(file: &str, missing: &[&str], fields: &arrow::datatypes::Fields) -> Error {
+    let shown: Vec<String> = missing
+        .iter()
+        .map(|n| dynql_core::error::shown(n))
+        .collect();
+    let have: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    Error::Invalid(format!(
+        "{file}: the file has no column{} {} of the columns to import (its columns: {})",
+        if missing.len() == 1 { "" } else { "s" },
+        shown.join(", "),
+        have.join(", ")
+    ))
+}
+
+/// The chosen columns of `batch`, renamed to their table columns, in the order chosen.
+fn choose(file: &str, batch: &RecordBatch, chosen: &ColumnChoice) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let mut fields = Vec::with_capacity(chosen.len());
+    let mut columns = Vec::with_capacity(chosen.len());
+    let mut missing = Vec::new();
+    for (to, from) in chosen {
+        match schema.index_of(from) {
+            Ok(i) => {
+                fields.push(schema.field(i).clone().with_name(to));
+                columns.push(batch.column(i).clone());
+            }
+            Err(_) => missing.push(from.as_str()),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(missing_columns(file, &missing, schema.fields()));
+    }
+    RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        columns,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+    .map_err(|e| Error::Invalid(format!("internal: {e}")))
+}
+
+fn read_all_batches(
+    file: &SourceFile,
+    columns: Option<&ColumnChoice>,
 ) -> Result<Box<dyn Iterator<Item = Result<InputBatch>> + Send>> {
     let read_error = |e: Box<dyn std::error::Error + Send + Sync>| Error::File {
         action: "read",
@@ -153,9 +242,27 @@ pub(crate) fn read_batches(
     let open = || File::open(&file.path).map_err(|e| read_error(Box::new(e)));
     match file.format {
         FileFormat::Parquet => {
-            let builder = ParquetRecordBatchReaderBuilder::try_new(open()?)
+            let mut builder = ParquetRecordBatchReaderBuilder::try_new(open()?)
                 .map_err(|e| read_error(Box::new(e)))?;
             let total_rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+            if let Some(columns) = columns {
+                // Only the chosen columns are decoded (others may be of types that could
+                // not be imported).
+                let fields = builder.schema().fields().clone();
+                let mut roots = Vec::new();
+                let mut missing = Vec::new();
+                for (_, from) in columns {
+                    match fields.iter().position(|f| f.name() == from) {
+                        Some(i) => roots.push(i),
+                        None => missing.push(from.as_str()),
+                    }
+                }
+                if !missing.is_empty() {
+                    return Err(missing_columns(&file.name, &missing, &fields));
+                }
+                let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+                builder = builder.with_projection(mask);
+            }
             let reader = builder
                 .with_batch_size(READ_BATCH_ROWS)
                 .build()
@@ -188,6 +295,16 @@ pub(crate) fn read_batches(
                 .with_header(true)
                 .infer_schema(open()?, Some(0))
                 .map_err(|e| read_error(Box::new(e)))?;
+            if let Some(columns) = columns {
+                let missing: Vec<&str> = columns
+                    .iter()
+                    .map(|(_, from)| from.as_str())
+                    .filter(|from| header.index_of(from).is_err())
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(missing_columns(&file.name, &missing, header.fields()));
+                }
+            }
             let fields: Vec<Field> = header
                 .fields()
                 .iter()

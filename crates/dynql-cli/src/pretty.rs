@@ -1,5 +1,5 @@
 //! Tables for people: query results and schemas drawn with box characters, and the
-//! `(3 rows, 2.1 ms)` line under them.
+//! `(3 rows, 2.1 ms)` line under them (the shell's, and `sql`/`select-rows` on a terminal).
 
 use std::time::Duration;
 
@@ -18,10 +18,9 @@ fn table(header: Vec<String>) -> Table {
     t
 }
 
-/// A query result as a table: a header of column names, numbers right-aligned, null as
-/// `null`, numbers and booleans plain, strings as text (invalid UTF-8 replaced, control
-/// characters escaped), `any` values as YSON text.
-/// The result's first `shown` rows drawn as a table.
+/// The result's first `shown` rows drawn as a table: a header of column names, numbers
+/// right-aligned, null as `null`, numbers and booleans plain, strings as text (invalid UTF-8
+/// replaced, control characters escaped), `any` values as YSON text.
 pub fn result_table(result: &SelectResult, shown: usize) -> String {
     let mut t = table(result.columns.iter().map(|(n, _)| n.clone()).collect());
     for row in result.rows.iter().take(shown) {
@@ -106,16 +105,26 @@ pub fn schema_table(schema: &TableSchema) -> String {
     t.to_string()
 }
 
-/// `(3 rows, 2.1 ms)`, `(1 row)`: the line under a result.
-/// [`footer`] of a table that shows `shown` of `rows` rows: says how many were left out.
-pub fn footer_of(rows: usize, shown: usize, elapsed: Option<Duration>) -> String {
+/// Rows a drawn table shows by default, as DuckDB's and datafusion-cli's do.
+pub const DEFAULT_MAX_ROWS: usize = 40;
+
+/// How the shell shows the rows a drawn table leaves out.
+pub const SHELL_MORE_ROWS: &str = "\\maxrows N shows more; 0 all";
+
+/// How the command line shows the rows a drawn table leaves out.
+pub const COMMAND_MORE_ROWS: &str = "--format yson or a pipe prints all";
+
+/// [`footer`] of a table that shows `shown` of `rows` rows: says how many were left out and
+/// how to see them (`more`).
+pub fn footer_of(rows: usize, shown: usize, elapsed: Option<Duration>, more: &str) -> String {
     let footer = footer(rows, elapsed);
-    match rows - shown {
+    match rows.saturating_sub(shown) {
         0 => footer,
-        left => format!("{footer}, {left} not shown (\\maxrows N shows more; 0 all)"),
+        left => format!("{footer}, {left} not shown ({more})"),
     }
 }
 
+/// `(3 rows, 2.1 ms)`, `(1 row)`: the line under a result.
 pub fn footer(rows: usize, elapsed: Option<Duration>) -> String {
     let noun = if rows == 1 { "row" } else { "rows" };
     match elapsed {
