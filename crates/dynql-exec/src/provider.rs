@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
+use datafusion::common::DFSchema;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
@@ -16,6 +17,7 @@ use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_storage::files::FileTable;
 use dynql_storage::{ScanStatistics, Snapshot, TableEntry, Timestamp};
 
+use crate::vectorized::row_group_pruning::PushedFilters;
 use crate::vectorized::table_scan::{
     projected, streamed, InputLimit, ScanReads, ScanSource, TabletScanExec,
 };
@@ -104,7 +106,7 @@ impl TableProvider for StoreTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         _limit: Option<usize>,
@@ -119,14 +121,26 @@ impl TableProvider for StoreTable {
             self.entry.schema.query_schema().columns().len() - self.entry.schema.columns().len();
         let (projection, schema) = projected(&self.schema, projection)?;
         let columns = projection.iter().map(|i| i + offset).collect();
-        Ok(Arc::new(TabletScanExec::new(
+        let mut exec = TabletScanExec::new(
             ScanSource::Tablets(scan),
             false,
             columns,
             schema,
             self.read.clone(),
             self.reads.clone(),
-        )))
+        );
+        // Filters on any column skip the clean row groups their statistics rule out (the
+        // key's ranges are cut above); the filters still run on the rows read.
+        if offset == 0 && !filters.is_empty() {
+            let table = DFSchema::try_from(self.schema.as_ref().clone())?;
+            let physical = filters
+                .iter()
+                .map(|f| state.create_physical_expr(f.clone(), &table))
+                .collect::<DfResult<Vec<_>>>()?;
+            let columns = (0..self.schema.fields().len()).collect();
+            exec = exec.with_row_group_filter(Arc::new(PushedFilters::new(physical, columns)));
+        }
+        Ok(Arc::new(exec))
     }
 }
 

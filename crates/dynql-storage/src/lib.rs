@@ -72,7 +72,7 @@ pub use mvcc::WriteKind;
 pub use queue::QueueTablet;
 pub use read::LookupStatistics;
 pub use repair::RepairReport;
-pub use row_group_filter::{ColumnStatistics, RowGroupFilter};
+pub use row_group_filter::{AllOf, ColumnStatistics, RowGroupFilter};
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use store::{
     canonical_attribute, validate_path, AttributeValue, RowValues, Store, TableEntry, TableOptions,

@@ -52,6 +52,46 @@ pub trait RowGroupFilter: Send + Sync + std::fmt::Debug {
     fn may_match(&self, statistics: &[ColumnStatistics]) -> bool;
 }
 
+/// Several filters as one: a row group may match only where every one of them says it may
+/// (a WHERE clause's bounds and a top-k threshold, say).
+#[derive(Debug)]
+pub struct AllOf {
+    filters: Vec<std::sync::Arc<dyn RowGroupFilter>>,
+    /// The union of the filters' columns, ascending.
+    columns: Vec<usize>,
+}
+
+impl AllOf {
+    /// The filter that rules out what any of `filters` rules out.
+    pub fn new(filters: Vec<std::sync::Arc<dyn RowGroupFilter>>) -> AllOf {
+        let mut columns: Vec<usize> = filters.iter().flat_map(|f| f.columns().to_vec()).collect();
+        columns.sort_unstable();
+        columns.dedup();
+        AllOf { filters, columns }
+    }
+}
+
+impl RowGroupFilter for AllOf {
+    fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    fn may_match(&self, statistics: &[ColumnStatistics]) -> bool {
+        self.filters.iter().all(|f| {
+            let mine: Option<Vec<ColumnStatistics>> = f
+                .columns()
+                .iter()
+                .map(|c| {
+                    let at = self.columns.binary_search(c).ok()?;
+                    statistics.get(at).cloned()
+                })
+                .collect();
+            // Statistics missing for a column: nothing can be ruled out by this filter.
+            mine.is_none_or(|s| f.may_match(&s))
+        })
+    }
+}
+
 /// The statistics of table column `column` (of wire type `ty`) in a row group of a versioned
 /// chunk, whose Parquet columns start with the table's; `nan_columns` are the columns the
 /// writer found NaN in (`None`: unknown).
@@ -123,6 +163,51 @@ mod tests {
         writer.close().unwrap();
         let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).unwrap();
         reader.metadata().row_group(0).clone()
+    }
+
+    /// Rules a row group out when column `column`'s maximum is below `at_least`.
+    #[derive(Debug)]
+    struct AtLeast {
+        column: [usize; 1],
+        at_least: i64,
+    }
+
+    impl RowGroupFilter for AtLeast {
+        fn columns(&self) -> &[usize] {
+            &self.column
+        }
+
+        fn may_match(&self, statistics: &[ColumnStatistics]) -> bool {
+            !matches!(statistics[0].max, Some(Value::Int64(m)) if m < self.at_least)
+        }
+    }
+
+    #[test]
+    fn all_of_rules_out_what_any_filter_rules_out() {
+        let stats = |max: i64| ColumnStatistics {
+            min: Some(Value::Int64(0)),
+            max: Some(Value::Int64(max)),
+            nulls: Some(0),
+            rows: 10,
+            may_hold_nan: false,
+        };
+        let both = AllOf::new(vec![
+            Arc::new(AtLeast {
+                column: [4],
+                at_least: 5,
+            }),
+            Arc::new(AtLeast {
+                column: [1],
+                at_least: 7,
+            }),
+        ]);
+        assert_eq!(both.columns(), &[1, 4]);
+        // Statistics come in column order: column 1's, then column 4's.
+        assert!(both.may_match(&[stats(7), stats(5)]));
+        assert!(!both.may_match(&[stats(6), stats(5)]));
+        assert!(!both.may_match(&[stats(7), stats(4)]));
+        // Too few statistics: nothing is ruled out by the filter that lacks them.
+        assert!(both.may_match(&[stats(7)]));
     }
 
     #[test]

@@ -221,22 +221,30 @@ impl SqlSession {
             Some(batches) => batches,
             None => return Ok(None),
         };
+        // Chunks and row groups read of all tables, `[read, total]`.
         let mut statistics = Statistics::default();
+        let add = |to: &mut (usize, usize), from: (usize, usize)| {
+            to.0 += from.0;
+            to.1 += from.1;
+        };
+        let mut scans = Vec::new();
         for table in &opened.dynamic {
-            let read = table.statistics().await;
-            statistics.rows_read += read.rows_read;
-            statistics.data_weight_read += read.data_weight;
+            scans.push(table.statistics().await);
         }
         for table in &opened.files {
-            let read = table.statistics().await;
+            scans.push(table.statistics().await);
+        }
+        for read in scans {
             statistics.rows_read += read.rows_read;
             statistics.data_weight_read += read.data_weight;
+            add(&mut statistics.scan.chunks, read.chunks);
+            add(&mut statistics.scan.row_groups, read.row_groups);
         }
         if let Some(read) = opened.file_scans.take() {
             statistics.rows_read += read.rows_read;
             statistics.data_weight_read += read.data_weight_read;
-            statistics.scan.chunks = read.scan.chunks;
-            statistics.scan.row_groups = read.scan.row_groups;
+            add(&mut statistics.scan.chunks, read.scan.chunks);
+            add(&mut statistics.scan.row_groups, read.scan.row_groups);
         }
         query_result(&batches, statistics).map(Some)
     }

@@ -14,12 +14,13 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use dynql_core::ValueType;
 use dynql_ql::eval::EvalOptions;
 use dynql_ql::plan::QueryPlan;
-use dynql_storage::KeyRange;
+use dynql_storage::{KeyRange, TableScan};
 
 use super::evaluate::infallible;
 use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
 use super::lower::{groups_in_scan_order, needs_scan_order, reads_in_key_order, Layout};
 use super::table_scan::{streamed, InputLimit, ScanReads, ScanSource, ScanTable};
+use super::where_pruning::{skippable, WhereFilter};
 use crate::error::{Error, Result};
 use crate::select::{SelectOptions, Statistics};
 use crate::source::Tables;
@@ -36,6 +37,27 @@ fn skipping_rows_is_safe(plan: &QueryPlan) -> bool {
         && !plan.order_by.is_empty()
         && plan.where_clause.as_ref().is_none_or(infallible)
         && plan.order_by.iter().all(|(e, _)| infallible(e))
+}
+
+/// The filter that skips the clean row groups of a sorted table no row of which can pass
+/// the WHERE of `plan` (see [`super::where_pruning`]): where the clause cannot fail on a
+/// skipped row, no join reads the rows, and the input row limit (which counts every row
+/// YT reads) cannot be reached.
+fn where_filter(
+    plan: &QueryPlan,
+    scan: &TableScan,
+    options: &SelectOptions,
+) -> Option<WhereFilter> {
+    let clause = plan.where_clause.as_ref()?;
+    let sorted = plan.sources[0].schema.is_sorted();
+    if !sorted
+        || !plan.joins.is_empty()
+        || !skippable(clause)
+        || scan.most_rows() > options.input_row_limit
+    {
+        return None;
+    }
+    WhereFilter::new(clause)
 }
 
 /// What running and explaining a plan share: the evaluation options, the column types of
@@ -117,14 +139,22 @@ impl Setup {
             }
             ScanSource::Files { .. } => false,
         };
-        let main: Arc<dyn TableProvider> = Arc::new(ScanTable::new(
+        let where_filter = match &source {
+            ScanSource::Tablets(scan) => where_filter(plan, scan, options),
+            ScanSource::Files { .. } => None,
+        };
+        let mut main = ScanTable::new(
             source,
             &self.types,
             self.ordered,
             prunes,
             limit.clone(),
             reads.clone(),
-        ));
+        );
+        if let Some(filter) = where_filter {
+            main = main.with_row_group_filter(Arc::new(filter));
+        }
+        let main: Arc<dyn TableProvider> = Arc::new(main);
         let joins = Arc::new(JoinContext {
             opts: self.opts,
             timestamp: options.timestamp,

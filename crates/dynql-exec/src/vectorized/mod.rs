@@ -20,3 +20,4 @@ pub(crate) mod row_group_pruning;
 pub(crate) mod table_scan;
 pub(crate) mod totals;
 pub(crate) mod udf;
+pub(crate) mod where_pruning;

@@ -34,7 +34,9 @@ use dynql_core::arrow_convert::arrow_type;
 use dynql_core::ValueType;
 use dynql_storage::files::FileTable;
 use dynql_storage::scan::batch_weight;
-use dynql_storage::{KeyRange, Prefetch, ScanStatistics, ScanStream, StreamRead, TableScan};
+use dynql_storage::{
+    AllOf, KeyRange, Prefetch, RowGroupFilter, ScanStatistics, ScanStream, StreamRead, TableScan,
+};
 
 use super::row_group_pruning::PushedFilters;
 
@@ -216,6 +218,7 @@ impl ScanSource {
         projection: &[usize],
         prefetch: Prefetch,
         pushed: &[Arc<dyn PhysicalExpr>],
+        filter: Option<&Arc<dyn RowGroupFilter>>,
         fetch: Option<usize>,
     ) -> crate::Result<ScanStream> {
         Ok(match self {
@@ -223,9 +226,18 @@ impl ScanSource {
                 // Small slices go on together, but never past the rows a LIMIT needs.
                 let gathered = fetch.unwrap_or(usize::MAX).min(BATCH_ROWS);
                 let mut scan = scan.clone().with_gathered_slices(gathered);
+                let mut filters: Vec<Arc<dyn RowGroupFilter>> =
+                    filter.into_iter().cloned().collect();
                 if !pushed.is_empty() {
-                    let filters = PushedFilters::new(pushed.to_vec(), projection.to_vec());
-                    scan = scan.with_row_group_filter(Arc::new(filters));
+                    filters.push(Arc::new(PushedFilters::new(
+                        pushed.to_vec(),
+                        projection.to_vec(),
+                    )));
+                }
+                match filters.len() {
+                    0 => {}
+                    1 => scan = scan.with_row_group_filter(filters.remove(0)),
+                    _ => scan = scan.with_row_group_filter(Arc::new(AllOf::new(filters))),
                 }
                 scan.stream(
                     tablets,
@@ -316,6 +328,8 @@ pub(crate) struct ScanTable {
     /// Whether the scan may skip row groups by the filters DataFusion pushes into it
     /// ([`TabletScanExec::prunes_row_groups`]).
     prunes_row_groups: bool,
+    /// Rules clean row groups out by their statistics (a WHERE clause's bounds).
+    filter: Option<Arc<dyn RowGroupFilter>>,
     limit: Arc<InputLimit>,
     reads: ScanReads,
 }
@@ -334,9 +348,17 @@ impl ScanTable {
             schema: scan_schema(types),
             in_key_order,
             prunes_row_groups,
+            filter: None,
             limit,
             reads,
         }
+    }
+
+    /// This table, whose scans skip the clean row groups `filter` rules out (by table
+    /// column statistics; only tablet scans have them).
+    pub(crate) fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> ScanTable {
+        self.filter = Some(filter);
+        self
     }
 }
 
@@ -379,6 +401,7 @@ impl TableProvider for ScanTable {
             exec.prefetch = Prefetch::Inline;
         }
         exec.prunes_row_groups = self.prunes_row_groups;
+        exec.filter = self.filter.clone();
         exec.fetch = limit;
         Ok(Arc::new(exec))
     }
@@ -403,6 +426,8 @@ pub(crate) struct TabletScanExec {
     prunes_row_groups: bool,
     /// The dynamic filters pushed in, over the projected columns.
     pushed: Vec<Arc<dyn PhysicalExpr>>,
+    /// Rules clean row groups out by their statistics, over the table's columns.
+    filter: Option<Arc<dyn RowGroupFilter>>,
     /// At most the rows wanted of the scan (a LIMIT), if known.
     fetch: Option<usize>,
 }
@@ -445,8 +470,18 @@ impl TabletScanExec {
             reads,
             prunes_row_groups: false,
             pushed: Vec::new(),
+            filter: None,
             fetch: None,
         }
+    }
+}
+
+impl TabletScanExec {
+    /// This scan, skipping the clean row groups `filter` rules out by their statistics
+    /// (over the table's columns; file tables are pruned by their own reader).
+    pub(crate) fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> Self {
+        self.filter = Some(filter);
+        self
     }
 }
 
@@ -473,6 +508,9 @@ impl DisplayAs for TabletScanExec {
         )?;
         if self.in_key_order {
             write!(f, ", in key order")?;
+        }
+        if self.filter.is_some() {
+            write!(f, ", prunes row groups by filter")?;
         }
         if !self.pushed.is_empty() {
             write!(f, ", prunes row groups by top-k threshold")?;
@@ -568,6 +606,7 @@ impl ExecutionPlan for TabletScanExec {
                 &self.projection,
                 self.prefetch,
                 &self.pushed,
+                self.filter.as_ref(),
                 self.fetch,
             )
             .map_err(failed)?;
