@@ -29,6 +29,10 @@ pub struct SqlArgs {
     /// table); without it only reading statements run.
     #[arg(long)]
     pub allow_writes: bool,
+    /// Print each statement's execution statistics to stderr (rows read, chunks and row
+    /// groups read of the total, as `select-rows --print-statistics` does).
+    #[arg(long)]
+    pub print_statistics: bool,
     #[command(flatten)]
     pub files: FileArgs,
 }
@@ -64,6 +68,11 @@ pub async fn sql(
         }
     }
     out.write_all(&buf)?;
+    if args.print_statistics {
+        for result in &results.results {
+            crate::select_rows::print_statistics(&result.statistics);
+        }
+    }
     results.error.map_or(Ok(()), Err)
 }
 

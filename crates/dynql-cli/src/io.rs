@@ -71,6 +71,10 @@ pub struct ExportArgs {
     /// Write into a non-empty directory, replacing its part-*.parquet files.
     #[arg(long)]
     pub force: bool,
+    /// Write `string` columns as bytes (Arrow Binary, DuckDB BLOB). By default they are
+    /// text (Utf8, DuckDB VARCHAR), except a column holding a value that is not UTF-8.
+    #[arg(long)]
+    pub binary_strings: bool,
     /// The files' compression: zstd, snappy, gzip, lz4, brotli or uncompressed; zstd, gzip
     /// and brotli take a level (`zstd_9`, or --compression-level).
     #[arg(long, default_value = "snappy", value_name = "CODEC")]
@@ -176,6 +180,7 @@ pub async fn export(db: &Database, args: ExportArgs) -> Result<()> {
         timestamp: args.timestamp,
         rows_per_file: args.rows_per_file,
         force: args.force,
+        binary_strings: args.binary_strings,
         compression: parse_codec(&args.compression, args.compression_level)
             .map_err(|why| anyhow::anyhow!("--compression: {why}"))?,
         progress: bar.as_ref().map(export_progress),

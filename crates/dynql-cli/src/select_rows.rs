@@ -34,7 +34,7 @@ pub async fn run(
         RowsOutput::Drawn => draw_rows(&query, &mut stream, stdout).await?,
     }
     if args.print_statistics {
-        print_statistics(&stream);
+        print_statistics(&stream.statistics().unwrap_or_default());
     }
     Ok(())
 }
@@ -100,10 +100,9 @@ pub fn draw_result(
     Ok(())
 }
 
-/// Prints the query's statistics to stderr, as `yt` prints them: a YSON map (YT's names,
+/// Prints a query's statistics to stderr, as `yt` prints them: a YSON map (YT's names,
 /// then dynql's).
-fn print_statistics(stream: &dynql::SelectStream) {
-    let s = stream.statistics().unwrap_or_default();
+pub(crate) fn print_statistics(s: &dynql::Statistics) {
     let count = |n: u64| Yson::Int64(n as i64);
     let statistics = Yson::Map(
         [

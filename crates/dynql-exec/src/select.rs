@@ -47,6 +47,9 @@ pub struct SelectOptions {
     pub allow_full_scan: bool,
     /// Parquet files the query may read as tables (`[file:LOCATION]` needs no mapping).
     pub files: FileTables,
+    /// Hand `string` columns out of `select_stream` as Arrow `Binary` rather than `Utf8`:
+    /// for byte strings that are not UTF-8, which fail a text column.
+    pub binary_strings: bool,
 }
 
 impl Default for SelectOptions {
@@ -63,6 +66,7 @@ impl Default for SelectOptions {
             range_expansion_limit: dynql_ql::ranges::DEFAULT_RANGE_EXPANSION_LIMIT,
             allow_full_scan: true,
             files: FileTables::default(),
+            binary_strings: false,
         }
     }
 }

@@ -521,7 +521,7 @@ impl Database {
         options: &SelectOptions,
     ) -> Result<SelectStream> {
         let stream = dynql_exec::select_stream(&self.store, query, options).await?;
-        Ok(SelectStream::new(stream))
+        Ok(SelectStream::new(stream, options.binary_strings))
     }
 
     /// Runs one statement of standard SQL (DataFusion's dialect) over the same tables as

@@ -25,6 +25,7 @@ mod sql;
 mod table_attributes;
 mod table_provider;
 mod table_rows;
+mod text;
 mod transaction;
 mod ypath;
 

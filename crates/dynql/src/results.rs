@@ -44,7 +44,22 @@ impl From<QueryResult> for SelectResult {
 }
 
 impl SelectResult {
-    /// The rows as one Arrow record batch (string columns are `Binary`).
+    /// The rows as one Arrow record batch: `string` columns are `Utf8` where every value
+    /// is UTF-8 and `Binary` otherwise, `any` columns `Binary` (YSON).
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::arrow::datatypes::DataType;
+    /// use dynql::{Database, SelectOptions};
+    /// let db = Database::open("memory://")?;
+    /// db.create_table_from_text("//t", "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}").await?;
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": "one"})]).await?;
+    /// let result = db.select_rows("k, v from [//t]", &SelectOptions::default()).await?;
+    /// let batch = result.to_record_batch()?;
+    /// assert_eq!(batch.schema().field(1).data_type(), &DataType::Utf8);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// ```
     pub fn to_record_batch(&self) -> Result<RecordBatch> {
         let fields: Vec<_> = self
             .columns
@@ -52,7 +67,24 @@ impl SelectResult {
             .map(|(n, t)| arrow_field(n, *t, t.name()))
             .collect();
         let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
-        rows_to_batch(&schema, &self.rows).map_err(|e| Error::Invalid(e.to_string()))
+        let batch =
+            rows_to_batch(&schema, &self.rows).map_err(|e| Error::Invalid(e.to_string()))?;
+        self.with_text(batch)
+    }
+
+    /// `batch` with its `string` columns as `Utf8`, those whose values are all UTF-8.
+    fn with_text(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let candidates = crate::text::text_columns(&batch.schema(), false);
+        let mut columns = batch.columns().to_vec();
+        let mut text = Vec::new();
+        for c in candidates {
+            if let Ok(array) = crate::text::binary_as_text(&columns[c]) {
+                columns[c] = array;
+                text.push(c);
+            }
+        }
+        let schema = crate::text::text_schema(&batch.schema(), &text);
+        RecordBatch::try_new(schema, columns).map_err(|e| Error::Invalid(e.to_string()))
     }
 
     /// The rows as JSON objects (keys in column order), as `yt select-rows --format json`.
@@ -74,13 +106,18 @@ impl SelectResult {
 /// as Arrow record batches in YT's order.
 ///
 /// Each batch has [`SelectStream::schema`]: a field per output column of its wire type's
-/// Arrow type (`int64` as `Int64`, `string` and `any` as `Binary`, `utf8` table columns as
-/// `Utf8`), the YT type in the field metadata under `yt:type`. Rows are computed as the
+/// Arrow type (`int64` as `Int64`, `string` and `utf8` as `Utf8`, `any` as `Binary` YSON),
+/// the YT type in the field metadata under `yt:type`. A `string` value that is not UTF-8
+/// fails the stream, naming its column: with [`SelectOptions::binary_strings`](crate::SelectOptions)
+/// `string` columns are `Binary` and hold any bytes. Rows are computed as the
 /// stream is read, so an error (an evaluation error, a row limit passed with
 /// `fail_on_incomplete_result`) can come after some batches: then the query failed, and the
 /// batches before the error are not its result. Dropping the stream cancels the query.
 pub struct SelectStream {
     inner: QueryStream,
+    /// The schema handed out, and the `string` columns it turns into text.
+    schema: SchemaRef,
+    text: Vec<usize>,
 }
 
 impl std::fmt::Debug for SelectStream {
@@ -90,8 +127,15 @@ impl std::fmt::Debug for SelectStream {
 }
 
 impl SelectStream {
-    pub(crate) fn new(inner: QueryStream) -> SelectStream {
-        SelectStream { inner }
+    /// The stream of `inner`, its `string` columns as text unless `binary_strings`.
+    pub(crate) fn new(inner: QueryStream, binary_strings: bool) -> SelectStream {
+        let schema = inner.schema();
+        let text = crate::text::text_columns(&schema, binary_strings);
+        SelectStream {
+            schema: crate::text::text_schema(&schema, &text),
+            inner,
+            text,
+        }
     }
 
     /// Result columns: name and YT wire type, in output order.
@@ -101,7 +145,7 @@ impl SelectStream {
 
     /// The Arrow schema of every batch.
     pub fn schema(&self) -> SchemaRef {
-        self.inner.schema()
+        self.schema.clone()
     }
 
     /// Execution statistics, once the stream has ended without an error.
@@ -131,8 +175,16 @@ impl Stream for SelectStream {
     type Item = Result<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner
-            .poll_next_unpin(cx)
-            .map(|item| item.map(|r| r.map_err(Error::from)))
+        let this = &mut *self;
+        this.inner.poll_next_unpin(cx).map(|item| {
+            item.map(|r| {
+                let batch = r.map_err(Error::from)?;
+                if this.text.is_empty() {
+                    return Ok(batch);
+                }
+                crate::text::batch_as_text(&batch, &this.schema, &this.text)
+                    .map_err(crate::text::NotUtf8::into_error)
+            })
+        })
     }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{ArrayRef, BinaryArray, Int32Array, Int64Array, StringArray, UInt64Array};
+use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, UInt64Array};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use dynql::io::{ExportOptions, FileFormat, ImportOptions, RejectedRow, SCHEMA_METADATA_KEY};
@@ -501,7 +501,7 @@ async fn export_writes_key_sorted_parts_with_sorting_columns_and_the_schema() {
         }
         let arrow_schema = builder.schema().clone();
         assert_eq!(arrow_schema.field(0).data_type(), &DataType::Int64);
-        assert_eq!(arrow_schema.field(1).data_type(), &DataType::Binary);
+        assert_eq!(arrow_schema.field(1).data_type(), &DataType::Utf8);
         assert_eq!(arrow_schema.field(1).metadata()["yt:type"], "utf8");
         for batch in builder.build().unwrap() {
             let batch = batch.unwrap();
@@ -513,10 +513,10 @@ async fn export_writes_key_sorted_parts_with_sorting_columns_and_the_schema() {
             let s = batch
                 .column(1)
                 .as_any()
-                .downcast_ref::<BinaryArray>()
+                .downcast_ref::<StringArray>()
                 .unwrap();
             for r in 0..batch.num_rows() {
-                keys.push((k.value(r), s.value(r).to_vec()));
+                keys.push((k.value(r), s.value(r).as_bytes().to_vec()));
             }
         }
     }

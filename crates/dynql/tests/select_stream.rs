@@ -61,7 +61,7 @@ async fn rows_before_a_later_error_come_first_then_the_error_ends_the_stream() {
 }
 
 #[tokio::test]
-async fn utf8_columns_are_utf8_and_other_strings_binary() {
+async fn string_and_utf8_columns_are_text_and_binary_strings_gives_bytes() {
     let db = table(10).await;
     let stream = db
         .select_stream(
@@ -77,8 +77,8 @@ async fn utf8_columns_are_utf8_and_other_strings_binary() {
         [
             &DataType::Int64,
             &DataType::Utf8,
-            &DataType::Binary,
-            &DataType::Binary
+            &DataType::Utf8,
+            &DataType::Utf8
         ]
     );
     let yt_types: Vec<&str> = schema
@@ -107,9 +107,25 @@ async fn utf8_columns_are_utf8_and_other_strings_binary() {
         .unwrap();
     let schema = stream.schema();
     assert_eq!(schema.field(0).data_type(), &DataType::Utf8);
-    assert_eq!(schema.field(1).data_type(), &DataType::Binary);
+    assert_eq!(schema.field(1).data_type(), &DataType::Utf8);
+    assert_eq!(schema.field(1).metadata()["yt:type"], "string");
     let result = stream.into_result().await.unwrap();
     assert_eq!(result.rows.len(), 3);
+
+    // Bytes when asked: `string` columns are Binary, `utf8` ones stay text.
+    let bytes = SelectOptions {
+        binary_strings: true,
+        ..SelectOptions::default()
+    };
+    let stream = db
+        .select_stream("k, name, raw from [//t] where k < 3", &bytes)
+        .await
+        .unwrap();
+    let schema = stream.schema();
+    assert_eq!(schema.field(1).data_type(), &DataType::Utf8);
+    assert_eq!(schema.field(2).data_type(), &DataType::Binary);
+    let batches: Vec<_> = stream.map(|b| b.unwrap()).collect().await;
+    assert!(batches.iter().all(|b| b.schema() == schema));
 }
 
 #[tokio::test]

@@ -175,3 +175,29 @@ sql SELECT (SELECT count(*) FROM c) AS copied, (SELECT count(*) FROM "//t") AS n
     let out = s.ok(&["shell"], Some(script));
     assert_eq!(out, "{\"copied\":3,\"now\":4}\n");
 }
+
+#[test]
+fn print_statistics_shows_what_each_statement_read() {
+    let s = with_table();
+    let out = s.run(
+        &[
+            "sql",
+            r#"SELECT count(*) AS n FROM "//t"; SELECT v FROM "//t" WHERE k = 2"#,
+            "--format",
+            "json",
+            "--print-statistics",
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"n\":3}\n{\"v\":\"b\"}\n"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let maps: Vec<&str> = err.lines().filter(|l| l.contains("rows_read")).collect();
+    assert_eq!(maps.len(), 2, "{err}");
+    assert!(maps[0].contains("\"rows_read\"=3"), "{err}");
+    assert!(maps[1].contains("\"rows_read\"=1"), "{err}");
+    assert!(maps[0].contains("\"row_groups_read\""), "{err}");
+}

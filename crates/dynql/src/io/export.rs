@@ -41,6 +41,10 @@ pub struct ExportOptions {
     /// The files' compression codec (see [`dynql_storage::codec::parse_codec`]); snappy by
     /// default, which every reader reads fastest.
     pub compression: Compression,
+    /// Write `string` columns as Parquet byte arrays without the UTF-8 annotation (Arrow
+    /// `Binary`; DuckDB reads `BLOB`). By default they are text (`Utf8`, DuckDB's
+    /// `VARCHAR`), and a column holding a value that is not UTF-8 is written as bytes.
+    pub binary_strings: bool,
     /// Called as the export advances.
     pub progress: Option<ProgressFn>,
 }
@@ -52,6 +56,7 @@ impl Default for ExportOptions {
             rows_per_file: DEFAULT_ROWS_PER_FILE,
             force: false,
             compression: Compression::SNAPPY,
+            binary_strings: false,
             progress: None,
         }
     }
@@ -161,60 +166,39 @@ impl Database {
         let old_parts = prepare_directory(dir, options.force)?;
         let estimate = self.store().version_count(path).await? as u64;
         let schema = &entry.schema;
-        let mut writer = PartWriter::new(dir, schema, options.rows_per_file, options.compression);
-        let result = async {
-            let mut rows = 0u64;
-            let mut weight = 0u64;
-            let ranges: Vec<KeyRange> = if schema.is_sorted() {
-                tablet_ranges(&entry)
-            } else {
-                (0..entry.tablet_count)
-                    .map(|t| {
-                        let t = vec![Value::Int64(t as i64)];
-                        KeyRange {
-                            lower: KeyBound::new(t.clone(), false),
-                            upper: KeyBound::new(t, true),
-                        }
-                    })
-                    .collect()
-            };
-            let parts = match &static_chunks {
-                Some(chunks) => chunks.iter().map(Part::Chunk).collect(),
-                None => ranges.into_iter().map(Part::Range).collect::<Vec<_>>(),
-            };
-            for part in parts {
-                let batches = match part {
-                    Part::Chunk(chunk) => self.store().read_static_chunk(chunk).await?,
-                    Part::Range(range) => {
-                        self.store()
-                            .scan_batches(path, Some(&[range]), timestamp)
-                            .await?
-                            .0
-                    }
-                };
-                for batch in batches {
-                    let batch = writer.table_batch(batch)?;
-                    rows += batch.num_rows() as u64;
-                    weight += batch_weight(&batch);
-                    writer.write(&batch)?;
-                    if let Some(f) = &options.progress {
-                        f(&Progress {
-                            phase: Phase::Exporting,
-                            rows,
-                            bytes: weight,
-                            total: Some(estimate.max(rows)),
-                        });
-                    }
+        // `string` columns as text, until a value that is not UTF-8 says otherwise: then the
+        // export starts again (the same snapshot) with that column as bytes.
+        let mut text =
+            crate::text::text_columns(&table_arrow_schema(schema), options.binary_strings);
+        let (writer, rows, data_weight) = loop {
+            let mut writer = PartWriter::new(
+                dir,
+                schema,
+                &text,
+                options.rows_per_file,
+                options.compression,
+            );
+            let result = self
+                .write_parts(
+                    path,
+                    &entry,
+                    static_chunks.as_deref(),
+                    timestamp,
+                    estimate,
+                    &mut writer,
+                    options,
+                )
+                .await;
+            match result.and_then(|r| writer.finish().map(|()| r)) {
+                Ok(Written::All { rows, weight }) => break (writer, rows, weight),
+                Ok(Written::NotText(column)) => {
+                    writer.discard();
+                    text.retain(|&c| c != column);
                 }
-            }
-            Ok::<_, Error>((rows, weight))
-        }
-        .await;
-        let (rows, data_weight) = match result.and_then(|r| writer.finish().map(|()| r)) {
-            Ok(r) => r,
-            Err(e) => {
-                writer.discard();
-                return Err(e);
+                Err(e) => {
+                    writer.discard();
+                    return Err(e);
+                }
             }
         };
         let files = writer.publish(&old_parts)?;
@@ -231,6 +215,80 @@ impl Database {
             elapsed: started.elapsed(),
         })
     }
+
+    /// Writes the table's rows at `timestamp` through `writer`, in key order (tablet by
+    /// tablet, or a static table's chunks in turn).
+    #[allow(clippy::too_many_arguments)]
+    async fn write_parts(
+        &self,
+        path: &str,
+        entry: &dynql_storage::TableEntry,
+        static_chunks: Option<&[dynql_storage::static_table::StaticChunk]>,
+        timestamp: Timestamp,
+        estimate: u64,
+        writer: &mut PartWriter,
+        options: &ExportOptions,
+    ) -> Result<Written> {
+        let schema = &entry.schema;
+        {
+            let mut rows = 0u64;
+            let mut weight = 0u64;
+            let ranges: Vec<KeyRange> = if schema.is_sorted() {
+                tablet_ranges(&entry)
+            } else {
+                (0..entry.tablet_count)
+                    .map(|t| {
+                        let t = vec![Value::Int64(t as i64)];
+                        KeyRange {
+                            lower: KeyBound::new(t.clone(), false),
+                            upper: KeyBound::new(t, true),
+                        }
+                    })
+                    .collect()
+            };
+            let parts = match static_chunks {
+                Some(chunks) => chunks.iter().map(Part::Chunk).collect(),
+                None => ranges.into_iter().map(Part::Range).collect::<Vec<_>>(),
+            };
+            for part in parts {
+                let batches = match part {
+                    Part::Chunk(chunk) => self.store().read_static_chunk(chunk).await?,
+                    Part::Range(range) => {
+                        self.store()
+                            .scan_batches(path, Some(&[range]), timestamp)
+                            .await?
+                            .0
+                    }
+                };
+                for batch in batches {
+                    let batch = match writer.table_batch(batch)? {
+                        Ok(batch) => batch,
+                        Err(column) => return Ok(Written::NotText(column)),
+                    };
+                    rows += batch.num_rows() as u64;
+                    weight += batch_weight(&batch);
+                    writer.write(&batch)?;
+                    if let Some(f) = &options.progress {
+                        f(&Progress {
+                            phase: Phase::Exporting,
+                            rows,
+                            bytes: weight,
+                            total: Some(estimate.max(rows)),
+                        });
+                    }
+                }
+            }
+            Ok(Written::All { rows, weight })
+        }
+    }
+}
+
+/// How an attempt at writing an export ended.
+enum Written {
+    /// Every row, and their data weight.
+    All { rows: u64, weight: u64 },
+    /// A column written as text holds a value that is not UTF-8.
+    NotText(usize),
 }
 
 /// What an export reads at a time: a key range of a dynamic table, or a static table's chunk.
@@ -281,6 +339,8 @@ fn prepare_directory(dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
 struct PartWriter {
     dir: PathBuf,
     arrow_schema: SchemaRef,
+    /// The `string` columns written as text.
+    text: Vec<usize>,
     properties: WriterProperties,
     rows_per_file: u64,
     /// The file being written and its rows so far.
@@ -290,9 +350,11 @@ struct PartWriter {
 }
 
 impl PartWriter {
+    /// A writer of `schema`'s rows, its `text` columns (`string` ones) as `Utf8`.
     fn new(
         dir: &Path,
         schema: &TableSchema,
+        text: &[usize],
         rows_per_file: u64,
         compression: Compression,
     ) -> PartWriter {
@@ -315,7 +377,8 @@ impl PartWriter {
             .build();
         PartWriter {
             dir: dir.to_path_buf(),
-            arrow_schema: table_arrow_schema(schema),
+            arrow_schema: crate::text::text_schema(&table_arrow_schema(schema), text),
+            text: text.to_vec(),
             properties,
             rows_per_file,
             current: None,
@@ -324,8 +387,9 @@ impl PartWriter {
     }
 
     /// A scanned batch as a batch of the table's columns: ordered tables scan with
-    /// `$tablet_index` and `$row_index` first, which the files do not hold.
-    fn table_batch(&self, batch: RecordBatch) -> Result<RecordBatch> {
+    /// `$tablet_index` and `$row_index` first, which the files do not hold. `Err(column)`
+    /// where a text column's value is not UTF-8.
+    fn table_batch(&self, batch: RecordBatch) -> Result<std::result::Result<RecordBatch, usize>> {
         let width = self.arrow_schema.fields().len();
         let skip = batch.num_columns().checked_sub(width).ok_or_else(|| {
             Error::Invalid(format!(
@@ -333,7 +397,15 @@ impl PartWriter {
                 batch.num_columns()
             ))
         })?;
-        RecordBatch::try_new(self.arrow_schema.clone(), batch.columns()[skip..].to_vec())
+        let mut columns = batch.columns()[skip..].to_vec();
+        for &c in &self.text {
+            match crate::text::binary_as_text(&columns[c]) {
+                Ok(array) => columns[c] = array,
+                Err(_) => return Ok(Err(c)),
+            }
+        }
+        RecordBatch::try_new(self.arrow_schema.clone(), columns)
+            .map(Ok)
             .map_err(|e| Error::Invalid(format!("internal: scanned batch does not fit: {e}")))
     }
 
