@@ -16,7 +16,7 @@ use arrow::record_batch::RecordBatch;
 
 use dynql_core::arrow_convert::YT_TYPE_KEY;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 
 /// The positions of the fields of `schema` that hold YT `string` or `utf8` values as
 /// `Binary`: those to hand out as text (`utf8` ones only, with `binary_strings`).
@@ -58,7 +58,6 @@ pub(crate) fn text_schema(schema: &Schema, columns: &[usize]) -> SchemaRef {
 /// UTF-8.
 #[derive(Debug, Clone)]
 pub(crate) struct NotUtf8 {
-    pub(crate) column: usize,
     pub(crate) name: String,
     pub(crate) row: usize,
 }
@@ -95,14 +94,12 @@ pub(crate) fn batch_as_text(
     let mut arrays = batch.columns().to_vec();
     for &c in columns {
         arrays[c] = binary_as_text(&arrays[c]).map_err(|row| NotUtf8 {
-            column: c,
             name: schema.field(c).name().clone(),
             row,
         })?;
     }
     // The same columns, lengths and nullability: only the string fields' types differ.
     RecordBatch::try_new(schema.clone(), arrays).map_err(|_| NotUtf8 {
-        column: columns.first().copied().unwrap_or(0),
         name: String::new(),
         row: 0,
     })
