@@ -11,12 +11,16 @@ Usage: python3 benches/parquet_files.py [DIR] [--rows N] [--runs R] [--dynql PAT
    warm-up (the file is in the OS page cache for all);
 3. times the SQL in-process too: DuckDB's Python module over the file, and over its own
    in-memory table, and DataFusion's Python module over the file;
-4. reports the row groups dynql's SQL read (EXPLAIN ANALYZE) and prints one table with the
-   ratios baseline / dynql (above 1: dynql is faster).
+4. reports the row groups dynql read (`--print-statistics`) and prints one table per query
+   with the ratios baseline / dynql (above 1: dynql is faster);
+5. imports the file into a dynql store table (key `id`; `ts` a YT timestamp) and times filters
+   on columns that are not the key there too, as `dynql sql` and `dynql select-rows`, against
+   DuckDB over the file and over its own table (store chunks prune by statistics as files do).
 """
 import argparse
 import os
 import pathlib
+import json
 import re
 import shutil
 import statistics
@@ -102,6 +106,15 @@ def make_file(duckdb, path, rows):
     tmp.rename(path)
 
 
+def row_groups(dynql, sql, store, cwd):
+    """The row groups `dynql sql` read of the total, from `--print-statistics`."""
+    out = subprocess.run([dynql, "sql", sql, "--store", store, "--format", "json", "--print-statistics"],
+                         cwd=cwd, capture_output=True, text=True)
+    read = re.search(r'"row_groups_read"=(\d+)', out.stderr)
+    total = re.search(r'"row_groups"=(\d+)', out.stderr)
+    return f"{read.group(1)} of {total.group(1)}" if read and total else "n/a"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir", nargs="?", default=os.path.join(tempfile.gettempdir(), "dynql-bench-files"))
@@ -146,14 +159,45 @@ def main():
                              "--input-row-limit", str(args.rows * 2), "--output-row-limit", "1000"], work),
                 args.runs,
             )
-        plan = run([dynql, "sql", f"EXPLAIN ANALYZE {q}", "--store", store, "--format", "json"], work)
-        matched = sum(int(m) for m in re.findall(r"row_groups_pruned_statistics=[^ ]*? ?(\d+) matched", plan))
-        total = sum(
-            int(a) + int(b)
-            for a, b in re.findall(r"row_groups_pruned_statistics=(\d+) total → (\d+) matched", plan)
-        )
-        groups = re.search(r"row_groups_pruned_statistics=([^,\]]*)", plan)
-        rows.append((name, figures, groups.group(1).strip() if groups else "n/a"))
+        rows.append((name, figures, row_groups(dynql, q, store, work)))
+
+    # The same rows as a store table: filters on columns that are not the key.
+    db = f"file://{work / 'db'}"
+    if not (work / "db").exists():
+        run([dynql, "create", "table", "//events", "--store", db, "--attributes",
+             "{dynamic=%true; schema=[{name=id;type=int64;sort_order=ascending};{name=ts;type=timestamp};"
+             "{name=host;type=string};{name=status;type=int64};{name=bytes;type=int64};{name=v;type=double}]}"], work)
+        t = time.perf_counter()
+        run([dynql, "import", "//events", "--from", str(path), "--columns", "id,ts,host,status,bytes,v",
+             "--store", db], work)
+        print(f"imported {args.rows:,} rows into //events in {time.perf_counter() - t:.1f} s")
+    lo, hi = 1704103200000000, 1704103500000000  # 2024-01-01 10:00 and 10:05 UTC, in µs
+    store_queries = {
+        "store: selective filter on ts (not a key)": (
+            f'SELECT count(*) AS n, sum(bytes) AS b FROM "//events" WHERE ts BETWEEN {lo} AND {hi}',
+            f"sum(1) AS n, sum(bytes) AS b FROM [//events] WHERE ts BETWEEN {lo}u AND {hi}u GROUP BY 1",
+            "SELECT count(*) AS n, sum(bytes) AS b FROM {f} WHERE ts BETWEEN TIMESTAMP '2024-01-01 10:00:00' AND TIMESTAMP '2024-01-01 10:05:00'",
+        ),
+        "store: filter on a random column": (
+            'SELECT count(*) AS n FROM "//events" WHERE status = 500',
+            "sum(1) AS n FROM [//events] WHERE status = 500 GROUP BY 1",
+            "SELECT count(*) AS n FROM {f} WHERE status = 500",
+        ),
+    }
+    for name, (sql, ytql, peer) in store_queries.items():
+        figures = {
+            "dynql sql": timed(lambda: run([dynql, "sql", sql, "--store", db, "--format", "json"], work), args.runs),
+            "dynql select-rows": timed(
+                lambda: run([dynql, "select-rows", ytql, "--store", db, "--format", "json",
+                             "--input-row-limit", str(args.rows * 2)], work),
+                args.runs,
+            ),
+            "duckdb CLI": timed(lambda: run([cli, "-c", peer.format(f=quoted)], work), args.runs),
+            "duckdb (py, file)": timed(lambda: in_memory.sql(peer.format(f=quoted)).fetchall(), args.runs),
+            "duckdb (py, table)": timed(lambda: in_memory.sql(peer.format(f="events")).fetchall(), args.runs),
+            "datafusion (py, file)": timed(lambda: df_ctx.sql(peer.format(f="events")).collect(), args.runs),
+        }
+        rows.append((name, figures, row_groups(dynql, sql, db, work)))
 
     print(f"\n{args.rows:,} rows, zstd Parquet, medians of {args.runs} warm runs (ms); ratio = baseline / dynql sql\n")
     for name, figures, groups in rows:

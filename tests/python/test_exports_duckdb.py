@@ -57,7 +57,7 @@ def store(tmp_path):
 def columns(con, path):
     return {
         name: kind
-        for name, kind, *_ in con.sql(f"DESCRIBE SELECT * FROM read_parquet('{path}/*.parquet')").fetchall()
+        for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}/*.parquet')").fetchall()
     }
 
 
@@ -71,11 +71,11 @@ def test_string_columns_read_back_as_varchar(store, tmp_path):
         "title": "VARCHAR",
         "raw": "VARCHAR",
     }
-    rows = con.sql(
+    rows = con.execute(
         f"SELECT k, name, title, upper(raw) FROM read_parquet('{out}/*.parquet') WHERE name = 'user 42'"
     ).fetchall()
     assert rows == [(42, "user 42", "имя", "R42")]
-    assert con.sql(f"SELECT count(*) FROM read_parquet('{out}/*.parquet')").fetchone() == (100,)
+    assert con.execute(f"SELECT count(*) FROM read_parquet('{out}/*.parquet')").fetchone() == (100,)
 
 
 def test_bytes_that_are_not_utf8_make_that_column_a_blob(store, tmp_path):
@@ -85,7 +85,7 @@ def test_bytes_that_are_not_utf8_make_that_column_a_blob(store, tmp_path):
     con = duckdb.connect()
     kinds = columns(con, out)
     assert kinds["name"] == "VARCHAR" and kinds["raw"] == "BLOB"
-    assert con.sql(f"SELECT raw FROM read_parquet('{out}/*.parquet') WHERE k = 7").fetchone() == (b"\xff\xfe",)
+    assert con.execute(f"SELECT raw FROM read_parquet('{out}/*.parquet') WHERE k = 7").fetchone() == (b"\xff\xfe",)
 
 
 def test_binary_strings_asks_for_blobs(store, tmp_path):

@@ -14,7 +14,7 @@ let batch = result.to_record_batch()?; // or result.to_json_rows()
 // Or the rows as Arrow record batches, as they are computed (dropping the stream cancels):
 use futures::TryStreamExt;
 let stream = db.select_stream("k, v from [//t]", &SelectOptions::default()).await?;
-let schema = stream.schema(); // `utf8` columns as Utf8, `string` as Binary, YT types in `yt:type`
+let schema = stream.schema(); // `string` and `utf8` columns as Utf8, YT types in `yt:type`
 let batches: Vec<dynql::arrow::record_batch::RecordBatch> = stream.try_collect().await?;
 "#;
 
@@ -52,6 +52,10 @@ async fn the_readme_example_runs_on_a_fresh_store() -> Result<(), dynql::Error> 
         .await?;
     let schema = stream.schema();
     assert_eq!(schema.fields().len(), 2);
+    assert_eq!(
+        schema.field(1).data_type(),
+        &dynql::arrow::datatypes::DataType::Utf8
+    );
     let batches: Vec<dynql::arrow::record_batch::RecordBatch> = stream.try_collect().await?;
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
     Ok(())
