@@ -8,8 +8,9 @@ use dynql_core::farm_hash::{farm_hash, HashInput};
 use dynql_core::{Value, ValueType};
 
 use crate::error::{Error, Result};
+use crate::regex_functions::PreparedRegex;
 use crate::types::TypeSet;
-use crate::value_limits::{self, Rewrite};
+use crate::value_limits;
 
 /// A parameter of a function signature.
 #[derive(Debug, Clone, Copy)]
@@ -847,21 +848,13 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         S::RegexFullMatch | S::RegexPartialMatch if args.iter().any(Value::is_null) => {
             Value::Boolean(false)
         }
-        S::RegexFullMatch => {
-            let re = compile_regex(&[b"^(?:", str_arg(a(0)), b")$"].concat())?;
+        S::RegexFullMatch | S::RegexPartialMatch => {
+            let re = PreparedRegex::new(f, str_arg(a(0)), b"")?;
             Value::Boolean(re.is_match(str_arg(a(1))))
         }
-        S::RegexPartialMatch => Value::Boolean(compile_regex(str_arg(a(0)))?.is_match(str_arg(a(1)))),
-        S::RegexReplaceFirst | S::RegexReplaceAll => {
-            let re = compile_regex(str_arg(a(0)))?;
-            let rewrite = Rewrite::parse(str_arg(a(2)));
-            let all = f == S::RegexReplaceAll;
-            Value::String(value_limits::replace(&re, str_arg(a(1)), &rewrite, all)?)
-        }
-        S::RegexExtract => {
-            let re = compile_regex(str_arg(a(0)))?;
-            let rewrite = Rewrite::parse(str_arg(a(2)));
-            value_limits::extract(&re, str_arg(a(1)), &rewrite)?.map_or(Value::Null, Value::String)
+        S::RegexReplaceFirst | S::RegexReplaceAll | S::RegexExtract => {
+            let re = PreparedRegex::new(f, str_arg(a(0)), str_arg(a(2)))?;
+            re.rewrite(str_arg(a(1)))?.map_or(Value::Null, Value::String)
         }
         S::RegexEscape => Value::String(regex_escape(str_arg(a(0)))),
         S::FormatTimestamp => Value::String(format_timestamp(int_arg(a(0)), str_arg(a(1)))?),

@@ -24,6 +24,7 @@ pub mod parser;
 pub mod placeholders;
 pub mod plan;
 pub mod ranges;
+pub mod regex_functions;
 pub mod texpr;
 pub mod types;
 pub mod value_limits;

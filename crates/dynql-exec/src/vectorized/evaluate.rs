@@ -30,6 +30,7 @@ use super::budget::Budget;
 use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
+use super::regex_calls;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate_metered, EvalOptions};
@@ -100,6 +101,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(ScalarFunction::FarmHash, args) if args.iter().all(|a| hashable(a.ty)) => {
             farm_hash_call(args, input, opts)
+        }
+        TExpr::Call(f, args) if regex_calls::applies(*f, args) => {
+            regex_calls::regex_call(*f, args, input, opts)
         }
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
         _ => row_by_row(e, input, opts),

@@ -15,6 +15,7 @@ pub(crate) mod input;
 pub(crate) mod key_order;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
+pub(crate) mod regex_calls;
 pub(crate) mod results;
 pub(crate) mod row_group_pruning;
 pub(crate) mod table_scan;
