@@ -6,7 +6,9 @@
 //! to 0.0.
 //!
 //! The hot forms (columns, literals, comparisons and single-column BETWEEN ([`super::compare`]),
-//! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`) run as array kernels. Every other form is evaluated row by row with the
+//! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, `if`
+//! ([`super::conditional`]), regex functions of a literal pattern ([`super::regex_calls`]))
+//! run as array kernels. Every other form is evaluated row by row with the
 //! row evaluator itself over the batch, and scalar functions row by row on their vectorised
 //! arguments ([`super::calls`]): slower, never different.
 //!
@@ -18,7 +20,7 @@ use std::sync::Arc;
 
 use arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Float64Array, Int64Array,
-    PrimitiveArray, UInt32Array, UInt64Array,
+    PrimitiveArray, UInt64Array,
 };
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::kernels::boolean as kleene;
@@ -30,6 +32,7 @@ use super::budget::Budget;
 use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
+use super::conditional::{evaluate_on, if_call};
 use super::regex_calls;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
@@ -105,6 +108,7 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         TExpr::Call(f, args) if regex_calls::applies(*f, args) => {
             regex_calls::regex_call(*f, args, input, opts)
         }
+        TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
         _ => row_by_row(e, input, opts),
     }
@@ -244,43 +248,7 @@ fn logical(
     let deciding = !and;
     let decided = |i: usize| left.is_valid(i) && left.value(i) == deciding;
     let undecided = BooleanBuffer::collect_bool(input.rows, |i| !decided(i));
-    let needed = undecided.count_set_bits();
-    let right = if needed == input.rows || infallible(r) {
-        evaluate(r, input, opts)?
-    } else if needed == 0 {
-        new_null_array(&DataType::Boolean, input.rows)
-    } else {
-        let mask = BooleanArray::new(undecided.clone(), None);
-        let mut read = Vec::new();
-        r.referenced_columns(&mut read);
-        let columns: Vec<ArrayRef> = (0..input.columns.len())
-            .map(|c| {
-                if read.contains(&c) {
-                    arrow::compute::filter(input.columns[c].as_ref(), &mask).map_err(arrow_error)
-                } else {
-                    Ok(new_null_array(&DataType::Null, needed))
-                }
-            })
-            .collect::<Result<_>>()?;
-        let subset = Batch {
-            columns: &columns,
-            types: input.types,
-            rows: needed,
-            budget: input.budget,
-        };
-        let evaluated = evaluate(r, subset, opts)?;
-        // Back to one value per input row: null where the left side decided.
-        let mut next = 0u32;
-        let indices: UInt32Array = (0..input.rows)
-            .map(|i| {
-                undecided.value(i).then(|| {
-                    next += 1;
-                    next - 1
-                })
-            })
-            .collect();
-        arrow::compute::take(evaluated.as_ref(), &indices, None).map_err(arrow_error)?
-    };
+    let right = evaluate_on(r, &undecided, input, opts)?;
     let right = right.as_boolean();
     let result = if and {
         kleene::and_kleene(left, right)

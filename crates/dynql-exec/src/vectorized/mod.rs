@@ -9,6 +9,7 @@ pub(crate) mod budget;
 pub(crate) mod byte_kernels;
 pub(crate) mod calls;
 pub(crate) mod compare;
+pub(crate) mod conditional;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod input;
