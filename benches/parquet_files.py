@@ -20,16 +20,16 @@ Usage: python3 benches/parquet_files.py [DIR] [--rows N] [--runs R] [--dynql PAT
 import argparse
 import os
 import pathlib
-import json
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benches"))
+from peers import ensure, timed  # noqa: E402  (the same installing and timing as peers.py)
 
 # name -> (SQL over {f}, YT QL over [file:{f}] or None)
 QUERIES = {
@@ -58,27 +58,6 @@ QUERIES = {
         "id, bytes FROM [file:{p}] ORDER BY bytes DESC, id LIMIT 10",
     ),
 }
-
-
-def ensure(package):
-    try:
-        return __import__(package)
-    except ImportError:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", package])
-        import importlib
-
-        importlib.invalidate_caches()
-        return __import__(package)
-
-
-def timed(f, runs):
-    f()  # warm-up
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
 
 
 def run(cmd, cwd):

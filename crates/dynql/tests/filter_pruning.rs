@@ -197,3 +197,64 @@ async fn sql_filters_on_a_store_table_skip_row_groups_too() {
     assert_eq!(result.rows, vec![vec![Value::Int64(11), Value::Double(s)]]);
     assert_eq!(result.statistics.scan.row_groups, (1, 5));
 }
+
+/// A Parquet file of `ROWS` rows in row groups of 14,000: `k` and `v = k` (not a key: the
+/// file declares none), `v` null at 60,000.
+fn file(dir: &std::path::Path) -> String {
+    let keys: Vec<i64> = (0..ROWS).collect();
+    let v: Vec<Option<i64>> = keys.iter().map(|&k| (k != 60_000).then_some(k)).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("k", Arc::new(Int64Array::from(keys)) as ArrayRef),
+        ("v", Arc::new(Int64Array::from(v)) as ArrayRef),
+    ])
+    .unwrap();
+    let path = dir.join("rows.parquet");
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(14_000))
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&path).unwrap(),
+        batch.schema(),
+        Some(properties),
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_rows_over_a_file_skips_row_groups_by_any_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path());
+    let db = Database::open("memory://").unwrap();
+    let result = db
+        .select_rows(
+            &format!("k from [file:{path}] where v between 30000 and 30010"),
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(keys(&result.rows), (30_000..=30_010).collect::<Vec<_>>());
+    assert_eq!(result.statistics.scan.row_groups, (1, 5));
+    // The null is the least value: it passes `v < 3`, in the row group that holds it.
+    let result = db
+        .select_rows(
+            &format!("k from [file:{path}] where v < 3"),
+            &SelectOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(keys(&result.rows), vec![0, 1, 2, 60_000]);
+    assert_eq!(result.statistics.scan.row_groups, (2, 5));
+    // An input row limit below the file's rows reads as YT does: every row counts.
+    let limited = SelectOptions {
+        input_row_limit: 20_000,
+        ..SelectOptions::default()
+    };
+    let error = db
+        .select_rows(&format!("k from [file:{path}] where v > 69990"), &limited)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("input"), "{error}");
+}

@@ -274,6 +274,22 @@ impl SqlSession {
         }
     }
 
+    /// The physical plan of `plan` and the stream of its running.
+    async fn execute(
+        &self,
+        plan: LogicalPlan,
+    ) -> Result<(Arc<dyn ExecutionPlan>, SendableRecordBatchStream)> {
+        let physical = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await?
+            .create_physical_plan()
+            .await?;
+        let stream =
+            datafusion::physical_plan::execute_stream(physical.clone(), self.ctx.task_ctx())?;
+        Ok((physical, stream))
+    }
+
     /// Plans `statement` and starts it: `COPY … TO` a Parquet file runs to its end (dynql's
     /// writer writes the file) and gives its count; other statements give their stream.
     async fn start(
@@ -292,14 +308,7 @@ impl SqlSession {
             let plan = self
                 .plan(store, copy.source.clone(), options, opened)
                 .await?;
-            let physical = self
-                .ctx
-                .execute_logical_plan(plan)
-                .await?
-                .create_physical_plan()
-                .await?;
-            let stream =
-                datafusion::physical_plan::execute_stream(physical.clone(), self.ctx.task_ctx())?;
+            let (physical, stream) = self.execute(plan).await?;
             let rows = copy.write(stream).await?;
             opened.file_scans = files::file_scan_statistics(&physical);
             let count = RecordBatch::try_from_iter([(
@@ -320,14 +329,7 @@ impl SqlSession {
                         | Statement::Deallocate(_)
                 )
         );
-        let physical = self
-            .ctx
-            .execute_logical_plan(plan)
-            .await?
-            .create_physical_plan()
-            .await?;
-        let stream =
-            datafusion::physical_plan::execute_stream(physical.clone(), self.ctx.task_ctx())?;
+        let (physical, stream) = self.execute(plan).await?;
         if !returns_rows {
             // DDL and settings ran while planning; their (empty) plan has nothing to give.
             let _: Vec<RecordBatch> = stream.try_collect().await?;

@@ -14,7 +14,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use dynql_core::ValueType;
 use dynql_ql::eval::EvalOptions;
 use dynql_ql::plan::QueryPlan;
-use dynql_storage::{KeyRange, TableScan};
+use dynql_storage::KeyRange;
 
 use super::evaluate::infallible;
 use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
@@ -39,21 +39,19 @@ fn skipping_rows_is_safe(plan: &QueryPlan) -> bool {
         && plan.order_by.iter().all(|(e, _)| infallible(e))
 }
 
-/// The filter that skips the clean row groups of a sorted table no row of which can pass
-/// the WHERE of `plan` (see [`super::where_pruning`]): where the clause cannot fail on a
-/// skipped row, no join reads the rows, and the input row limit (which counts every row
-/// YT reads) cannot be reached.
+/// The filter that skips the clean row groups no row of which can pass the WHERE of `plan`
+/// (see [`super::where_pruning`]), for a table whose columns are the clause's (a sorted
+/// table, or files: `plain`) and which holds at most `most_rows`: where the clause cannot
+/// fail on a skipped row, no join reads the rows, and the input row limit (which counts
+/// every row YT reads) cannot be reached.
 fn where_filter(
     plan: &QueryPlan,
-    scan: &TableScan,
+    plain: bool,
+    most_rows: u64,
     options: &SelectOptions,
 ) -> Option<WhereFilter> {
     let clause = plan.where_clause.as_ref()?;
-    let sorted = plan.sources[0].schema.is_sorted();
-    if !sorted
-        || !plan.joins.is_empty()
-        || !skippable(clause)
-        || scan.most_rows() > options.input_row_limit
+    if !plain || !plan.joins.is_empty() || !skippable(clause) || most_rows > options.input_row_limit
     {
         return None;
     }
@@ -140,8 +138,12 @@ impl Setup {
             ScanSource::Files { .. } => false,
         };
         let where_filter = match &source {
-            ScanSource::Tablets(scan) => where_filter(plan, scan, options),
-            ScanSource::Files { .. } => None,
+            ScanSource::Tablets(scan) => {
+                let sorted = plan.sources[0].schema.is_sorted();
+                where_filter(plan, sorted, scan.most_rows(), options)
+            }
+            // A file's rows are single versions: any file table, sorted or not.
+            ScanSource::Files { table, .. } => where_filter(plan, true, table.row_count(), options),
         };
         let mut main = ScanTable::new(
             source,

@@ -24,6 +24,7 @@ use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::scalar::ScalarValue;
 
 use dynql_core::Value;
+use dynql_ql::ast::BinaryOp;
 use dynql_storage::{ColumnStatistics, RowGroupFilter};
 
 use super::udf::YtExpression;
@@ -161,19 +162,34 @@ fn may_compare(s: &ColumnStatistics, op: Operator, literal: &ScalarValue) -> boo
         // No value to compare.
         return false;
     }
+    let op = match op {
+        Operator::Lt => BinaryOp::Less,
+        Operator::LtEq => BinaryOp::LessOrEq,
+        Operator::Gt => BinaryOp::Greater,
+        Operator::GtEq => BinaryOp::GreaterOrEq,
+        Operator::Eq => BinaryOp::Eq,
+        Operator::NotEq => BinaryOp::NotEq,
+        _ => return true,
+    };
+    bounds_may_satisfy(s, op, &literal)
+}
+
+/// Whether a non-null value within the bounds of `s` may make `value op literal` true (true
+/// where the bounds are unknown or of another type; `op` a comparison).
+pub(super) fn bounds_may_satisfy(s: &ColumnStatistics, op: BinaryOp, literal: &Value) -> bool {
     let (Some(min), Some(max)) = (&s.min, &s.max) else {
         return true;
     };
-    let (Some(low), Some(high)) = (compare(min, &literal), compare(max, &literal)) else {
+    let (Some(low), Some(high)) = (compare(min, literal), compare(max, literal)) else {
         return true;
     };
     match op {
-        Operator::Lt => low == Ordering::Less,
-        Operator::LtEq => low != Ordering::Greater,
-        Operator::Gt => high == Ordering::Greater,
-        Operator::GtEq => high != Ordering::Less,
-        Operator::Eq => low != Ordering::Greater && high != Ordering::Less,
-        Operator::NotEq => !(low == Ordering::Equal && high == Ordering::Equal),
+        BinaryOp::Less => low == Ordering::Less,
+        BinaryOp::LessOrEq => low != Ordering::Greater,
+        BinaryOp::Greater => high == Ordering::Greater,
+        BinaryOp::GreaterOrEq => high != Ordering::Less,
+        BinaryOp::Eq => low != Ordering::Greater && high != Ordering::Less,
+        BinaryOp::NotEq => !(low == Ordering::Equal && high == Ordering::Equal),
         _ => true,
     }
 }

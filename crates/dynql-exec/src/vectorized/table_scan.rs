@@ -247,10 +247,14 @@ impl ScanSource {
                     prefetch,
                 )?
             }
-            // Only the projected columns (and the key) are read from the files.
-            ScanSource::Files { table, ranges } => {
-                table.stream_columns(Some(ranges.clone()), true, Some(projection.to_vec()))
-            }
+            // Only the projected columns (and the key) are read from the files, of the row
+            // groups the filter leaves.
+            ScanSource::Files { table, ranges } => table.stream_filtered(
+                Some(ranges.clone()),
+                true,
+                Some(projection.to_vec()),
+                filter.cloned(),
+            ),
         })
     }
 
@@ -354,8 +358,8 @@ impl ScanTable {
         }
     }
 
-    /// This table, whose scans skip the clean row groups `filter` rules out (by table
-    /// column statistics; only tablet scans have them).
+    /// This table, whose scans skip the clean row groups (of a file table: any) `filter`
+    /// rules out by their table columns' statistics.
     pub(crate) fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> ScanTable {
         self.filter = Some(filter);
         self
@@ -477,8 +481,8 @@ impl TabletScanExec {
 }
 
 impl TabletScanExec {
-    /// This scan, skipping the clean row groups `filter` rules out by their statistics
-    /// (over the table's columns; file tables are pruned by their own reader).
+    /// This scan, skipping the clean row groups (of a file table: any) `filter` rules out
+    /// by their statistics (over the table's columns).
     pub(crate) fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> Self {
         self.filter = Some(filter);
         self

@@ -10,7 +10,6 @@
 //! double column's NaN — and a row group whose writer did not record that column free of
 //! NaN is always read, so that the error YT raises is raised here too.
 
-use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use dynql_core::{Value, ValueType};
@@ -19,6 +18,7 @@ use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_storage::{ColumnStatistics, RowGroupFilter};
 
 use super::evaluate::infallible;
+use super::row_group_pruning::bounds_may_satisfy;
 
 /// A WHERE clause over a sorted table's columns (column `i` of the clause is table column
 /// `i`), asked of each clean row group before it is decoded.
@@ -175,14 +175,9 @@ fn may_be_true<'a>(
                 kind: TExpr::Column(c),
                 ..
             }] => statistics(*c).is_none_or(|s| {
-                ranges.iter().any(|(lower, upper)| {
-                    lower
-                        .first()
-                        .is_none_or(|v| may_compare(s, BinaryOp::GreaterOrEq, v))
-                        && upper
-                            .first()
-                            .is_none_or(|v| may_compare(s, BinaryOp::LessOrEq, v))
-                })
+                ranges
+                    .iter()
+                    .any(|(lower, upper)| may_be_between(s, lower.first(), upper.first()))
             }),
             _ => true,
         },
@@ -190,6 +185,27 @@ fn may_be_true<'a>(
         TExpr::Literal(Value::Null) => false,
         _ => true,
     }
+}
+
+/// Whether some row with values in `s` may lie between `lower` and `upper` (inclusive;
+/// `None`: unbounded) in YT's order, where null is less than any value: a null lies there
+/// only without a lower bound.
+fn may_be_between(s: &ColumnStatistics, lower: Option<&Value>, upper: Option<&Value>) -> bool {
+    if [lower, upper]
+        .into_iter()
+        .flatten()
+        .any(|v| matches!(v, Value::Null))
+    {
+        // A null bound: left to the evaluator.
+        return true;
+    }
+    let nulls = s.nulls.is_none_or(|n| n > 0);
+    if nulls && lower.is_none() {
+        return true;
+    }
+    s.nulls != Some(s.rows)
+        && lower.is_none_or(|v| bounds_may_satisfy(s, BinaryOp::GreaterOrEq, v))
+        && upper.is_none_or(|v| bounds_may_satisfy(s, BinaryOp::LessOrEq, v))
 }
 
 /// `op` with its operands swapped (`5 < v` is `v > 5`).
@@ -220,39 +236,13 @@ fn may_compare(s: &ColumnStatistics, op: BinaryOp, literal: &Value) -> bool {
         // Nulls only, and they fail the comparison.
         return false;
     }
-    let (Some(min), Some(max)) = (&s.min, &s.max) else {
-        return true;
-    };
-    let (Some(low), Some(high)) = (compare(min, literal), compare(max, literal)) else {
-        return true;
-    };
-    match op {
-        BinaryOp::Less => low == Ordering::Less,
-        BinaryOp::LessOrEq => low != Ordering::Greater,
-        BinaryOp::Greater => high == Ordering::Greater,
-        BinaryOp::GreaterOrEq => high != Ordering::Less,
-        BinaryOp::Eq => low != Ordering::Greater && high != Ordering::Less,
-        BinaryOp::NotEq => !(low == Ordering::Equal && high == Ordering::Equal),
-        _ => true,
-    }
-}
-
-/// `a` against `b` where both are of one type (`None` otherwise, or for a NaN). Doubles
-/// compare as numbers (-0.0 equal to 0.0), byte strings byte-wise, as YT compares them.
-fn compare(a: &Value, b: &Value) -> Option<Ordering> {
-    match (a, b) {
-        (Value::Int64(x), Value::Int64(y)) => Some(x.cmp(y)),
-        (Value::Uint64(x), Value::Uint64(y)) => Some(x.cmp(y)),
-        (Value::Double(x), Value::Double(y)) => x.partial_cmp(y),
-        (Value::Boolean(x), Value::Boolean(y)) => Some(x.cmp(y)),
-        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
-        _ => None,
-    }
+    bounds_may_satisfy(s, op, literal)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cmp::Ordering;
     use std::collections::HashSet;
     use std::sync::Arc;
 

@@ -33,6 +33,7 @@ use dynql_core::{compare_rows, ColumnSchema, TableSchema, Value, ValueType};
 use crate::error::{Error, Result};
 use crate::object_file::ObjectFile;
 use crate::page_index::{leaf_key_window, tuple_interval};
+use crate::row_group_filter::{ColumnStatistics, RowGroupFilter};
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::stream::{Prefetch, ScanStream};
 use columns::{describe, same_fields, statistics_bounds, table_schema};
@@ -284,7 +285,7 @@ impl FileTable {
             }
             Ok(true)
         };
-        self.scan_batches_inner(ranges, false, None, &mut FnSink(&mut rows))
+        self.scan_batches_inner(ranges, false, None, None, &mut FnSink(&mut rows))
             .await
     }
 
@@ -300,6 +301,7 @@ impl FileTable {
             .scan_batches_inner(
                 ranges,
                 views,
+                None,
                 None,
                 &mut FnSink(&mut |_, piece| {
                     if let Piece::Batch(b, _) = piece {
@@ -328,6 +330,19 @@ impl FileTable {
         views: bool,
         columns: Option<Vec<usize>>,
     ) -> ScanStream {
+        self.stream_filtered(ranges, views, columns, None)
+    }
+
+    /// [`FileTable::stream_columns`], skipping the row groups `filter` rules out by their
+    /// column statistics (a file's rows are single versions, so the statistics bound the
+    /// values a read finds there).
+    pub fn stream_filtered(
+        self: &Arc<Self>,
+        ranges: Option<Vec<KeyRange>>,
+        views: bool,
+        columns: Option<Vec<usize>>,
+        filter: Option<Arc<dyn RowGroupFilter>>,
+    ) -> ScanStream {
         let table = self.clone();
         let schema = table_arrow_schema(&self.schema);
         let schema = match &columns {
@@ -342,7 +357,13 @@ impl FileTable {
             Prefetch::Task,
             move |mut sink| async move {
                 let read = table
-                    .scan_batches_inner(ranges.as_deref(), views, columns.as_deref(), &mut sink)
+                    .scan_batches_inner(
+                        ranges.as_deref(),
+                        views,
+                        columns.as_deref(),
+                        filter.as_deref(),
+                        &mut sink,
+                    )
                     .await;
                 (read, sink)
             },
@@ -586,6 +607,7 @@ impl FileTable {
         ranges: Option<&[KeyRange]>,
         views: bool,
         columns: Option<&[usize]>,
+        filter: Option<&dyn RowGroupFilter>,
         sink: &mut S,
     ) -> Result<ScanStatistics> {
         let mut statistics = self.explain(ranges);
@@ -615,12 +637,21 @@ impl FileTable {
         let mut read_files = 0;
         let mut read_groups = 0;
         for (fi, groups) in self.plan(ranges.as_deref()) {
+            let file = &self.files[fi];
+            let groups: Vec<usize> = match filter {
+                Some(filter) => groups
+                    .into_iter()
+                    .filter(|&g| {
+                        filter.may_match(&self.group_statistics(file, g, filter.columns()))
+                    })
+                    .collect(),
+                None => groups,
+            };
             if groups.is_empty() {
                 continue;
             }
             read_files += 1;
             read_groups += groups.len();
-            let file = &self.files[fi];
             let selection = match &ranges {
                 Some(ranges) if !everything && key_count > 0 => {
                     self.page_selection(file, &groups, ranges)
@@ -689,7 +720,50 @@ impl FileTable {
                 }
             }
         }
+        statistics.chunks.0 = read_files;
+        statistics.row_groups.0 = read_groups;
         Ok(statistics)
+    }
+
+    /// What row group `g` of `file` records of the schema columns `columns`, in YT's values
+    /// (nothing where the column has no statistics or they are not in YT's order). NaN is
+    /// not recorded in files: a double column may always hold one.
+    fn group_statistics(
+        &self,
+        file: &FileRef,
+        g: usize,
+        columns: &[usize],
+    ) -> Vec<ColumnStatistics> {
+        let group = file.metadata.metadata().row_group(g);
+        let fields = file.metadata.schema().fields();
+        let rows = group.num_rows().max(0) as u64;
+        columns
+            .iter()
+            .map(|&c| {
+                let Some(column) = self.schema.columns().get(c) else {
+                    return ColumnStatistics::unknown(rows, ValueType::Null);
+                };
+                let mut known = ColumnStatistics::unknown(rows, column.wire_type());
+                let (Some(Some(leaf)), Some(&fc)) = (self.leaves.get(c), self.file_columns.get(c))
+                else {
+                    return known;
+                };
+                let chunk = group.column(*leaf);
+                let Some(stats) = chunk.statistics() else {
+                    return known;
+                };
+                if stats.is_min_max_deprecated() {
+                    // Written without a type-defined order: the bounds may be wrong.
+                    return known;
+                }
+                let (min, max) =
+                    statistics_bounds(stats, chunk.column_descr(), fields[fc].data_type());
+                known.min = min;
+                known.max = max;
+                known.nulls = stats.null_count_opt();
+                known
+            })
+            .collect()
     }
 }
 
