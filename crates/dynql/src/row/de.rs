@@ -51,6 +51,32 @@ impl de::Error for DeError {
 
 type DeResult<T> = std::result::Result<T, DeError>;
 
+/// Calls `$writer!` with the given methods and the scalar `deserialize_*` methods: both
+/// deserializers write the same list, so it is kept once.
+macro_rules! scalar_methods {
+    ($writer:ident $(, $method:ident)*) => {
+        $writer!(
+            $($method,)*
+            deserialize_bool,
+            deserialize_i8,
+            deserialize_i16,
+            deserialize_i32,
+            deserialize_i64,
+            deserialize_i128,
+            deserialize_u8,
+            deserialize_u16,
+            deserialize_u32,
+            deserialize_u64,
+            deserialize_u128,
+            deserialize_f32,
+            deserialize_f64,
+            deserialize_char,
+            deserialize_str,
+            deserialize_string
+        );
+    };
+}
+
 /// A scalar asked of a null: an error naming `Option` (rather than serde's "unit value").
 /// Other requests of a null (ignored columns, `()`) see a unit.
 macro_rules! null_refused {
@@ -183,28 +209,13 @@ macro_rules! named {
 impl<'de> de::Deserializer<'de> for ColumnValue<'_> {
     type Error = DeError;
 
-    named!(
+    scalar_methods!(
+        named,
         deserialize_any,
         deserialize_option,
         deserialize_seq,
         deserialize_bytes,
-        deserialize_byte_buf,
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_str,
-        deserialize_string
+        deserialize_byte_buf
     );
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -326,24 +337,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_> {
         }
     }
 
-    null_refused!(
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_str,
-        deserialize_string
-    );
+    scalar_methods!(null_refused);
 
     forward_to_deserialize_any! {
         unit unit_struct newtype_struct map struct tuple tuple_struct identifier ignored_any
