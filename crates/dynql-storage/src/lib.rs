@@ -41,6 +41,7 @@ mod page_index;
 pub mod partitioning;
 pub mod queue;
 mod read;
+mod record_paths;
 mod repair;
 mod replay;
 mod row_group_decode;

@@ -49,6 +49,7 @@ pub struct RecordSummary {
     pub seq: u64,
     /// The (path, id) of every table and node its actions touched; `None` when unknown (a
     /// placeholder of a record whose neighbours did not say).
+    #[serde(default, with = "crate::record_paths::touched::option")]
     pub tables: Option<Vec<(String, String)>>,
 }
 
@@ -56,6 +57,7 @@ pub struct RecordSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LostRecord {
     /// What it may have touched; `None`: anything.
+    #[serde(default, with = "crate::record_paths::touched::option")]
     pub tables: Option<Vec<(String, String)>>,
     /// What happened to it (missing, damaged), for `dynql check`.
     pub problem: String,
@@ -370,6 +372,7 @@ pub struct RecordHeader {
     pub body_len: u64,
     pub body_xxh64: String,
     /// Every (path, table id) an action of the record touches.
+    #[serde(with = "crate::record_paths::touched")]
     pub tables: Vec<(String, String)>,
     /// The body's [`CommitRecord::previous`], so that a record with a damaged body still
     /// bounds a lost one before it.
@@ -484,9 +487,42 @@ pub fn touched_tables(action: &Action) -> Vec<(String, String)> {
     out
 }
 
+/// A [`CommitRecord`] as its file holds it: the same fields, node paths written relative to
+/// a parent where they can be ([`crate::record_paths`]).
+#[derive(Serialize)]
+struct WireRecord<'a> {
+    seq: u64,
+    timestamp: u64,
+    #[serde(skip_serializing_if = "is_none")]
+    transaction_id: &'a Option<String>,
+    actions: Vec<std::borrow::Cow<'a, Action>>,
+    #[serde(skip_serializing_if = "is_none")]
+    previous: &'a Option<RecordSummary>,
+    #[serde(skip_serializing_if = "is_none")]
+    lost: &'a Option<LostRecord>,
+}
+
+fn is_none<T>(value: &&Option<T>) -> bool {
+    value.is_none()
+}
+
+/// A decoded record with its node paths made full again.
+fn resolved(mut record: CommitRecord) -> std::result::Result<CommitRecord, String> {
+    crate::record_paths::resolve(&mut record.actions)?;
+    Ok(record)
+}
+
 /// The bytes of a record file (see [`RecordHeader`]).
 pub fn encode_record(record: &CommitRecord) -> Result<Vec<u8>> {
-    let body = serde_json::to_vec(record).map_err(|e| Error::Invalid(e.to_string()))?;
+    let wire = WireRecord {
+        seq: record.seq,
+        timestamp: record.timestamp,
+        transaction_id: &record.transaction_id,
+        actions: crate::record_paths::relative(&record.actions),
+        previous: &record.previous,
+        lost: &record.lost,
+    };
+    let body = serde_json::to_vec(&wire).map_err(|e| Error::Invalid(e.to_string()))?;
     // A placeholder's header names what the lost record may have touched (or nothing when
     // that is unknown: the body says so).
     let tables = match &record.lost {
@@ -539,6 +575,10 @@ pub fn decode_record(path: &str, seq: u64, bytes: &[u8]) -> LogEntry {
         })
     };
     let check_seq = |record: CommitRecord, header: Option<RecordHeader>| {
+        let record = match resolved(record) {
+            Ok(record) => record,
+            Err(message) => return damaged(message, header),
+        };
         if record.seq == seq {
             LogEntry::Record(record)
         } else {

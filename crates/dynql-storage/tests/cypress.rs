@@ -265,6 +265,75 @@ async fn custom_attributes_live_on_every_node() {
     }
 }
 
+/// The size of the newest log record of the store in `dir`.
+fn newest_record_bytes(dir: &std::path::Path) -> u64 {
+    let mut records: Vec<_> = std::fs::read_dir(dir.join("_log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    records.sort();
+    std::fs::metadata(records.last().unwrap()).unwrap().len()
+}
+
+/// Issue 38: node actions name a node relative to its parent in the log, so one command on
+/// a chain of nodes writes a record that grows with the number of nodes, not with the square
+/// of the depth.
+#[tokio::test]
+async fn a_deep_chain_of_nodes_writes_a_record_linear_in_its_depth() {
+    let (dir, url) = temp_store();
+    let s = Store::open(&url).unwrap();
+    let name = "n".repeat(30);
+    let depth = dynql_storage::MAX_PATH_DEPTH;
+    let deep = |root: &str| format!("//{root}{}", format!("/{name}").repeat(depth - 1));
+    // About 1 KB per node (its id, written in the body, the header's two copies and the next
+    // record's summary); full paths came to 536 KB for the creation alone.
+    let bound = 1000 * depth as u64;
+    let kinds = || (NodeKind::MapNode, BTreeMap::new());
+
+    let (kind, attributes) = kinds();
+    s.create_node(&deep("a"), kind, attributes, true, false, None)
+        .await
+        .unwrap();
+    let created = newest_record_bytes(dir.path());
+    assert!(created < bound, "create -r wrote {created} bytes");
+
+    s.copy_node("//a", "//b", true, false, false, None)
+        .await
+        .unwrap();
+    let copied = newest_record_bytes(dir.path());
+    assert!(copied < bound, "copy wrote {copied} bytes");
+
+    let tx = s
+        .start_master_transaction(None, 60_000, None)
+        .await
+        .unwrap()
+        .id;
+    let (kind, attributes) = kinds();
+    s.create_node(&deep("c"), kind, attributes, true, false, Some(&tx))
+        .await
+        .unwrap();
+    let staged = newest_record_bytes(dir.path());
+    assert!(staged < bound, "create -r in a transaction wrote {staged} bytes");
+    let reopened = Store::open(&url).unwrap();
+    assert!(reopened.node_exists(&deep("c"), Some(&tx)).await.unwrap());
+    assert!(!reopened.node_exists("//c", None).await.unwrap());
+    s.commit_master_transaction(&tx).await.unwrap();
+
+    s.remove_node("//b", true, false, None).await.unwrap();
+    let removed = newest_record_bytes(dir.path());
+    assert!(removed < bound, "remove -r wrote {removed} bytes");
+
+    // Replay resolves the relative paths: a reopened store sees the same tree.
+    let reopened = Store::open(&url).unwrap();
+    assert!(reopened.node_exists(&deep("a"), None).await.unwrap());
+    assert!(reopened.node_exists(&deep("c"), None).await.unwrap());
+    assert!(!reopened.node_exists("//b", None).await.unwrap());
+    assert_eq!(
+        reopened.get_node("//a", None).await.unwrap(),
+        s.get_node("//a", None).await.unwrap()
+    );
+}
+
 /// Issue 38: one `create map_node -r` of 20,000 levels wrote a 1.2 GB log record and made
 /// `exists //m` run for minutes, then overflow the stack. Paths are bounded now, checked
 /// before any work, and `exists` does not build the value below a node.
