@@ -484,6 +484,31 @@ impl ChunkCache {
         })
     }
 
+    /// The rows of clean row group `index` of `chunk` whose pages `filter` may want (see
+    /// [`crate::page_filter`]), when that is at most half of the row group (`None`: read it
+    /// whole). `columns` are the filter's table columns with their types, `known` their
+    /// row-group statistics.
+    pub(crate) async fn filter_window(
+        &self,
+        objects: &Arc<dyn ObjectStore>,
+        chunk: &ChunkRef,
+        index: usize,
+        filter: &dyn crate::row_group_filter::RowGroupFilter,
+        columns: &[(usize, ValueType)],
+        known: &[ColumnStatistics],
+    ) -> Result<Option<std::ops::Range<usize>>> {
+        let (footer, _) = self.footer(objects, chunk).await?;
+        // A chunk's Parquet columns start with the table's, in schema order.
+        let window =
+            crate::page_filter::filter_window(footer.metadata(), index, filter, columns, known);
+        let rows = chunk
+            .row_groups
+            .get(index)
+            .map(|g| g.rows as usize)
+            .unwrap_or(0);
+        Ok(window.filter(|w| w.len() * 2 <= rows))
+    }
+
     /// The rows of row group `index` of `chunk` a scan of `range` must read, when the page
     /// index narrows them to at most half of the row group (`None`: read it whole, which is
     /// also what is cached for the next scans). Nothing is fetched when the row group is

@@ -37,6 +37,7 @@ mod merge;
 pub mod mvcc;
 mod object_file;
 mod objects;
+mod page_filter;
 mod page_index;
 pub mod partitioning;
 pub mod queue;

@@ -249,7 +249,26 @@ fn page_bounds(
     // Null sorts first in YT: a page with nulls starts at null. An unknown null count could
     // hide nulls, so it leaves the minimum open.
     let nulls = index.null_count(page);
-    let (min, max) = match (index, value_type) {
+    // Doubles (NaN, -0.0) are not ordered as YT orders them: no bounds for a key.
+    let (min, max) = page_min_max(index, value_type, page, false);
+    let min = match nulls {
+        Some(0) => min,
+        Some(_) => Some(Value::Null),
+        None => None,
+    };
+    (min, max)
+}
+
+/// The least and greatest non-null value of page `page` of a column of wire type
+/// `value_type`, as the page index records them (`None` where it does not). Double bounds
+/// (which leave NaN out, as Parquet orders doubles) only with `doubles`.
+pub(crate) fn page_min_max(
+    index: &ColumnIndexMetaData,
+    value_type: ValueType,
+    page: usize,
+    doubles: bool,
+) -> (Option<Value>, Option<Value>) {
+    match (index, value_type) {
         (ColumnIndexMetaData::INT64(i), ValueType::Int64) => (
             i.min_value(page).map(|v| Value::Int64(*v)),
             i.max_value(page).map(|v| Value::Int64(*v)),
@@ -277,15 +296,12 @@ fn page_bounds(
             i.min_value(page).map(|v| Value::String(v.to_vec())),
             i.max_value(page).map(|v| Value::String(v.to_vec())),
         ),
-        // Doubles (NaN, -0.0) and anything else: no bounds.
+        (ColumnIndexMetaData::DOUBLE(i), ValueType::Double) if doubles => (
+            i.min_value(page).map(|v| Value::Double(*v)),
+            i.max_value(page).map(|v| Value::Double(*v)),
+        ),
         _ => (None, None),
-    };
-    let min = match nulls {
-        Some(0) => min,
-        Some(_) => Some(Value::Null),
-        None => None,
-    };
-    (min, max)
+    }
 }
 
 #[cfg(test)]

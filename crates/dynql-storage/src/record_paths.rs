@@ -127,6 +127,9 @@ fn shortened(anchors: &HashMap<&str, &str>, path: &str) -> Option<String> {
     Some(format!("#{id}/{name}"))
 }
 
+/// Paths an item names, each with the id of what is at the path when the item says it.
+type PathsWithIds<'a> = Vec<(&'a str, Option<&'a str>)>;
+
 /// Turns the relative node paths of a decoded record back into full paths.
 ///
 /// # Errors
@@ -140,7 +143,7 @@ pub(crate) fn resolve(actions: &mut [Action]) -> Result<(), String> {
 /// (`paths_mut`, in the same order).
 fn resolve_with<T>(
     items: &mut [T],
-    paths: fn(&T) -> Vec<(&str, Option<&str>)>,
+    paths: for<'a> fn(&'a T) -> PathsWithIds<'a>,
     paths_mut: fn(&mut T) -> Vec<&mut String>,
 ) -> Result<(), String> {
     // Each pass resolves the paths whose parent's path is known; a chain of d levels takes
@@ -245,7 +248,7 @@ pub(crate) mod touched {
 
 /// The node paths an action names, each with the id of the node (or table) at the path when
 /// the action says it.
-fn node_paths(action: &Action) -> Vec<(&str, Option<&str>)> {
+fn node_paths(action: &Action) -> PathsWithIds<'_> {
     match action {
         Action::CreateNode { path, node } | Action::SetNode { path, node } => {
             vec![(path, Some(&node.id))]

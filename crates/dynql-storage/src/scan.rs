@@ -335,6 +335,24 @@ impl Store {
             .await
     }
 
+    /// The rows of clean row group `g` of `chunk` whose pages `filter` may want, when its
+    /// page index narrows them (see [`crate::page_filter`]).
+    async fn filter_window(
+        &self,
+        chunk: &crate::chunk::ChunkRef,
+        g: usize,
+        filter: &dyn RowGroupFilter,
+        columns: &[(usize, ValueType)],
+        known: &[crate::row_group_filter::ColumnStatistics],
+    ) -> Result<Option<std::ops::Range<usize>>> {
+        if !self.page_windows {
+            return Ok(None);
+        }
+        self.cache
+            .filter_window(&self.objects, chunk, g, filter, columns, known)
+            .await
+    }
+
     /// The scan behind [`Store::scan_visit`] and [`Store::scan_batches`]: rows one by one, or
     /// (with `columnar`) whole slices of clean row groups.
     async fn scan_pieces(
@@ -523,6 +541,7 @@ impl Store {
                                 .clean_since(&self.objects, schema, chunk, g, window.clone())
                                 .await?;
                             if clean.is_some_and(|t| t <= timestamp.0) {
+                                let mut window = window;
                                 if let Some(filter) = filter {
                                     let known = self
                                         .cache
@@ -530,6 +549,20 @@ impl Store {
                                         .await?;
                                     if !filter.may_match(&known) {
                                         continue;
+                                    }
+                                    // The filter's page window, within the key's: a part of a
+                                    // clean window is clean.
+                                    if let Some(span) = self
+                                        .filter_window(chunk, g, filter, &filtered, &known)
+                                        .await?
+                                    {
+                                        let rows = chunk.row_groups[g].rows as usize;
+                                        let key = window.clone().unwrap_or(0..rows);
+                                        let both = key.start.max(span.start)..key.end.min(span.end);
+                                        if both.is_empty() {
+                                            continue;
+                                        }
+                                        window = Some(both);
                                     }
                                 }
                                 decoded.insert((ci, g));

@@ -313,7 +313,10 @@ async fn a_deep_chain_of_nodes_writes_a_record_linear_in_its_depth() {
         .await
         .unwrap();
     let staged = newest_record_bytes(dir.path());
-    assert!(staged < bound, "create -r in a transaction wrote {staged} bytes");
+    assert!(
+        staged < bound,
+        "create -r in a transaction wrote {staged} bytes"
+    );
     let reopened = Store::open(&url).unwrap();
     assert!(reopened.node_exists(&deep("c"), Some(&tx)).await.unwrap());
     assert!(!reopened.node_exists("//c", None).await.unwrap());

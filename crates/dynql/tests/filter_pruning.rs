@@ -1,5 +1,6 @@
 //! A filter on a column that is not the key skips the clean row groups of store chunks
-//! whose statistics rule it out, in YT QL and in SQL, and only where that cannot change the
+//! whose statistics rule it out, and within a row group the pages whose page index does, in
+//! YT QL and in SQL, and only where that cannot change the
 //! result: newer versions of a row, nulls (the least value in YT), a NaN YT would fail on
 //! and a WHERE that can fail are all still read.
 
@@ -78,6 +79,9 @@ async fn a_filter_on_a_non_key_column_reads_one_row_group() {
         let result = db.select_rows(query, &SelectOptions::default()).await.unwrap();
         assert_eq!(keys(&result.rows), (30_000..=30_010).collect::<Vec<_>>(), "{query}");
         assert_eq!(result.statistics.scan.row_groups, (1, 5), "{query}");
+        // Within it, the page index of `v` leaves the pages that may hold the values.
+        let decoded = result.statistics.scan.rows_decoded;
+        assert!(decoded <= 2 * 1024, "{query}: {decoded} rows decoded");
     }
     // Nothing can pass: nothing is decoded.
     let result = db
@@ -196,6 +200,8 @@ async fn sql_filters_on_a_store_table_skip_row_groups_too() {
     let s: f64 = (30_000..=30_010).map(|k| k as f64 / 2.0).sum();
     assert_eq!(result.rows, vec![vec![Value::Int64(11), Value::Double(s)]]);
     assert_eq!(result.statistics.scan.row_groups, (1, 5));
+    let decoded = result.statistics.scan.rows_decoded;
+    assert!(decoded <= 2 * 1024, "{decoded} rows decoded");
 }
 
 /// A Parquet file of `ROWS` rows in row groups of 14,000: `k` and `v = k` (not a key: the
@@ -211,6 +217,8 @@ fn file(dir: &std::path::Path) -> String {
     let path = dir.join("rows.parquet");
     let properties = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(14_000))
+        .set_data_page_row_count_limit(1_000)
+        .set_write_batch_size(1_000)
         .build();
     let mut writer = parquet::arrow::ArrowWriter::try_new(
         std::fs::File::create(&path).unwrap(),
@@ -237,6 +245,9 @@ async fn select_rows_over_a_file_skips_row_groups_by_any_column() {
         .unwrap();
     assert_eq!(keys(&result.rows), (30_000..=30_010).collect::<Vec<_>>());
     assert_eq!(result.statistics.scan.row_groups, (1, 5));
+    // Within it, only the pages of `v` that may hold the values are read.
+    let decoded = result.statistics.scan.rows_decoded;
+    assert!(decoded <= 2_000, "{decoded} rows decoded");
     // The null is the least value: it passes `v < 3`, in the row group that holds it.
     let result = db
         .select_rows(

@@ -32,6 +32,7 @@ use dynql_core::{compare_rows, ColumnSchema, TableSchema, Value, ValueType};
 
 use crate::error::{Error, Result};
 use crate::object_file::ObjectFile;
+use crate::page_filter::filter_window;
 use crate::page_index::{leaf_key_window, tuple_interval};
 use crate::row_group_filter::{ColumnStatistics, RowGroupFilter};
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
@@ -443,47 +444,75 @@ impl FileTable {
             .collect()
     }
 
-    /// The rows of `groups` (in order) of `file` whose pages may hold keys of `ranges`, from
-    /// the page index of the key columns; `None` when it narrows nothing.
+    /// The rows of `groups` (in order) of `file` whose pages may hold keys of `ranges` (all
+    /// keys when `None`), from the page index of the key columns, and rows `filter` may want,
+    /// from the page index of its columns ([`crate::page_filter`]); `None` when neither
+    /// narrows anything.
     fn page_selection(
         &self,
         file: &FileRef,
         groups: &[usize],
-        ranges: &[KeyRange],
+        ranges: Option<&[KeyRange]>,
+        filter: Option<&dyn RowGroupFilter>,
     ) -> Option<RowSelection> {
         let metadata = file.metadata.metadata();
         let key_count = self.schema.key_column_count();
         // The page index holds values in the Parquet column's units: only where those are
-        // the wire type's (not dates or timestamps, say) does it bound keys.
+        // the wire type's (not dates or timestamps, say) does it bound values.
         let fields = file.metadata.schema().fields();
-        if self.file_columns[..key_count]
-            .iter()
-            .any(|&fc| !columns::page_index_is_exact(fields[fc].data_type()))
-        {
+        let exact = |c: usize| -> Option<usize> {
+            let fc = *self.file_columns.get(c)?;
+            columns::page_index_is_exact(fields.get(fc)?.data_type())
+                .then(|| self.leaves.get(c).copied().flatten())
+                .flatten()
+        };
+        let keys: Option<Vec<usize>> = match ranges {
+            Some(_) if key_count > 0 => (0..key_count).map(exact).collect(),
+            _ => None,
+        };
+        let key_types = wire_types(self.schema.key_columns());
+        let filtered: Option<Vec<(usize, ValueType)>> = filter.and_then(|f| {
+            f.columns()
+                .iter()
+                .map(|&c| Some((exact(c)?, self.schema.columns().get(c)?.wire_type())))
+                .collect()
+        });
+        if keys.is_none() && filtered.is_none() {
             return None;
         }
-        let leaves: Vec<usize> = self.leaves[..key_count]
-            .iter()
-            .copied()
-            .collect::<Option<_>>()?;
-        let key_types = wire_types(self.schema.key_columns());
         let mut selected: Vec<std::ops::Range<usize>> = Vec::new();
         let mut offset = 0;
         let mut narrowed = false;
         for &g in groups {
             let rows = metadata.row_group(g).num_rows().max(0) as usize;
             let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
-            for range in ranges {
-                // Without the sorted-rows tightening: a file that breaks its promise must not
-                // lose rows to it (the rows read are checked).
-                match leaf_key_window(metadata, &leaves, &key_types, g, range, false) {
-                    Some(w) => {
-                        narrowed = true;
-                        if !w.is_empty() {
-                            windows.push(w);
+            match (&keys, ranges) {
+                (Some(leaves), Some(ranges)) => {
+                    for range in ranges {
+                        // Without the sorted-rows tightening: a file that breaks its promise
+                        // must not lose rows to it (the rows read are checked).
+                        match leaf_key_window(metadata, leaves, &key_types, g, range, false) {
+                            Some(w) => {
+                                narrowed = true;
+                                if !w.is_empty() {
+                                    windows.push(w);
+                                }
+                            }
+                            None => windows.push(0..rows),
                         }
                     }
-                    None => windows.push(0..rows),
+                }
+                _ => windows.push(0..rows),
+            }
+            if let (Some(filter), Some(columns)) = (filter, &filtered) {
+                let known = self.group_statistics(file, g, filter.columns());
+                if let Some(span) = filter_window(metadata, g, filter, columns, &known) {
+                    narrowed = true;
+                    windows = windows
+                        .into_iter()
+                        .map(|w| w.start.max(span.start)..w.end.min(span.end))
+                        .filter(|w| !w.is_empty())
+                        .collect();
                 }
             }
             windows.sort_by_key(|w| w.start);
@@ -652,12 +681,8 @@ impl FileTable {
             }
             read_files += 1;
             read_groups += groups.len();
-            let selection = match &ranges {
-                Some(ranges) if !everything && key_count > 0 => {
-                    self.page_selection(file, &groups, ranges)
-                }
-                _ => None,
-            };
+            let key_ranges = ranges.as_deref().filter(|_| !everything);
+            let selection = self.page_selection(file, &groups, key_ranges, filter);
             let mut stream = self.read(file, Some(groups), selection, &read_file_columns)?;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(|e| corrupt(file, e))?;
