@@ -7,8 +7,10 @@
 //!
 //! The hot forms (columns, literals, comparisons and single-column BETWEEN ([`super::compare`]),
 //! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, `if`
-//! ([`super::conditional`]), regex functions of a literal pattern ([`super::regex_calls`]))
-//! run as array kernels. Every other form is evaluated row by row with the
+//! ([`super::conditional`]), regex functions of a literal pattern ([`super::regex_calls`]),
+//! the string functions `is_substr`, `is_prefix`, `lower`, `length`, `concat`
+//! ([`super::string_calls`]), `if_null` and `coalesce` ([`super::null_calls`])) run as array
+//! kernels. Every other form is evaluated row by row with the
 //! row evaluator itself over the batch, and scalar functions row by row on their vectorised
 //! arguments ([`super::calls`]): slower, never different.
 //!
@@ -33,7 +35,9 @@ use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
 use super::conditional::{evaluate_on, if_call};
+use super::null_calls;
 use super::regex_calls;
+use super::string_calls;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate_metered, EvalOptions};
@@ -107,6 +111,12 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(f, args) if regex_calls::applies(*f, args) => {
             regex_calls::regex_call(*f, args, input, opts)
+        }
+        TExpr::Call(f, args) if null_calls::applies(*f, e, args) => {
+            null_calls::first_not_null(e, args, input, opts)
+        }
+        TExpr::Call(f, args) if string_calls::applies(*f, args) => {
+            string_calls::string_call(*f, args, input, opts)
         }
         TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),

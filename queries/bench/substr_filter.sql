@@ -1,0 +1,1 @@
+SELECT count(*) AS n FROM bench WHERE strpos(payload, 'ta') > 0
