@@ -1,1 +1,1 @@
-SELECT count(*) AS n FROM bench WHERE strpos(payload, 'ta') > 0
+SELECT count(*) AS n FROM bench WHERE strpos(payload, '77') > 0

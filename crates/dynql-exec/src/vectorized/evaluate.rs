@@ -9,8 +9,8 @@
 //! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, `if`
 //! ([`super::conditional`]), regex functions of a literal pattern ([`super::regex_calls`]),
 //! the string functions `is_substr`, `is_prefix`, `lower`, `length`, `concat`
-//! ([`super::string_calls`]), `if_null` and `coalesce` ([`super::null_calls`])) run as array
-//! kernels. Every other form is evaluated row by row with the
+//! ([`super::string_calls`]), `if_null` and `coalesce` ([`super::null_calls`]), numeric casts,
+//! `abs`, `is_nan`, `is_finite`, `is_inf` ([`super::numeric_calls`])) run as array kernels. Every other form is evaluated row by row with the
 //! row evaluator itself over the batch, and scalar functions row by row on their vectorised
 //! arguments ([`super::calls`]): slower, never different.
 //!
@@ -36,6 +36,7 @@ use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
 use super::conditional::{evaluate_on, if_call};
 use super::null_calls;
+use super::numeric_calls;
 use super::regex_calls;
 use super::string_calls;
 use dynql_core::{Value, ValueType};
@@ -111,6 +112,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(f, args) if regex_calls::applies(*f, args) => {
             regex_calls::regex_call(*f, args, input, opts)
+        }
+        TExpr::Call(f, args) if numeric_calls::applies(*f, args) => {
+            numeric_calls::numeric_call(*f, e, &args[0], input, opts)
         }
         TExpr::Call(f, args) if null_calls::applies(*f, e, args) => {
             null_calls::first_not_null(e, args, input, opts)

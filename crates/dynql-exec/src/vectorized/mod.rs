@@ -17,6 +17,7 @@ pub(crate) mod key_order;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
 pub(crate) mod null_calls;
+pub(crate) mod numeric_calls;
 pub(crate) mod regex_calls;
 pub(crate) mod results;
 pub(crate) mod row_group_pruning;

@@ -62,15 +62,15 @@ pub(super) fn string_call(
             let nulls =
                 NullBuffer::union(needle.nulls(rows).as_ref(), haystack.nulls(rows).as_ref());
             let values = match needle {
-                Strings::Constant(Some(n)) if !n.is_empty() => {
-                    let searcher = literal_searcher(n)?;
+                Strings::Constant(Some(n)) => {
+                    let finder = memchr::memmem::Finder::new(n);
                     BooleanBuffer::collect_bool(rows, |i| {
-                        haystack.get(i).is_some_and(|h| searcher.is_match(h))
+                        haystack.get(i).is_some_and(|h| finder.find(h).is_some())
                     })
                 }
                 _ => {
                     BooleanBuffer::collect_bool(rows, |i| match (needle.get(i), haystack.get(i)) {
-                        (Some(n), Some(h)) => n.is_empty() || h.windows(n.len()).any(|w| w == n),
+                        (Some(n), Some(h)) => memchr::memmem::find(h, n).is_some(),
                         _ => false,
                     })
                 }
@@ -103,15 +103,6 @@ pub(super) fn string_call(
         })?,
         _ => unreachable!("string_call of {f:?}: `applies` admits the string functions only"),
     })
-}
-
-/// A searcher of the literal bytes `needle` (any bytes, matched exactly).
-fn literal_searcher(needle: &[u8]) -> Result<regex::bytes::Regex> {
-    let pattern: String = needle.iter().map(|b| format!("\\x{b:02x}")).collect();
-    regex::bytes::RegexBuilder::new(&pattern)
-        .unicode(false)
-        .build()
-        .map_err(|e| super::evaluate::runtime(e.to_string()))
 }
 
 /// A string array of `f(i)` for every row (`None`: null), each value checked against the
