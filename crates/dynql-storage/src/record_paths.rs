@@ -100,7 +100,9 @@ fn anchors<'a>(
 ) -> HashMap<&'a str, &'a str> {
     let mut ids: HashMap<&str, Option<&str>> = HashMap::new();
     for (path, id) in entries {
-        if let Some(id) = id {
+        // An id with a `/` (a lock's `implicit:PATH` on an implicit directory) cannot be
+        // told from the name after it: never a parent.
+        if let Some(id) = id.filter(|id| !id.contains('/')) {
             ids.entry(id)
                 .and_modify(|p| {
                     if *p != Some(path) {
@@ -384,6 +386,20 @@ mod tests {
             ],
         }];
         assert_eq!(paths(&written(&actions)), ["//a", "#1/b", "#2/c", "#1/d"]);
+        assert_eq!(paths(&round_trip(&actions)), paths(&actions));
+    }
+
+    #[test]
+    fn an_id_holding_a_slash_is_never_a_parent() {
+        // A lock on an implicit directory names it `implicit:PATH`.
+        let lock = |path: &str, node_id: &str| Action::SetCustomAttribute {
+            path: path.into(),
+            node_id: node_id.into(),
+            name: "a".into(),
+            value: None,
+        };
+        let actions = vec![lock("//a", "implicit://a"), create("//a/b", "2")];
+        assert_eq!(paths(&written(&actions)), ["//a", "//a/b"]);
         assert_eq!(paths(&round_trip(&actions)), paths(&actions));
     }
 
