@@ -501,12 +501,7 @@ impl ChunkCache {
         // A chunk's Parquet columns start with the table's, in schema order.
         let window =
             crate::page_filter::filter_window(footer.metadata(), index, filter, columns, known);
-        let rows = chunk
-            .row_groups
-            .get(index)
-            .map(|g| g.rows as usize)
-            .unwrap_or(0);
-        Ok(window.filter(|w| w.len() * 2 <= rows))
+        Ok(worth_a_window(chunk, index, window))
     }
 
     /// The rows of row group `index` of `chunk` a scan of `range` must read, when the page
@@ -555,12 +550,7 @@ impl ChunkCache {
             }
         };
         let window = segments.and_then(|s| s.window(range));
-        let rows = chunk
-            .row_groups
-            .get(index)
-            .map(|g| g.rows as usize)
-            .unwrap_or(0);
-        Ok(window.filter(|w| w.len() * 2 <= rows))
+        Ok(worth_a_window(chunk, index, window))
     }
 
     /// The parsed footer of `chunk` with its page index, and a reader of the file.
@@ -646,6 +636,20 @@ impl ChunkCache {
     }
 }
 
+/// `window` of row group `index` of `chunk` when it is at most half of the row group: a wider
+/// one reads the row group whole, which is also what the next scans then find cached.
+fn worth_a_window(
+    chunk: &ChunkRef,
+    index: usize,
+    window: Option<std::ops::Range<usize>>,
+) -> Option<std::ops::Range<usize>> {
+    let rows = chunk
+        .row_groups
+        .get(index)
+        .map(|g| g.rows as usize)
+        .unwrap_or(0);
+    window.filter(|w| w.len() * 2 <= rows)
+}
 #[cfg(test)]
 mod tests {
     use super::*;

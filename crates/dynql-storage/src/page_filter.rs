@@ -45,21 +45,8 @@ pub(crate) fn filter_window(
     {
         return None;
     }
-    let page_starts: Vec<Vec<usize>> = columns
-        .iter()
-        .map(|&(l, _)| {
-            offset_index[l]
-                .page_locations()
-                .iter()
-                .map(|p| p.first_row_index.max(0) as usize)
-                .collect()
-        })
-        .collect();
-    let mut starts: Vec<usize> = page_starts.iter().flatten().copied().collect();
-    starts.push(0);
-    starts.sort_unstable();
-    starts.dedup();
-    starts.retain(|s| *s < rows);
+    let leaves: Vec<usize> = columns.iter().map(|&(l, _)| l).collect();
+    let (page_starts, starts) = crate::page_index::segment_starts(offset_index, &leaves, rows);
     let mut page = vec![0usize; columns.len()];
     let mut first: Option<usize> = None;
     let mut last = 0;

@@ -73,21 +73,7 @@ impl KeySegments {
         let column_index: Vec<&ColumnIndexMetaData> =
             leaves.iter().map(|&l| &column_index[l]).collect();
         // Page starts of each key column; a segment lies inside one page of every key column.
-        let page_starts: Vec<Vec<usize>> = leaves
-            .iter()
-            .map(|&l| &offset_index[l])
-            .map(|o| {
-                o.page_locations()
-                    .iter()
-                    .map(|p| p.first_row_index.max(0) as usize)
-                    .collect()
-            })
-            .collect();
-        let mut starts: Vec<usize> = page_starts.iter().flatten().copied().collect();
-        starts.push(0);
-        starts.sort_unstable();
-        starts.dedup();
-        starts.retain(|s| *s < rows);
+        let (page_starts, starts) = segment_starts(offset_index, leaves, rows);
         // Per segment: rows, and the tuple interval its keys lie in.
         let mut segments: Vec<(Range<usize>, KeyRange)> = Vec::with_capacity(starts.len());
         // Per segment whose pages are exactly the segment in every key column: the exact key
@@ -257,6 +243,32 @@ fn page_bounds(
         None => None,
     };
     (min, max)
+}
+
+/// The first rows of the pages of each of the Parquet leaf columns `leaves` of a row group of
+/// `rows` rows (from its offset index), and the first rows of its *segments*: the rows between
+/// two consecutive page starts of any of them, so that a segment lies inside one page of each.
+pub(crate) fn segment_starts(
+    offset_index: &[parquet::file::page_index::offset_index::OffsetIndexMetaData],
+    leaves: &[usize],
+    rows: usize,
+) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let page_starts: Vec<Vec<usize>> = leaves
+        .iter()
+        .map(|&l| {
+            offset_index[l]
+                .page_locations()
+                .iter()
+                .map(|p| p.first_row_index.max(0) as usize)
+                .collect()
+        })
+        .collect();
+    let mut starts: Vec<usize> = page_starts.iter().flatten().copied().collect();
+    starts.push(0);
+    starts.sort_unstable();
+    starts.dedup();
+    starts.retain(|s| *s < rows);
+    (page_starts, starts)
 }
 
 /// The least and greatest non-null value of page `page` of a column of wire type
