@@ -256,6 +256,44 @@ async fn row_limits_as_large_as_a_u64_mean_no_limit() {
     }
 }
 
+/// YT drops the rows of groups past the output row limit before it evaluates their
+/// aggregates' arguments, so an error in such a row does not fail the query.
+#[tokio::test]
+async fn an_error_in_a_group_past_the_output_row_limit_is_never_raised() {
+    let db = Database::open("memory://").unwrap();
+    db.create_table_from_text(
+        "//t",
+        "{dynamic=%true; schema=[{name=k; type=int64; sort_order=ascending}; {name=g; type=string}]}",
+    )
+    .await
+    .unwrap();
+    let rows = [json!({"k": 0, "g": null}), json!({"k": 24, "g": "g0"})];
+    db.insert_json_rows("//t", &rows).await.unwrap();
+    db.flush("//t").await.unwrap();
+    let query = "g, sum(k / (length(g) % 0)) as s, sum(1) as n from [//t] group by g";
+    let cut = SelectOptions {
+        output_row_limit: 1,
+        fail_on_incomplete_result: false,
+        ..SelectOptions::default()
+    };
+    let r = db.select_rows(query, &cut).await.unwrap();
+    assert_eq!(r.rows, vec![vec![Value::Null, Value::Null, Value::Int64(1)]]);
+    assert!(r.statistics.incomplete_output);
+    // Failing on an incomplete result, the limit is met first.
+    let fail = SelectOptions {
+        output_row_limit: 1,
+        ..SelectOptions::default()
+    };
+    let err = db.select_rows(query, &fail).await.unwrap_err();
+    assert!(err.to_string().contains("output"), "{err}");
+    // Without the limit the second group is evaluated, and fails.
+    let err = db
+        .select_rows(query, &SelectOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Division by zero"), "{err}");
+}
+
 #[tokio::test]
 async fn a_large_insert_lands_as_sorted_chunks_and_the_last_row_of_a_key_wins() {
     let dir = tempfile::tempdir().unwrap();

@@ -71,6 +71,9 @@ pub(super) struct Setup {
     pub(super) truncate: bool,
     /// `fail_on_incomplete_result`.
     pub(super) fail: bool,
+    /// A second run, in scan order, of a query a parallel run could not decide: grouped, it
+    /// meets the output row limit at each new group, as YT does.
+    pub(super) rerun: bool,
     pub(super) ctx: SessionContext,
 }
 
@@ -98,6 +101,7 @@ impl Setup {
             ordered,
             truncate: ordered && !options.fail_on_incomplete_result,
             fail: options.fail_on_incomplete_result,
+            rerun: in_scan_order,
             ctx: session(ordered),
         }
     }

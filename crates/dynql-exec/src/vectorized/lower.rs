@@ -211,20 +211,33 @@ pub(crate) async fn run(
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<QueryStream> {
-    if let Some(mut results) = run_once(tables, plan, ranges, options, false).await? {
-        if results.streams() {
-            return Ok(QueryStream::new(plan, results));
+    let first = async {
+        if let Some(mut results) = run_once(tables, plan, ranges, options, false).await? {
+            if results.streams() {
+                return Ok(Some(QueryStream::new(plan, results)));
+            }
+            // Without `fail_on_incomplete_result` a parallel run keeps its rows until it
+            // knows no row limit is passed (they are at most one past the output row limit).
+            if let Some((batches, statistics)) = results.drain().await? {
+                return Ok(Some(QueryStream::collected(
+                    plan,
+                    results.schema(),
+                    batches,
+                    statistics,
+                )));
+            }
         }
-        // Without `fail_on_incomplete_result` a parallel run keeps its rows until it knows
-        // no row limit is passed (they are at most one past the output row limit).
-        if let Some((batches, statistics)) = results.drain().await? {
-            return Ok(QueryStream::collected(
-                plan,
-                results.schema(),
-                batches,
-                statistics,
-            ));
-        }
+        Ok(None)
+    };
+    match first.await {
+        Ok(Some(stream)) => return Ok(stream),
+        Ok(None) => {}
+        // A parallel grouped run evaluates the aggregates' arguments on every row, but YT
+        // meets the output row limit at a new group before it evaluates the group's row
+        // (dropping it, or failing with the limit): an error there may lie in a row YT never
+        // evaluates, so the run in scan order (YT's own) decides.
+        Err(Error::Query(_)) if plan.group.is_some() => {}
+        Err(e) => return Err(e),
     }
     // A row limit was passed without `fail_on_incomplete_result`: YT keeps the rows up to
     // it in scan order, so the query runs again in scan order, cutting there.
@@ -426,7 +439,7 @@ async fn aggregate_groups(
 ) -> Result<(DataFrame, Layout, bool)> {
     let opts = setup.opts;
     let states = group.totals != TotalsMode::None;
-    let first_seen = setup.truncate || groups_in_scan_order(plan);
+    let first_seen = setup.truncate || setup.rerun || groups_in_scan_order(plan);
     let keys: Vec<Expr> = if first_seen {
         let mut columns: Vec<Expr> = layout.iter().map(|(name, _)| column(name)).collect();
         for (i, k) in group.keys.iter().enumerate() {

@@ -26,9 +26,12 @@ pub struct Table {
 #[derive(Debug)]
 pub struct Outcome {
     pub rows: Vec<Vec<Value>>,
-    /// Rows read from the main table: the least a scan must read, and the most it may (a
-    /// scan that stops early reads whole batches; otherwise the two are equal).
+    /// Rows read from the main table: the least a scan must read (the rows that pass WHERE:
+    /// column statistics may skip the others), and the most it may (every row in the key
+    /// ranges, or, for a scan that stops early, whole batches of them).
     pub rows_read: (u64, u64),
+    /// The read stopped once OFFSET + LIMIT rows passed WHERE.
+    pub stopped: bool,
     pub incomplete_input: bool,
     pub incomplete_output: bool,
 }
@@ -70,6 +73,7 @@ pub fn select(tables: &[Table], query: &str, options: &SelectOptions) -> Result<
     let mut out = Outcome {
         rows: Vec::new(),
         rows_read: (0, 0),
+        stopped: false,
         incomplete_input: false,
         incomplete_output: false,
     };
@@ -103,6 +107,7 @@ pub fn select(tables: &[Table], query: &str, options: &SelectOptions) -> Result<
         .iter()
         .filter(|row| ranges.iter().any(|r| r.contains(&row[..keys])));
     let mut read = 0u64;
+    let mut rejected = 0u64;
     let mut stopped = false;
     for row in in_ranges.clone() {
         if key_order_limit && passed >= wanted {
@@ -124,17 +129,28 @@ pub fn select(tables: &[Table], query: &str, options: &SelectOptions) -> Result<
                 }
             }
             passed += 1;
+        } else if plan.joins.is_empty() {
+            if let Some(w) = &plan.where_clause {
+                if !evaluate_predicate(w, row, opts).unwrap_or(true) {
+                    rejected += 1;
+                }
+            }
         }
         rows.push(row.clone());
     }
 
+    // Column statistics (row group and page min/max, null counts) may skip rows WHERE
+    // rejects, and `rows_read` counts only what was read: the least is the rows that pass.
+    out.stopped = stopped;
     out.rows_read = if stopped {
         (
-            read,
+            passed,
             (in_ranges.count() as u64).min(options.input_row_limit),
         )
+    } else if key_order_limit {
+        (passed, read)
     } else {
-        (read, read)
+        (read - rejected, read)
     };
 
     // Lookup joins, as nested loops over the whole joined table.
