@@ -217,6 +217,12 @@ pub enum Command {
         /// The query to explain, as select-rows takes it.
         #[arg(allow_hyphen_values = true)]
         query: String,
+        /// Run the query to its end (its rows are counted, not printed) and show the plans
+        /// that ran with each operator's metrics (rows, batches, time; for the scan the rows
+        /// decoded, row groups and chunks read, data weight) and what the run read
+        /// (`analysis`): EXPLAIN ANALYZE.
+        #[arg(long)]
+        analyze: bool,
         /// Output format: yson, <format=pretty>yson, json or <format=pretty>json [default:
         /// <format=pretty>yson on a terminal, else json].
         #[arg(long, value_parser = crate::output::tree_format_parser())]

@@ -305,6 +305,7 @@ pub async fn execute(
         Command::SelectRows(args) => crate::select_rows::run(db, &args, stdout).await?,
         Command::ExplainQuery {
             query,
+            analyze,
             format,
             range_expansion_limit,
             allow_full_scan,
@@ -331,10 +332,12 @@ pub async fn execute(
                         .context("--placeholder-values must be a YSON or JSON map")?,
                 );
             }
-            let explanation = db
-                .explain_query(&query, &options)
-                .await
-                .map_err(|e| query_error(&query, e))?;
+            let explanation = if analyze {
+                db.explain_analyze_query(&query, &options).await
+            } else {
+                db.explain_query(&query, &options).await
+            }
+            .map_err(|e| query_error(&query, e))?;
             // Scripts have always read JSON from a pipe; a person gets pretty YSON.
             let format = tree_format(format, stdout_is_terminal(), TreeFormat::Json);
             let value = Yson::from_json(&explanation.to_json());

@@ -13,8 +13,9 @@ pub mod sql;
 mod vectorized;
 
 pub use error::{Error, Result};
-pub use scan::Explanation;
+pub use scan::{Analysis, Explanation};
 pub use select::{
-    explain_query, select_rows, select_stream, QueryResult, QueryStream, SelectOptions, Statistics,
+    explain_analyze_query, explain_query, select_rows, select_stream, QueryResult, QueryStream,
+    SelectOptions, Statistics,
 };
 pub use source::FileTables;

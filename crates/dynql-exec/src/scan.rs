@@ -124,8 +124,22 @@ fn lookup_ranges(
 pub struct Explanation {
     pub ranges: Vec<KeyRange>,
     pub read: ScanStatistics,
-    /// The physical plan that runs the query, as indented text (`None` when not known).
+    /// The physical plan that runs the query, as indented text (`None` when not known);
+    /// after a run, the plans that ran, with their operators' metrics.
     pub plan: Option<String>,
+    /// What a run of the query did (`explain-query --analyze`); `None` when it did not run.
+    pub analysis: Option<Analysis>,
+}
+
+/// What one run of a query did (EXPLAIN ANALYZE).
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Rows in the result.
+    pub result_rows: u64,
+    /// What it read, as `--print-statistics` shows it.
+    pub statistics: crate::select::Statistics,
+    /// From binding the query to its last row.
+    pub elapsed: std::time::Duration,
 }
 
 impl Explanation {
@@ -133,7 +147,7 @@ impl Explanation {
     pub fn to_json(&self) -> serde_json::Value {
         let pair = |(a, b): (usize, usize)| serde_json::json!([a, b]);
         let plan = self.plan.clone().unwrap_or_default();
-        serde_json::json!({
+        let mut out = serde_json::json!({
             "ranges": self.ranges.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
             "read": {
                 "tablets": pair(self.read.tablets),
@@ -141,6 +155,23 @@ impl Explanation {
                 "row_groups": pair(self.read.row_groups),
             },
             "plan": plan,
-        })
+        });
+        if let Some(a) = &self.analysis {
+            let s = &a.statistics;
+            out["analysis"] = serde_json::json!({
+                "result_rows": a.result_rows,
+                "elapsed_ms": a.elapsed.as_secs_f64() * 1000.0,
+                "rows_read": s.rows_read,
+                "data_weight": s.data_weight_read,
+                "rows_decoded": s.scan.rows_decoded,
+                "tablets_read": s.scan.tablets.0,
+                "chunks_read": s.scan.chunks.0,
+                "row_groups_read": s.scan.row_groups.0,
+                "chunks_skipped_by_key_filter": s.scan.chunks_skipped_by_key_filter,
+                "incomplete_input": s.incomplete_input,
+                "incomplete_output": s.incomplete_output,
+            });
+        }
+        out
     }
 }

@@ -18,9 +18,10 @@ use dynql_ql::{bind_query, BindOptions};
 use dynql_storage::{ScanStatistics, Store, Timestamp};
 
 use crate::error::{Error, Result};
-use crate::scan::{main_table_ranges, Explanation};
+use crate::scan::{main_table_ranges, Analysis, Explanation};
 use crate::source::{FileTables, Tables};
 use crate::vectorized::results::Results;
+use crate::vectorized::stages::Stages;
 
 /// YT's default `input_row_limit` and `output_row_limit`.
 pub const DEFAULT_ROW_LIMIT: u64 = 1_000_000;
@@ -107,6 +108,7 @@ pub struct QueryStream {
     schema: SchemaRef,
     batches: BoxStream<'static, Result<RecordBatch>>,
     statistics: Arc<Mutex<Option<Statistics>>>,
+    stages: Stages,
 }
 
 impl std::fmt::Debug for QueryStream {
@@ -124,6 +126,7 @@ impl QueryStream {
         QueryStream {
             columns: output_columns(plan),
             schema: results.schema(),
+            stages: results.stages(),
             batches: results.into_stream(statistics.clone()),
             statistics,
         }
@@ -135,12 +138,14 @@ impl QueryStream {
         schema: SchemaRef,
         batches: Vec<RecordBatch>,
         statistics: Statistics,
+        stages: Stages,
     ) -> QueryStream {
         QueryStream {
             columns: output_columns(plan),
             schema,
             batches: futures::stream::iter(batches.into_iter().map(Ok)).boxed(),
             statistics: Arc::new(Mutex::new(Some(statistics))),
+            stages,
         }
     }
 
@@ -264,17 +269,59 @@ pub async fn select_stream(
 ) -> Result<QueryStream> {
     check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
+    let ranges = readable_ranges(&catalog, &plan, options)?;
+    crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await
+}
+
+/// The main table's key ranges for `plan`, once every table it reads is known readable.
+fn readable_ranges(
+    catalog: &Tables,
+    plan: &QueryPlan,
+    options: &SelectOptions,
+) -> Result<Vec<dynql_storage::KeyRange>> {
     for source in &plan.sources {
         if let Some(entry) = catalog.store.get(&source.path) {
             dynql_storage::tablets::check_readable(entry, &source.path)?;
         }
     }
-    let ranges = main_table_ranges(
-        &plan,
-        options.range_expansion_limit,
-        options.allow_full_scan,
-    )?;
-    crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await
+    main_table_ranges(plan, options.range_expansion_limit, options.allow_full_scan)
+}
+
+/// Runs `query` to its end as [`select_rows`] does (its rows are counted, not kept) and
+/// reports what [`explain_query`] does, with the physical plans that ran annotated with the
+/// metrics of their operators (rows, batches, time, and for the scan the rows decoded, row
+/// groups and chunks read and data weight) and what the run read
+/// (`explain-query --analyze`).
+///
+/// # Errors
+/// As [`select_rows`].
+pub async fn explain_analyze_query(
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<Explanation> {
+    check_options(options)?;
+    let started = std::time::Instant::now();
+    let (catalog, plan) = bind(store, query, options).await?;
+    let ranges = readable_ranges(&catalog, &plan, options)?;
+    let main = catalog.source(store, &plan.sources[0].path)?;
+    let read = main.explain(Some(&ranges), options.timestamp).await?;
+    let mut stream = crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await?;
+    let mut result_rows = 0u64;
+    while let Some(batch) = stream.next().await {
+        result_rows += batch?.num_rows() as u64;
+    }
+    let analysis = Analysis {
+        result_rows,
+        statistics: stream.statistics().unwrap_or_default(),
+        elapsed: started.elapsed(),
+    };
+    Ok(Explanation {
+        ranges,
+        read,
+        plan: Some(stream.stages.render()),
+        analysis: Some(analysis),
+    })
 }
 
 /// Parses and binds `query`, infers the main table's key ranges, and reports them with what
@@ -297,7 +344,12 @@ pub async fn explain_query(
     let main = catalog.source(store, &plan.sources[0].path)?;
     let read = main.explain(Some(&ranges), options.timestamp).await?;
     let plan = Some(crate::vectorized::lower::explain(&catalog, &plan, &ranges, options).await?);
-    Ok(Explanation { ranges, read, plan })
+    Ok(Explanation {
+        ranges,
+        read,
+        plan,
+        analysis: None,
+    })
 }
 
 /// The query's tables (file tables opened) and its bound plan.

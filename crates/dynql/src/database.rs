@@ -600,6 +600,35 @@ impl Database {
         Ok(dynql_exec::explain_query(&self.store, query, options).await?)
     }
 
+    /// Runs `query` to its end (counting its rows, not keeping them) and explains it as
+    /// [`Database::explain_query`] does, with the physical plans that ran annotated with their
+    /// operators' metrics and what the run read ([`dynql_exec::Analysis`]): EXPLAIN ANALYZE.
+    ///
+    /// # Example
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use dynql::{Database, SelectOptions};
+    /// let db = Database::open("memory://")?;
+    /// db.create_table_from_text(
+    ///     "//t",
+    ///     "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]}",
+    /// )
+    /// .await?;
+    /// db.insert_json_rows("//t", &[serde_json::json!({"k": 1, "v": 2})]).await?;
+    /// let e = db.explain_analyze_query("v from [//t]", &SelectOptions::default()).await?;
+    /// assert_eq!(e.analysis.unwrap().result_rows, 1);
+    /// assert!(e.plan.unwrap().contains("output_rows=1"));
+    /// # Ok::<(), dynql::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn explain_analyze_query(
+        &self,
+        query: &str,
+        options: &SelectOptions,
+    ) -> Result<dynql_exec::Explanation> {
+        Ok(dynql_exec::explain_analyze_query(&self.store, query, options).await?)
+    }
+
     /// Compacts a table now, dropping the versions its retention settings allow; returns the
     /// number of stored versions before and after. A table with `auto_partitioning_by_size`
     /// first flushes and splits and merges its tablets by size

@@ -35,7 +35,7 @@ pub use database::{Database, LookupOptions, WriteOptions, DEFAULT_TRANSACTION_TI
 pub use dynql_core::json_rows;
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
-pub use dynql_exec::{Explanation, FileTables, SelectOptions, Statistics};
+pub use dynql_exec::{Analysis, Explanation, FileTables, SelectOptions, Statistics};
 pub use dynql_storage::cypress::{LockOptions, TakenLock};
 pub use dynql_storage::{
     CheckReport, Damage, LockMode, LookupStatistics, RepairReport, Reshard, TabletCommand,

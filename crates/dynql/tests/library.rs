@@ -277,7 +277,10 @@ async fn an_error_in_a_group_past_the_output_row_limit_is_never_raised() {
         ..SelectOptions::default()
     };
     let r = db.select_rows(query, &cut).await.unwrap();
-    assert_eq!(r.rows, vec![vec![Value::Null, Value::Null, Value::Int64(1)]]);
+    assert_eq!(
+        r.rows,
+        vec![vec![Value::Null, Value::Null, Value::Int64(1)]]
+    );
     assert!(r.statistics.incomplete_output);
     // Failing on an incomplete result, the limit is met first.
     let fail = SelectOptions {

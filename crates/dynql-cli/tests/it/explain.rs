@@ -364,3 +364,86 @@ fn explain_shows_the_physical_plan_with_the_tablet_scan() {
     assert!(plan.contains("groups=2"), "{plan}");
     assert!(plan.contains("expr=[o@"), "{plan}");
 }
+
+/// The metrics of one operator's line of an analysed plan: `name=value` pairs inside
+/// `metrics=[...]`.
+fn metric(plan: &str, operator: &str, name: &str) -> Option<u64> {
+    let line = plan
+        .lines()
+        .find(|l| l.trim_start().starts_with(operator))?;
+    let metrics = &line[line.find("metrics=[")? + "metrics=[".len()..];
+    let value = &metrics[metrics.find(&format!("{name}="))? + name.len() + 1..];
+    let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[test]
+fn explain_analyze_runs_the_query_and_shows_each_operators_metrics() {
+    let store = TestStore::new();
+    hashed_table(&store, "[[]; [1u]; [2u]; [3u]]");
+    store.ok(&["compact", "//t"], None);
+    let analyze = |query: &str| -> Value {
+        let out = store.ok(
+            &["explain-query", "--analyze", query, "--format", "json"],
+            None,
+        );
+        serde_json::from_str(&out).unwrap()
+    };
+    // A grouped query runs the aggregation, then the rest over the groups: two stages.
+    let e =
+        analyze("v, sum(1) as n from [//t] where id between 1 and 9 group by v order by v limit 3");
+    let plan = e["plan"].as_str().unwrap();
+    assert!(plan.contains("Stage 1 of 2"), "{plan}");
+    assert_eq!(
+        metric(plan, "TabletScanExec", "output_rows"),
+        Some(9),
+        "{plan}"
+    );
+    assert!(
+        metric(plan, "TabletScanExec", "rows_decoded").unwrap() >= 9,
+        "{plan}"
+    );
+    assert!(
+        metric(plan, "TabletScanExec", "row_groups_read").unwrap() >= 1,
+        "{plan}"
+    );
+    assert!(plan.contains("elapsed_compute="), "{plan}");
+    let a = &e["analysis"];
+    assert_eq!(a["result_rows"], 3, "{e}");
+    assert_eq!(a["rows_read"], 9, "{e}");
+    assert!(a["elapsed_ms"].as_f64().unwrap() > 0.0, "{e}");
+    // A join's lookups, and the first groups, show their output rows.
+    let e = analyze(
+        "a.v, b.v from [//t] as a join [//t] as b on a.id = b.id where a.id between 1 and 9",
+    );
+    let plan = e["plan"].as_str().unwrap();
+    assert_eq!(
+        metric(plan, "LookupJoinExec", "output_rows"),
+        Some(9),
+        "{plan}"
+    );
+    let e = analyze("v, sum(1) as n from [//t] group by v limit 2");
+    let plan = e["plan"].as_str().unwrap();
+    assert_eq!(
+        metric(plan, "FirstGroupsExec", "output_rows"),
+        Some(2),
+        "{plan}"
+    );
+    // Without --analyze nothing runs, and there is no analysis.
+    let out = store.ok(&["explain-query", "v from [//t]", "--format", "json"], None);
+    let e: Value = serde_json::from_str(&out).unwrap();
+    assert!(e.get("analysis").is_none(), "{e}");
+    assert!(!e["plan"].as_str().unwrap().contains("output_rows="), "{e}");
+    // A query that fails fails the same way analysed.
+    let err = store.fails(
+        &[
+            "explain-query",
+            "--analyze",
+            "id / 0 from [//t]",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert!(err.contains("Division by zero"), "{err}");
+}

@@ -32,6 +32,9 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::expressions::Column as ColumnExpr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet, RecordOutput,
+};
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -71,6 +74,7 @@ pub(crate) struct FirstGroupsExec {
     properties: Arc<PlanProperties>,
     /// Set when a group was dropped for the output row limit.
     incomplete: Arc<AtomicBool>,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl FirstGroupsExec {
@@ -100,6 +104,7 @@ impl FirstGroupsExec {
             schema,
             properties: Arc::new(properties),
             incomplete,
+            metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 }
@@ -188,6 +193,10 @@ impl ExecutionPlan for FirstGroupsExec {
         vec![&self.input]
     }
 
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
     fn apply_expressions(
         &self,
         _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
@@ -234,12 +243,16 @@ impl ExecutionPlan for FirstGroupsExec {
         };
         let groups = Arc::new(Mutex::new(groups));
         let schema = self.schema.clone();
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
         let batches = input.map(move |batch| {
             let batch = batch?;
-            groups
+            let timer = baseline.elapsed_compute().timer();
+            let admitted = groups
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .admit(batch, &schema)
+                .admit(batch, &schema);
+            timer.done();
+            admitted.map(|b| b.record_output(&baseline))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),

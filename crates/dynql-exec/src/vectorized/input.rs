@@ -19,6 +19,7 @@ use dynql_storage::KeyRange;
 use super::evaluate::infallible;
 use super::lookup_join::{Foreign, JoinContext, JoinStep, JoinedTable};
 use super::lower::{groups_in_scan_order, needs_scan_order, reads_in_key_order, Layout};
+use super::stages::Stages;
 use super::table_scan::{streamed, InputLimit, ScanReads, ScanSource, ScanTable};
 use super::where_pruning::{skippable, WhereFilter};
 use crate::error::{Error, Result};
@@ -74,6 +75,8 @@ pub(super) struct Setup {
     /// A second run, in scan order, of a query a parallel run could not decide: grouped, it
     /// meets the output row limit at each new group, as YT does.
     pub(super) rerun: bool,
+    /// The physical plans the run executes.
+    pub(super) stages: Stages,
     pub(super) ctx: SessionContext,
 }
 
@@ -102,6 +105,7 @@ impl Setup {
             truncate: ordered && !options.fail_on_incomplete_result,
             fail: options.fail_on_incomplete_result,
             rerun: in_scan_order,
+            stages: Stages::default(),
             ctx: session(ordered),
         }
     }

@@ -27,6 +27,9 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet, RecordOutput,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
@@ -227,6 +230,7 @@ pub(crate) struct LookupJoinExec {
     context: Arc<JoinContext>,
     /// The whole foreign table, read once, when the equations fix no key prefix.
     whole: Arc<OnceCell<Arc<Vec<Vec<Value>>>>>,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl LookupJoinExec {
@@ -263,6 +267,7 @@ impl LookupJoinExec {
             properties: Arc::new(properties),
             context,
             whole: Arc::default(),
+            metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 }
@@ -367,6 +372,10 @@ impl ExecutionPlan for LookupJoinExec {
         vec![&self.input]
     }
 
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
     fn apply_expressions(
         &self,
         _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
@@ -407,13 +416,18 @@ impl ExecutionPlan for LookupJoinExec {
             context: self.context.clone(),
             whole: self.whole.clone(),
         };
+        // Shared by the batches' futures: a dropped copy would mark the operator done.
+        let baseline = Arc::new(BaselineMetrics::new(&self.metrics, partition));
         let batches = input.then(move |batch| {
-            let lookup = lookup.clone();
+            let (lookup, baseline) = (lookup.clone(), baseline.clone());
             async move {
                 let batch = batch?;
-                lookup
-                    .join(batch)
-                    .await
+                // Reading the foreign rows included.
+                let timer = baseline.elapsed_compute().timer();
+                let joined = lookup.join(batch).await;
+                timer.done();
+                joined
+                    .map(|b| b.record_output(&baseline))
                     .map_err(|e| DataFusionError::External(Box::new(e)))
             }
         });

@@ -36,7 +36,8 @@ use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
 use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
-use datafusion::physical_plan::execute_stream;
+use datafusion::physical_plan::{execute_stream, SendableRecordBatchStream};
+use futures::TryStreamExt;
 
 use dynql_core::arrow_convert::{arrow_type, rows_to_batch};
 use dynql_core::{Value, ValueType};
@@ -224,6 +225,7 @@ pub(crate) async fn run(
                     results.schema(),
                     batches,
                     statistics,
+                    results.stages(),
                 )));
             }
         }
@@ -274,8 +276,12 @@ async fn run_once(
         let physical =
             key_order_plan(plan, &setup, &input, ranges, options.output_row_limit).await?;
         let task = super::input::one_partition().1.clone();
+        setup.stages.record(&physical);
         let rows = execute_stream(physical, task).map_err(query_error)?;
-        return Ok(Some(Results::new(plan, rows, None, input, limits, cut)));
+        let stages = setup.stages.clone();
+        return Ok(Some(Results::new(
+            plan, rows, None, input, limits, cut, stages,
+        )));
     }
     let (opts, ctx) = (setup.opts, &setup.ctx);
     let mut df = ctx.read_table(input.table.clone())?;
@@ -353,12 +359,13 @@ async fn run_once(
             row.into_iter().find(|b| b.num_rows() > 0)
         }
     };
-    let rows = df
-        .select(projections)?
-        .execute_stream()
+    let rows = execute(df.select(projections)?, &setup)
         .await
         .map_err(query_error)?;
-    Ok(Some(Results::new(plan, rows, totals, input, limits, cut)))
+    let stages = setup.stages.clone();
+    Ok(Some(Results::new(
+        plan, rows, totals, input, limits, cut, stages,
+    )))
 }
 
 /// The physical plan DataFusion would run for `plan`, as indented text; nothing is read.
@@ -516,7 +523,11 @@ pub(super) fn projections(
 /// Runs `df` to its batches. Past a row limit a run not in scan order gives `None` without
 /// `fail_on_incomplete_result` (it is repeated in scan order); otherwise YT's limit error.
 async fn collect(df: DataFrame, input: &Input, setup: &Setup) -> Result<Option<Vec<RecordBatch>>> {
-    match df.collect().await {
+    let batches = match execute(df, setup).await {
+        Ok(stream) => stream.try_collect::<Vec<_>>().await,
+        Err(e) => Err(e),
+    };
+    match batches {
         Ok(batches) => Ok(Some(batches)),
         Err(e) => match input.exceeded() {
             Some(_) if !setup.truncate && !setup.fail => Ok(None),
@@ -524,6 +535,17 @@ async fn collect(df: DataFrame, input: &Input, setup: &Setup) -> Result<Option<V
             _ => Err(query_error(e)),
         },
     }
+}
+
+/// Plans `df` and starts it, noting the plan among the run's stages.
+async fn execute(
+    df: DataFrame,
+    setup: &Setup,
+) -> datafusion::error::Result<SendableRecordBatchStream> {
+    let task = Arc::new(df.task_ctx());
+    let physical = df.create_physical_plan().await?;
+    setup.stages.record(&physical);
+    execute_stream(physical, task)
 }
 
 /// ORDER BY in YT's value order (null first ascending, last descending; a NaN key fails),

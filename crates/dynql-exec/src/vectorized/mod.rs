@@ -3,7 +3,8 @@
 //! lookup joins, [`lookup_join`]), with YT's semantics kept in DataFusion functions
 //! ([`udf`]) that evaluate expressions over Arrow arrays ([`evaluate`], [`compare`], [`calls`])
 //! within a budget of computed bytes per batch ([`budget`]), and in operators of its own where
-//! YT's grouping depends on scan order ([`first_groups`], [`totals`]).
+//! YT's grouping depends on scan order ([`first_groups`], [`totals`]). A run keeps the plans
+//! it executes ([`stages`]) for EXPLAIN ANALYZE.
 
 pub(crate) mod budget;
 pub(crate) mod byte_kernels;
@@ -21,6 +22,7 @@ pub(crate) mod numeric_calls;
 pub(crate) mod regex_calls;
 pub(crate) mod results;
 pub(crate) mod row_group_pruning;
+pub(crate) mod stages;
 pub(crate) mod string_calls;
 pub(crate) mod table_scan;
 pub(crate) mod totals;

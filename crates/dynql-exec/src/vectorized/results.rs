@@ -24,6 +24,7 @@ use dynql_ql::texpr::TExpr;
 
 use super::input::Input;
 use super::lower::{query_error, wire_columns};
+use super::stages::Stages;
 use crate::error::{Error, Result};
 use crate::select::Statistics;
 
@@ -51,6 +52,7 @@ pub(crate) struct Results {
     /// Set when groups or rows were cut at the output row limit.
     cut: Arc<AtomicBool>,
     written: u64,
+    stages: Stages,
 }
 
 /// How a run treats YT's row limits.
@@ -70,6 +72,7 @@ impl Results {
         input: Input,
         limits: Limits,
         cut: Arc<AtomicBool>,
+        stages: Stages,
     ) -> Results {
         Results {
             rows: Some(rows),
@@ -82,12 +85,18 @@ impl Results {
             truncate: limits.truncate,
             cut,
             written: 0,
+            stages,
         }
     }
 
     /// The result's columns as Arrow fields.
     pub(crate) fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+
+    /// The physical plans the run executes.
+    pub(crate) fn stages(&self) -> Stages {
+        self.stages.clone()
     }
 
     /// Whether rows can be handed on as they come: the run fails or cuts at a row limit

@@ -24,6 +24,9 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
 };
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
@@ -125,12 +128,54 @@ impl InputLimit {
     }
 }
 
-/// What the scans of one query read: their streams (summed once they end) and the data
-/// weight of the rows they handed on.
+/// What the scans of one query read: their streams (summed once they end, and added to
+/// the metrics of the partition that read each) and the data weight of the rows they
+/// handed on.
 #[derive(Default)]
 pub(crate) struct Reads {
-    streams: Mutex<Vec<StreamRead>>,
+    streams: Mutex<Vec<(StreamRead, Arc<ScanMetrics>)>>,
     data_weight: AtomicU64,
+}
+
+/// The metrics of one partition of a [`TabletScanExec`] (shown by EXPLAIN ANALYZE): rows
+/// and batches handed on and the time spent waiting for them (DataFusion's baseline), and
+/// what the partition's stream read, counted once it ends.
+struct ScanMetrics {
+    baseline: BaselineMetrics,
+    rows_decoded: Count,
+    row_groups_read: Count,
+    chunks_read: Count,
+    chunks_skipped_by_key_filter: Count,
+    data_weight: Count,
+    /// Whether the stream's statistics were added: at its end, or after the plan ran.
+    counted: AtomicBool,
+}
+
+impl ScanMetrics {
+    fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> ScanMetrics {
+        let count = |name: &'static str| MetricBuilder::new(metrics).counter(name, partition);
+        ScanMetrics {
+            baseline: BaselineMetrics::new(metrics, partition),
+            rows_decoded: count("rows_decoded"),
+            row_groups_read: count("row_groups_read"),
+            chunks_read: count("chunks_read"),
+            chunks_skipped_by_key_filter: count("chunks_skipped_by_key_filter"),
+            data_weight: count("data_weight"),
+            counted: AtomicBool::new(false),
+        }
+    }
+
+    /// Adds what a finished stream read, once.
+    fn add(&self, read: &ScanStatistics) {
+        if self.counted.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.rows_decoded.add(read.rows_decoded as usize);
+        self.row_groups_read.add(read.row_groups.0);
+        self.chunks_read.add(read.chunks.0);
+        self.chunks_skipped_by_key_filter
+            .add(read.chunks_skipped_by_key_filter as usize);
+    }
 }
 
 impl fmt::Debug for Reads {
@@ -157,8 +202,9 @@ pub(crate) async fn streamed(reads: &ScanReads, rows_read: u64) -> ScanStatistic
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    for read in streams {
+    for (read, metrics) in streams {
         if let Some(s) = read.finished().await {
+            metrics.add(&s);
             total.rows_decoded += s.rows_decoded;
             total.chunks_skipped_by_key_filter += s.chunks_skipped_by_key_filter;
             total.tablets.0 = total.tablets.0.max(s.tablets.0);
@@ -434,6 +480,7 @@ pub(crate) struct TabletScanExec {
     filter: Option<Arc<dyn RowGroupFilter>>,
     /// At most the rows wanted of the scan (a LIMIT), if known.
     fetch: Option<usize>,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl TabletScanExec {
@@ -476,6 +523,7 @@ impl TabletScanExec {
             pushed: Vec::new(),
             filter: None,
             fetch: None,
+            metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 }
@@ -534,6 +582,10 @@ impl ExecutionPlan for TabletScanExec {
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         vec![]
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
     }
 
     fn apply_expressions(
@@ -614,11 +666,12 @@ impl ExecutionPlan for TabletScanExec {
                 self.fetch,
             )
             .map_err(failed)?;
+        let metrics = Arc::new(ScanMetrics::new(&self.metrics, partition));
         self.reads
             .streams
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(stream.read());
+            .push((stream.read(), metrics.clone()));
         let reads = self.reads.clone();
         let schema = self.schema.clone();
         // The scan's batches hold the projected columns, in order.
@@ -630,12 +683,13 @@ impl ExecutionPlan for TabletScanExec {
         // for: the rows up to the limit go first. The state is the stream still to read
         // (none after an error or the end) and whether rows were left over.
         let batches = futures::stream::unfold((Some(stream), false), move |(stream, over)| {
-            let (limit, projection, out, table, reads) = (
+            let (limit, projection, out, table, reads, metrics) = (
                 limit.clone(),
                 projection.clone(),
                 out.clone(),
                 table.clone(),
                 reads.clone(),
+                metrics.clone(),
             );
             async move {
                 let mut stream = stream?;
@@ -646,7 +700,20 @@ impl ExecutionPlan for TabletScanExec {
                 if over {
                     return overflow();
                 }
-                let batch = match stream.next().await? {
+                // Waiting for a batch: decoding it, when the scan is read inline.
+                let timer = metrics.baseline.elapsed_compute().timer();
+                let next = stream.next().await;
+                timer.done();
+                let Some(next) = next else {
+                    // Read to its end: what it read is known now (EXPLAIN ANALYZE in SQL
+                    // shows the metrics before the query's statistics are gathered).
+                    if let Some(read) = stream.read().finished().await {
+                        metrics.add(&read);
+                    }
+                    metrics.baseline.done();
+                    return None;
+                };
+                let batch = match next {
                     Ok(batch) => batch,
                     Err(e) => return Some((Err(failed(e.into())), (None, false))),
                 };
@@ -663,7 +730,9 @@ impl ExecutionPlan for TabletScanExec {
                     batch_weight(&batch)
                 };
                 reads.data_weight.fetch_add(weight, Ordering::Relaxed);
-                let projected = project(&batch, &projection, &out, &table);
+                metrics.data_weight.add(weight as usize);
+                let projected = project(&batch, &projection, &out, &table)
+                    .map(|b| b.record_output(&metrics.baseline));
                 Some((projected, (Some(stream), passed < rows)))
             }
         });

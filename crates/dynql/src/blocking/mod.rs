@@ -170,6 +170,16 @@ impl Database {
         self.runtime.run(self.db.explain_query(query, options))
     }
 
+    /// [`crate::Database::explain_analyze_query`].
+    pub fn explain_analyze_query(
+        &self,
+        query: &str,
+        options: &SelectOptions,
+    ) -> Result<Explanation> {
+        self.runtime
+            .run(self.db.explain_analyze_query(query, options))
+    }
+
     /// [`crate::Database::sql`].
     pub fn sql(
         &self,
