@@ -144,3 +144,50 @@ async fn a_string_that_is_not_utf8_names_its_column_and_table() {
         "{e}"
     );
 }
+
+/// Each tablet's rows come in key order, and the scan says so: ORDER BY the key with YT's
+/// null order (nulls first; SQL's default puts them last) merges the tablets instead of
+/// sorting, and the rows are in order (the dynamic store's rows and flushed chunks merged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scan_declares_key_order_so_an_order_by_the_key_needs_no_sort() {
+    let db = Database::open("memory://").unwrap();
+    table(&db).await;
+    let query = r#"SELECT k, v FROM "//t" ORDER BY k NULLS FIRST LIMIT 5"#;
+    let plan = physical_plan(&db, query).await;
+    assert!(!plan.contains("SortExec"), "{plan}");
+    assert!(plan.contains("SortPreservingMergeExec"), "{plan}");
+    let query = r#"SELECT k FROM "//t" WHERE k > 95 ORDER BY k NULLS FIRST LIMIT 8"#;
+    let r = sql(&db, query).await;
+    let keys: Vec<_> = r.rows.iter().map(|r| r[0].clone()).collect();
+    assert_eq!(keys, (96..104).map(Value::Int64).collect::<Vec<_>>());
+    // A column that is not the key is still sorted.
+    let plan = physical_plan(&db, r#"SELECT k FROM "//t" ORDER BY n, k LIMIT 5"#).await;
+    assert!(plan.contains("SortExec"), "{plan}");
+    // Descending is a sort too.
+    let r = sql(&db, r#"SELECT k FROM "//t" ORDER BY k DESC LIMIT 2"#).await;
+    assert_eq!(
+        r.rows,
+        vec![vec![Value::Int64(299)], vec![Value::Int64(298)]]
+    );
+
+    // A string key with a null, over a flushed chunk and the dynamic store.
+    db.create_table_from_text(
+        "//s",
+        "{dynamic=%true; schema=[{name=s; type=string; sort_order=ascending}; {name=x; type=int64}]}",
+    )
+    .await
+    .unwrap();
+    let rows = [json!({"s": "b", "x": 1}), json!({"s": "a", "x": 2})];
+    db.insert_json_rows("//s", &rows).await.unwrap();
+    db.flush("//s").await.unwrap();
+    let rows = [json!({"s": null, "x": 3}), json!({"s": "ab", "x": 4})];
+    db.insert_json_rows("//s", &rows).await.unwrap();
+    let query = r#"SELECT s, x FROM "//s" ORDER BY s NULLS FIRST"#;
+    assert!(!physical_plan(&db, query).await.contains("SortExec"));
+    let r = sql(&db, query).await;
+    let xs: Vec<_> = r.rows.iter().map(|r| r[1].clone()).collect();
+    assert_eq!(xs, [3, 2, 4, 1].map(Value::Int64).to_vec(), "{:?}", r.rows);
+    let r = sql(&db, r#"SELECT s, x FROM "//s" ORDER BY s"#).await;
+    let xs: Vec<_> = r.rows.iter().map(|r| r[1].clone()).collect();
+    assert_eq!(xs, [2, 4, 1, 3].map(Value::Int64).to_vec(), "{:?}", r.rows);
+}

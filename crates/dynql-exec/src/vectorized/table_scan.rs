@@ -8,18 +8,22 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::Statistics as DfStatistics;
 use datafusion::config::ConfigOptions;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::expressions::Column as ColumnExpr;
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
@@ -27,6 +31,7 @@ use datafusion::physical_plan::filter_pushdown::{
 use datafusion::physical_plan::metrics::{
     BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput,
 };
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
@@ -496,8 +501,12 @@ impl TabletScanExec {
         reads: ScanReads,
     ) -> TabletScanExec {
         let partitions = scan.partitions(in_key_order);
+        let ordering = match key_ordering(&scan, &columns, &schema) {
+            Some(ordering) => EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]),
+            None => EquivalenceProperties::new(schema.clone()),
+        };
         let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
+            ordering,
             Partitioning::UnknownPartitioning(partitions.len()),
             EmissionType::Incremental,
             Boundedness::Bounded,
@@ -586,6 +595,24 @@ impl ExecutionPlan for TabletScanExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
+    }
+
+    /// At most how many rows the scan gives (the planned row groups' versions and the
+    /// dynamic store's keys), for the whole scan or its one partition: an estimate, since
+    /// versions merge and WHERE's pruning skips.
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<DfStatistics>],
+        args: &StatisticsArgs,
+    ) -> DfResult<Arc<DfStatistics>> {
+        let mut statistics = DfStatistics::new_unknown(&self.schema);
+        if let ScanSource::Tablets(scan) = &self.scan {
+            let most = scan.most_rows();
+            if most != u64::MAX && (args.partition().is_none() || self.partitions.len() == 1) {
+                statistics.num_rows = Precision::Inexact(most as usize);
+            }
+        }
+        Ok(Arc::new(statistics))
     }
 
     fn apply_expressions(
@@ -738,6 +765,46 @@ impl ExecutionPlan for TabletScanExec {
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }
+}
+
+/// The order every partition of a scan gives its rows in, as far as DataFusion may rely on
+/// it: the longest prefix of a sorted table's key whose columns are projected (`columns`,
+/// named as in `schema`), ascending, nulls first (YT's null is the least value). Each
+/// partition is a tablet, or the tablets in key order, read range by range in key order. A
+/// double key ends the prefix (Arrow's order puts -0.0 before 0.0 and NaN last), and so does
+/// a YSON (`any`) key, whose order is YT's and not its bytes'.
+fn key_ordering(
+    scan: &ScanSource,
+    columns: &[usize],
+    schema: &SchemaRef,
+) -> Option<Vec<PhysicalSortExpr>> {
+    let ScanSource::Tablets(scan) = scan else {
+        return None;
+    };
+    let table = scan.entry().schema.query_schema();
+    if !table.is_sorted() {
+        return None;
+    }
+    let ascending = SortOptions {
+        descending: false,
+        nulls_first: true,
+    };
+    let mut ordering = Vec::new();
+    for (k, key) in table.columns()[..table.key_column_count()]
+        .iter()
+        .enumerate()
+    {
+        let ordered = matches!(
+            key.wire_type(),
+            ValueType::Int64 | ValueType::Uint64 | ValueType::Boolean | ValueType::String
+        );
+        let Some(at) = columns.iter().position(|&c| c == k).filter(|_| ordered) else {
+            break;
+        };
+        let column = ColumnExpr::new(schema.field(at).name(), at);
+        ordering.push(PhysicalSortExpr::new(Arc::new(column), ascending));
+    }
+    (!ordering.is_empty()).then_some(ordering)
 }
 
 /// The projected columns of a scanned batch of `table`, in the scan schema's types.
