@@ -13,6 +13,13 @@ pub struct Cli {
     /// Store URL: file://DIR, s3://BUCKET/PREFIX or memory:// [env: DYNQL_STORE; default: file://./dynql-data]
     #[arg(long, global = true)]
     pub store: Option<String>,
+    /// Most memory a query's operators and the chunk cache hold together, e.g. `512MiB` or
+    /// `2GB` (KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB of 1024, a bare number is
+    /// bytes): the chunk cache gets a quarter of it at most, the operators the rest; sorts,
+    /// aggregations and joins past it spill to temporary files or fail with a clear error
+    /// [default: no limit]
+    #[arg(long, global = true, value_parser = parse_memory_size)]
+    pub memory_limit: Option<usize>,
     /// `yt`'s cluster proxy: dynql is embedded and has none (an error that says to use --store).
     #[arg(long, global = true, hide = true)]
     pub proxy: Option<String>,
@@ -549,4 +556,58 @@ pub struct CopyArgs {
     /// The master transaction to work in.
     #[arg(long)]
     pub tx: Option<String>,
+}
+
+/// A memory size: a number of bytes with an optional unit (`KB`/`MB`/`GB`/`TB` in powers of
+/// 1000, `KiB`/`MiB`/`GiB`/`TiB` in powers of 1024, as DuckDB spells them; `B` for bytes).
+pub fn parse_memory_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a memory size (e.g. 512MiB, 2GB, 1000000)"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+            ))
+        }
+    };
+    let bytes = number * scale;
+    if !(1.0..=usize::MAX as f64).contains(&bytes) {
+        return Err(format!("{text:?} is not a memory size above 0 bytes"));
+    }
+    Ok(bytes as usize)
+}
+
+#[cfg(test)]
+mod memory_size_tests {
+    use super::parse_memory_size;
+
+    #[test]
+    fn sizes_take_duckdbs_units() {
+        assert_eq!(parse_memory_size("1000"), Ok(1000));
+        assert_eq!(parse_memory_size("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_memory_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_memory_size("1.5 kib"), Ok(1536));
+        assert!(parse_memory_size("0").is_err());
+        assert!(parse_memory_size("12 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_memory_size("lots")
+            .unwrap_err()
+            .contains("not a memory size"));
+    }
 }

@@ -15,6 +15,9 @@ use crate::row_input::{read_rows, special_doubles};
 /// the same row groups batch after batch).
 const ONE_COMMAND_CACHE_BYTES: usize = 64 << 20;
 
+/// The shell keeps what it decodes for the statements after (the store's default).
+const SHELL_CACHE_BYTES: usize = 2 << 30;
+
 /// Runs the command line: opens the store, then runs one command on stdin and stdout, or the
 /// shell.
 pub async fn run(cli: Cli) -> Result<()> {
@@ -23,7 +26,11 @@ pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Shell => {
             let new_store = !Database::was_written(&url);
-            crate::shell::run(&Database::open(&url)?, &url, new_store).await
+            let db = match cli.memory_limit {
+                None => Database::open(&url)?,
+                Some(limit) => crate::store::limited(&url, SHELL_CACHE_BYTES, limit)?,
+            };
+            crate::shell::run(&db, &url, new_store).await
         }
         command => {
             // One command reads each row group about once: keep little of what it decodes,
@@ -35,7 +42,13 @@ pub async fn run(cli: Cli) -> Result<()> {
                 command,
                 Command::Sql(_) | Command::SelectRows(_) | Command::ExplainQuery { .. }
             );
-            let store = crate::store::open(&url, reads_only, ONE_COMMAND_CACHE_BYTES, quiet)?;
+            let store = crate::store::open(
+                &url,
+                reads_only,
+                ONE_COMMAND_CACHE_BYTES,
+                cli.memory_limit,
+                quiet,
+            )?;
             // Unlocked handles: their locks are not Send, and a command's future may move
             // between the runtime's threads.
             let mut stdin = std::io::stdin();

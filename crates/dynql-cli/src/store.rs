@@ -62,22 +62,45 @@ pub struct OpenStore {
 /// Opens the store at `url` for `command` keeping at most `cache_bytes` of decoded row
 /// groups. A command that only reads gets an empty store, created nowhere, where none was
 /// ever written; the note for the user says so unless `quiet`.
-pub fn open(url: &str, reads_only: bool, cache_bytes: usize, quiet: bool) -> Result<OpenStore> {
+pub fn open(
+    url: &str,
+    reads_only: bool,
+    cache_bytes: usize,
+    memory_limit: Option<usize>,
+    quiet: bool,
+) -> Result<OpenStore> {
     if reads_only && !Database::was_written(url) {
         if !quiet {
             eprintln!("{}", missing_note(url));
         }
+        let db = Database::open("memory://")?;
+        let db = match memory_limit {
+            Some(limit) => db.with_memory_limit(limit)?,
+            None => db,
+        };
         return Ok(OpenStore {
-            db: Database::open("memory://")?,
+            db,
             url: url.to_string(),
             missing: true,
         });
     }
+    let db = match memory_limit {
+        None => Database::open_with_chunk_cache(url, cache_bytes)?,
+        Some(limit) => limited(url, cache_bytes, limit)?,
+    };
     Ok(OpenStore {
-        db: Database::open_with_chunk_cache(url, cache_bytes)?,
+        db,
         url: url.to_string(),
         missing: false,
     })
+}
+
+/// The store at `url` within `memory_limit` bytes: the chunk cache keeps at most a quarter
+/// of them (and at most `cache_bytes`), the queries' operators the rest.
+pub fn limited(url: &str, cache_bytes: usize, memory_limit: usize) -> Result<Database> {
+    let cache = cache_bytes.min(memory_limit / 4);
+    let operators = (memory_limit - cache).max(1);
+    Ok(Database::open_with_chunk_cache(url, cache)?.with_memory_limit(operators)?)
 }
 
 /// What a command that only reads says of a store never written.

@@ -36,6 +36,10 @@ impl From<DataFusionError> for Error {
 fn datafusion_message(e: &DataFusionError) -> String {
     match e.find_root() {
         DataFusionError::SQL(parser, _) => parser.to_string(),
+        DataFusionError::ResourcesExhausted(message) => format!(
+            "the query needs more memory than its memory limit allows (and could not spill \
+             what it holds): {message}"
+        ),
         root => root.to_string(),
     }
 }

@@ -3,6 +3,7 @@
 //! query ([`select::select_rows`]).
 
 pub mod computed;
+pub mod engine;
 pub mod error;
 pub mod provider;
 mod pushdown;
@@ -12,6 +13,7 @@ pub mod source;
 pub mod sql;
 mod vectorized;
 
+pub use engine::Engine;
 pub use error::{Error, Result};
 pub use scan::{Analysis, Explanation};
 pub use select::{

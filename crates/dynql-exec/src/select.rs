@@ -17,6 +17,7 @@ use dynql_ql::plan::QueryPlan;
 use dynql_ql::{bind_query, BindOptions};
 use dynql_storage::{ScanStatistics, Store, Timestamp};
 
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::scan::{main_table_ranges, Analysis, Explanation};
 use crate::source::{FileTables, Tables};
@@ -267,10 +268,19 @@ pub async fn select_stream(
     query: &str,
     options: &SelectOptions,
 ) -> Result<QueryStream> {
+    select_stream_in(&Engine::shared(), store, query, options).await
+}
+
+pub(crate) async fn select_stream_in(
+    engine: &Engine,
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<QueryStream> {
     check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
     let ranges = readable_ranges(&catalog, &plan, options)?;
-    crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await
+    crate::vectorized::lower::run(engine, &catalog, &plan, &ranges, options).await
 }
 
 /// The main table's key ranges for `plan`, once every table it reads is known readable.
@@ -300,13 +310,23 @@ pub async fn explain_analyze_query(
     query: &str,
     options: &SelectOptions,
 ) -> Result<Explanation> {
+    explain_analyze_query_in(&Engine::shared(), store, query, options).await
+}
+
+pub(crate) async fn explain_analyze_query_in(
+    engine: &Engine,
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<Explanation> {
     check_options(options)?;
     let started = std::time::Instant::now();
     let (catalog, plan) = bind(store, query, options).await?;
     let ranges = readable_ranges(&catalog, &plan, options)?;
     let main = catalog.source(store, &plan.sources[0].path)?;
     let read = main.explain(Some(&ranges), options.timestamp).await?;
-    let mut stream = crate::vectorized::lower::run(&catalog, &plan, &ranges, options).await?;
+    let mut stream =
+        crate::vectorized::lower::run(engine, &catalog, &plan, &ranges, options).await?;
     let mut result_rows = 0u64;
     while let Some(batch) = stream.next().await {
         result_rows += batch?.num_rows() as u64;
@@ -334,6 +354,15 @@ pub async fn explain_query(
     query: &str,
     options: &SelectOptions,
 ) -> Result<Explanation> {
+    explain_query_in(&Engine::shared(), store, query, options).await
+}
+
+pub(crate) async fn explain_query_in(
+    engine: &Engine,
+    store: &Store,
+    query: &str,
+    options: &SelectOptions,
+) -> Result<Explanation> {
     check_options(options)?;
     let (catalog, plan) = bind(store, query, options).await?;
     let ranges = main_table_ranges(
@@ -343,7 +372,8 @@ pub async fn explain_query(
     )?;
     let main = catalog.source(store, &plan.sources[0].path)?;
     let read = main.explain(Some(&ranges), options.timestamp).await?;
-    let plan = Some(crate::vectorized::lower::explain(&catalog, &plan, &ranges, options).await?);
+    let plan =
+        Some(crate::vectorized::lower::explain(engine, &catalog, &plan, &ranges, options).await?);
     Ok(Explanation {
         ranges,
         read,

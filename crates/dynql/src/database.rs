@@ -27,6 +27,8 @@ use crate::transaction::Transaction;
 #[derive(Clone)]
 pub struct Database {
     pub(crate) store: Store,
+    /// DataFusion's runtime and sessions for this database's queries.
+    pub(crate) engine: dynql_exec::Engine,
 }
 
 impl Database {
@@ -34,6 +36,7 @@ impl Database {
     pub fn open(url: &str) -> Result<Database> {
         Ok(Database {
             store: Store::open(url)?,
+            engine: dynql_exec::Engine::new(None)?,
         })
     }
 
@@ -42,7 +45,33 @@ impl Database {
     pub fn open_with_chunk_cache(url: &str, bytes: usize) -> Result<Database> {
         Ok(Database {
             store: Store::open(url)?.with_chunk_cache_bytes(bytes),
+            engine: dynql_exec::Engine::new(None)?,
         })
+    }
+
+    /// This database, its queries' operators (YT QL and SQL) holding at most `bytes` of
+    /// memory together: sorts, aggregations and joins past it spill to temporary files
+    /// where DataFusion can, and fail with a resources-exhausted error where it cannot. The
+    /// limit does not cover the chunk cache, whose budget is set apart
+    /// ([`Database::open_with_chunk_cache`]).
+    ///
+    /// # Example
+    /// ```
+    /// let db = dynql::Database::open("memory://")?.with_memory_limit(512 << 20)?;
+    /// assert_eq!(db.memory_limit(), Some(512 << 20));
+    /// # Ok::<(), dynql::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A limit of 0 bytes.
+    pub fn with_memory_limit(mut self, bytes: usize) -> Result<Database> {
+        self.engine = dynql_exec::Engine::new(Some(bytes))?;
+        Ok(self)
+    }
+
+    /// The memory limit of the queries' operators, if any ([`Database::with_memory_limit`]).
+    pub fn memory_limit(&self) -> Option<usize> {
+        self.engine.memory_limit()
     }
 
     /// Whether a store was ever written at `url` (see [`Store::was_written`]): opening one
@@ -520,7 +549,10 @@ impl Database {
         query: &str,
         options: &SelectOptions,
     ) -> Result<SelectStream> {
-        let stream = dynql_exec::select_stream(&self.store, query, options).await?;
+        let stream = self
+            .engine
+            .select_stream(&self.store, query, options)
+            .await?;
         Ok(SelectStream::new(stream, options.binary_strings))
     }
 
@@ -556,7 +588,9 @@ impl Database {
         files: &dynql_exec::FileTables,
         timestamp: Timestamp,
     ) -> Result<SelectResult> {
-        let result = dynql_exec::sql::run_sql(&self.store, query, files, timestamp).await?;
+        let result =
+            dynql_exec::sql::run_sql_in(&self.engine, &self.store, query, files, timestamp, false)
+                .await?;
         Ok(SelectResult::from(result))
     }
 
@@ -570,7 +604,8 @@ impl Database {
         timestamp: Timestamp,
     ) -> Result<SelectResult> {
         let result =
-            dynql_exec::sql::run_sql_allowing_writes(&self.store, query, files, timestamp).await?;
+            dynql_exec::sql::run_sql_in(&self.engine, &self.store, query, files, timestamp, true)
+                .await?;
         Ok(SelectResult::from(result))
     }
 
@@ -597,7 +632,10 @@ impl Database {
         query: &str,
         options: &SelectOptions,
     ) -> Result<dynql_exec::Explanation> {
-        Ok(dynql_exec::explain_query(&self.store, query, options).await?)
+        Ok(self
+            .engine
+            .explain_query(&self.store, query, options)
+            .await?)
     }
 
     /// Runs `query` to its end (counting its rows, not keeping them) and explains it as
@@ -626,7 +664,10 @@ impl Database {
         query: &str,
         options: &SelectOptions,
     ) -> Result<dynql_exec::Explanation> {
-        Ok(dynql_exec::explain_analyze_query(&self.store, query, options).await?)
+        Ok(self
+            .engine
+            .explain_analyze_query(&self.store, query, options)
+            .await?)
     }
 
     /// Compacts a table now, dropping the versions its retention settings allow; returns the

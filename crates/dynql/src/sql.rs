@@ -59,7 +59,7 @@ impl Database {
     pub fn sql_session(&self) -> SqlSession {
         SqlSession {
             store: self.store.clone(),
-            session: dynql_exec::sql::SqlSession::new(),
+            session: dynql_exec::sql::SqlSession::with_engine(&self.engine),
         }
     }
 
@@ -90,7 +90,7 @@ impl Database {
     /// SQL errors (parse, planning), storage and file errors of the statements before the
     /// last and of the last one's planning; errors while it runs come through the stream.
     pub async fn sql_stream(&self, sql: &str, options: &SqlOptions) -> Result<SqlStream> {
-        let mut session = dynql_exec::sql::SqlSession::new();
+        let mut session = dynql_exec::sql::SqlSession::with_engine(&self.engine);
         let inner = session.stream(&self.store, sql, options).await?;
         Ok(SqlStream { inner })
     }

@@ -13,6 +13,7 @@ mod io;
 mod key_filters;
 mod limits;
 mod master_locks;
+mod memory;
 mod mvcc;
 mod parquet_types;
 mod ql_rules;

@@ -24,6 +24,7 @@ mod session;
 
 pub use session::{SqlOutcome, SqlSession};
 
+use crate::engine::Engine;
 use dynql_storage::{Store, Timestamp};
 
 use crate::error::Result;
@@ -79,7 +80,7 @@ pub async fn run_sql(
     files: &FileTables,
     timestamp: Timestamp,
 ) -> Result<QueryResult> {
-    run_once(store, sql, files, timestamp, false).await
+    run_sql_in(&Engine::shared(), store, sql, files, timestamp, false).await
 }
 
 /// [`run_sql`], also allowing statements that write files (`COPY … TO 'file'`, `INSERT INTO`
@@ -93,11 +94,16 @@ pub async fn run_sql_allowing_writes(
     files: &FileTables,
     timestamp: Timestamp,
 ) -> Result<QueryResult> {
-    run_once(store, sql, files, timestamp, true).await
+    run_sql_in(&Engine::shared(), store, sql, files, timestamp, true).await
 }
 
-/// Runs `sql` in a session of its own; the last result, or the first error.
-async fn run_once(
+/// Runs `sql` in a session of its own over `engine`'s runtime (its memory limit); the last
+/// result, or the first error. Statements that write files run only with `allow_writes`.
+///
+/// # Errors
+/// As [`run_sql`].
+pub async fn run_sql_in(
+    engine: &Engine,
     store: &Store,
     sql: &str,
     files: &FileTables,
@@ -109,7 +115,9 @@ async fn run_once(
         timestamp,
         allow_writes,
     };
-    let outcome = SqlSession::new().run(store, sql, &options).await;
+    let outcome = SqlSession::with_engine(engine)
+        .run(store, sql, &options)
+        .await;
     if let Some((_, e)) = outcome.error {
         return Err(e);
     }

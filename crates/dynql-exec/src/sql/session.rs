@@ -5,6 +5,7 @@
 //! ones it names, reads them from one fresh snapshot, and lets them go when it ends, so the
 //! next statement sees what was written since.
 
+use crate::engine::Engine;
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
@@ -82,9 +83,15 @@ pub struct SqlOutcome {
 }
 
 impl SqlSession {
-    /// A session with nothing in it.
+    /// A session with nothing in it, in the process's shared engine.
     pub fn new() -> SqlSession {
-        let ctx = SessionContext::new();
+        SqlSession::with_engine(&Engine::shared())
+    }
+
+    /// A session with nothing in it over `engine`'s runtime (its memory pool and the disk
+    /// manager operators spill to).
+    pub fn with_engine(engine: &Engine) -> SqlSession {
+        let ctx = SessionContext::new_with_config_rt(engine.session_config(), engine.runtime());
         let sources = Arc::new(OpenedSources::default());
         for (name, format) in read_files::FUNCTIONS {
             ctx.register_udtf(

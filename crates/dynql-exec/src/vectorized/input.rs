@@ -3,13 +3,10 @@
 //! limits, and the DataFusion session the plan runs in.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use datafusion::datasource::TableProvider;
-use datafusion::execution::context::SessionState;
-use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::execution::{SessionStateBuilder, TaskContext};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionContext;
 
 use dynql_core::ValueType;
 use dynql_ql::eval::EvalOptions;
@@ -22,6 +19,7 @@ use super::lower::{groups_in_scan_order, needs_scan_order, reads_in_key_order, L
 use super::stages::Stages;
 use super::table_scan::{streamed, InputLimit, ScanReads, ScanSource, ScanTable};
 use super::where_pruning::{skippable, WhereFilter};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::select::{SelectOptions, Statistics};
 use crate::source::Tables;
@@ -78,11 +76,18 @@ pub(super) struct Setup {
     /// The physical plans the run executes.
     pub(super) stages: Stages,
     pub(super) ctx: SessionContext,
+    /// The runtime and sessions the run plans in.
+    pub(super) engine: Engine,
 }
 
 impl Setup {
     /// For `plan`, in scan order where its result depends on it or `in_scan_order`.
-    pub(super) fn new(plan: &QueryPlan, options: &SelectOptions, in_scan_order: bool) -> Setup {
+    pub(super) fn new(
+        engine: &Engine,
+        plan: &QueryPlan,
+        options: &SelectOptions,
+        in_scan_order: bool,
+    ) -> Setup {
         let wire = |schema: &dynql_core::TableSchema| -> Vec<ValueType> {
             schema.columns().iter().map(|c| c.wire_type()).collect()
         };
@@ -106,7 +111,8 @@ impl Setup {
             fail: options.fail_on_incomplete_result,
             rerun: in_scan_order,
             stages: Stages::default(),
-            ctx: session(ordered),
+            ctx: engine.session(ordered),
+            engine: engine.clone(),
         }
     }
 
@@ -137,7 +143,7 @@ impl Setup {
         if source.is_small() {
             // A small read runs in one partition: repartitioning its few batches across
             // cores costs more (tasks, channels) than the work it would share.
-            self.ctx = session(true);
+            self.ctx = self.engine.session(true);
         }
         let prunes = match &source {
             ScanSource::Tablets(scan) => {
@@ -207,51 +213,6 @@ impl Setup {
             joins,
         })
     }
-}
-
-/// The session a query runs in: in one partition, or in one per core. Lowered plans call
-/// their functions directly (YT's as UDFs, DataFusion's aggregates through `expr_fn`), so
-/// the session registers none and holds nothing of a query: the two are made once and
-/// shared by all queries of the process (building one cost a tenth of a point read), as is
-/// the runtime (memory pool, caches).
-fn session(one_partition: bool) -> SessionContext {
-    static ONE: OnceLock<SessionContext> = OnceLock::new();
-    static MANY: OnceLock<SessionContext> = OnceLock::new();
-    let (cell, partitions) = if one_partition {
-        (&ONE, Some(1))
-    } else {
-        (&MANY, None)
-    };
-    cell.get_or_init(|| {
-        let mut config = SessionConfig::new();
-        if let Some(n) = partitions {
-            config = config.with_target_partitions(n);
-        }
-        let state = SessionStateBuilder::new()
-            .with_config(config)
-            .with_runtime_env(runtime())
-            .build();
-        SessionContext::new_with_state(state)
-    })
-    .clone()
-}
-
-fn runtime() -> Arc<RuntimeEnv> {
-    static RUNTIME: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| Arc::new(RuntimeEnv::default()))
-        .clone()
-}
-
-/// The state and task context of the one-partition session, made once: a read in key
-/// order plans and runs in them without copying the session's state per query.
-pub(super) fn one_partition() -> &'static (SessionState, Arc<TaskContext>) {
-    static ONE: OnceLock<(SessionState, Arc<TaskContext>)> = OnceLock::new();
-    ONE.get_or_init(|| {
-        let state = session(true).state();
-        let task = state.task_ctx();
-        (state, task)
-    })
 }
 
 /// The table a plan reads and the counters of what it read.

@@ -33,7 +33,7 @@ use dynql_ql::plan::QueryPlan;
 use dynql_ql::texpr::TypedExpr;
 use dynql_storage::KeyRange;
 
-use super::input::{one_partition, table_layout, Input, Setup};
+use super::input::{table_layout, Input, Setup};
 use super::lower::{lower, offset_and_fetch, projections, query_error};
 use super::udf::Check;
 use crate::error::Result;
@@ -56,7 +56,7 @@ pub(super) async fn key_order_plan(
         p.expr.referenced_columns(&mut read);
     }
     read.sort_unstable();
-    let state = &one_partition().0;
+    let state = &setup.engine.one_partition().0;
     let limit = offset_and_fetch(query, output_row_limit);
     // The rows the scan is asked for at most (a hint: the filter may drop some).
     let wanted = limit.and_then(|(skip, fetch)| fetch.map(|f| skip.saturating_add(f)));

@@ -54,6 +54,7 @@ use super::key_order::key_order_plan;
 use super::results::{Limits, Results};
 use super::totals::{group_numbers, grouped_schema, Groups, GROUP_NUMBER};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::select::{QueryStream, SelectOptions};
 use crate::source::Tables;
@@ -207,13 +208,14 @@ fn aggregate(call: &AggregateCall, layout: &Layout, opts: EvalOptions) -> Result
 
 /// Runs `plan` over the main table's `ranges`, giving its result as it is computed.
 pub(crate) async fn run(
+    engine: &Engine,
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<QueryStream> {
     let first = async {
-        if let Some(mut results) = run_once(tables, plan, ranges, options, false).await? {
+        if let Some(mut results) = run_once(engine, tables, plan, ranges, options, false).await? {
             if results.streams() {
                 return Ok(Some(QueryStream::new(plan, results)));
             }
@@ -243,7 +245,7 @@ pub(crate) async fn run(
     }
     // A row limit was passed without `fail_on_incomplete_result`: YT keeps the rows up to
     // it in scan order, so the query runs again in scan order, cutting there.
-    let results = run_once(tables, plan, ranges, options, true)
+    let results = run_once(engine, tables, plan, ranges, options, true)
         .await?
         .ok_or_else(|| {
             Error::DataFusion(DataFusionError::Internal(
@@ -257,13 +259,14 @@ pub(crate) async fn run(
 /// rows. `None` when a row limit is passed without `fail_on_incomplete_result` in a run
 /// that is not in scan order.
 async fn run_once(
+    engine: &Engine,
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
     in_scan_order: bool,
 ) -> Result<Option<Results>> {
-    let mut setup = Setup::new(plan, options, in_scan_order);
+    let mut setup = Setup::new(engine, plan, options, in_scan_order);
     let input = setup.input(tables, plan, ranges, options).await?;
     let limits = Limits {
         output_row_limit: options.output_row_limit,
@@ -275,7 +278,7 @@ async fn run_once(
     if setup.ordered && reads_in_key_order(plan) {
         let physical =
             key_order_plan(plan, &setup, &input, ranges, options.output_row_limit).await?;
-        let task = super::input::one_partition().1.clone();
+        let task = setup.engine.one_partition().1.clone();
         setup.stages.record(&physical);
         let rows = execute_stream(physical, task).map_err(query_error)?;
         let stages = setup.stages.clone();
@@ -373,12 +376,13 @@ async fn run_once(
 /// aggregation and HAVING); WITH TOTALS shows the plan to the aggregation of the groups'
 /// states (what follows runs over the groups, see [`super::totals`]).
 pub(crate) async fn explain(
+    engine: &Engine,
     tables: &Tables,
     plan: &QueryPlan,
     ranges: &[KeyRange],
     options: &SelectOptions,
 ) -> Result<String> {
-    let mut setup = Setup::new(plan, options, false);
+    let mut setup = Setup::new(engine, plan, options, false);
     // Nothing is read: the plan is built, not run.
     let input = setup.input(tables, plan, ranges, options).await?;
     if setup.ordered && reads_in_key_order(plan) {
