@@ -35,6 +35,7 @@ use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
 use super::conditional::{evaluate_on, if_call};
+use super::in_list;
 use super::null_calls;
 use super::numeric_calls;
 use super::regex_calls;
@@ -95,6 +96,11 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
             let s = evaluate(operand, input, opts)?;
             Ok(bytes_predicate(&s, |b| re.is_match(b) != *negated))
         }
+        TExpr::In {
+            operands,
+            set,
+            negated,
+        } if in_list::applies(operands) => in_list::in_list(operands, set, *negated, input, opts),
         TExpr::Between { operands, ranges }
             if operands.len() == 1 && ranges.iter().all(|(l, h)| l.len() <= 1 && h.len() <= 1) =>
         {
@@ -226,6 +232,13 @@ pub(super) fn infallible(e: &TypedExpr) -> bool {
     match &e.kind {
         TExpr::Literal(_) | TExpr::Column(_) => true,
         TExpr::IsNull(_) => children(),
+        // Only a NaN operand fails the lookup (`any` is left out, as everywhere here).
+        TExpr::In { operands, .. } => {
+            operands
+                .iter()
+                .all(|o| !matches!(o.ty, ValueType::Double | ValueType::Any))
+                && children()
+        }
         TExpr::Unary(_, x) => x.ty != ValueType::Any && children(),
         TExpr::Binary(op, l, _) => {
             let safe_op = match op {

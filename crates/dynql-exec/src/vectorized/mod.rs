@@ -13,6 +13,7 @@ pub(crate) mod compare;
 pub(crate) mod conditional;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
+pub(crate) mod in_list;
 pub(crate) mod input;
 pub(crate) mod key_order;
 pub(crate) mod lookup_join;

@@ -1,0 +1,330 @@
+//! `(operands) [NOT] IN (literal tuples)` over arrays (issue 41), with the row evaluator's
+//! semantics: a row is in the list when its tuple of values equals one of the list's tuples in
+//! YT's value equality (null equals null, -0.0 equals 0.0, a value of another type equals
+//! nothing), so the result is never null; a NaN operand fails with "Cannot compare NaN values".
+//!
+//! Each operand position gets a hash map from the list's distinct values there to small ids,
+//! built once per batch and borrowing the list's bytes (a list of thousands of strings costs
+//! no allocation per string). One operand is then one lookup per row; a tuple is the row's ids
+//! looked up in the set of the list's id tuples.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use arrow::buffer::BooleanBuffer;
+use arrow::datatypes::{Float64Type, Int64Type, UInt64Type};
+
+use dynql_core::{Value, ValueType};
+use dynql_ql::eval::EvalOptions;
+use dynql_ql::texpr::TypedExpr;
+use dynql_ql::Result;
+
+use super::evaluate::{evaluate, runtime, Batch};
+
+type FastMap<K> = HashMap<K, u32, foldhash::fast::FixedState>;
+
+/// The id of a value that is not in the list at that position.
+const ABSENT: u32 = u32::MAX;
+
+/// Whether `operands IN (…)` runs here: operands of scalar types with a Value-free
+/// encoding (`any` and typed nulls keep the row path).
+pub(super) fn applies(operands: &[TypedExpr]) -> bool {
+    !operands.is_empty()
+        && operands.iter().all(|o| {
+            matches!(
+                o.ty,
+                ValueType::Int64
+                    | ValueType::Uint64
+                    | ValueType::Double
+                    | ValueType::Boolean
+                    | ValueType::String
+            )
+        })
+}
+
+/// `operands [NOT] IN set` over every row of `input` (see [`applies`]).
+pub(super) fn in_list(
+    operands: &[TypedExpr],
+    set: &HashSet<Vec<Value>>,
+    negated: bool,
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    let arrays = operands
+        .iter()
+        .map(|o| evaluate(o, input, opts))
+        .collect::<Result<Vec<_>>>()?;
+    // The row evaluator checks the whole key for NaN before looking it up.
+    for (o, a) in operands.iter().zip(&arrays) {
+        if o.ty == ValueType::Double {
+            let d = a.as_primitive::<Float64Type>();
+            if (0..d.len()).any(|i| d.is_valid(i) && d.value(i).is_nan()) {
+                return Err(runtime("Cannot compare NaN values"));
+            }
+        }
+    }
+    // Tuples of another length equal no key.
+    let tuples: Vec<&[Value]> = set
+        .iter()
+        .filter(|t| t.len() == operands.len())
+        .map(Vec::as_slice)
+        .collect();
+    let mut positions: Vec<Members<'_>> = operands.iter().map(|o| Members::new(o.ty)).collect();
+    // The list's tuples as ids; one holding a value of another type can match no row.
+    let id_tuples: HashSet<Vec<u32>, foldhash::fast::FixedState> = tuples
+        .iter()
+        .filter_map(|t| {
+            t.iter()
+                .zip(positions.iter_mut())
+                .map(|(v, m)| m.insert(v))
+                .collect::<Option<Vec<u32>>>()
+        })
+        .collect();
+    let ids: Vec<Vec<u32>> = positions
+        .iter()
+        .zip(&arrays)
+        .map(|(m, a)| m.ids(a))
+        .collect();
+    let values = if let [only] = ids.as_slice() {
+        BooleanBuffer::collect_bool(input.rows, |i| (only[i] != ABSENT) != negated)
+    } else {
+        let mut key = Vec::with_capacity(ids.len());
+        BooleanBuffer::collect_bool(input.rows, |i| {
+            key.clear();
+            key.extend(ids.iter().map(|column| column[i]));
+            let member = !key.contains(&ABSENT) && id_tuples.contains(key.as_slice());
+            member != negated
+        })
+    };
+    Ok(Arc::new(BooleanArray::new(values, None)))
+}
+
+/// The distinct values of one operand position of the list, each with an id.
+struct Members<'a> {
+    /// The id of null, if the list holds null at this position.
+    null: Option<u32>,
+    values: Values<'a>,
+    next: u32,
+}
+
+/// The non-null values of a position, keyed by the operand type's native values.
+enum Values<'a> {
+    Int64(FastMap<i64>),
+    Uint64(FastMap<u64>),
+    /// Keyed by the bits of the value with -0.0 as 0.0 (equal values, one key).
+    Double(FastMap<u64>),
+    Boolean([Option<u32>; 2]),
+    Bytes(FastMap<&'a [u8]>),
+}
+
+fn double_key(x: f64) -> u64 {
+    if x == 0.0 {
+        0
+    } else {
+        x.to_bits()
+    }
+}
+
+impl<'a> Members<'a> {
+    fn new(ty: ValueType) -> Members<'a> {
+        let values = match ty {
+            ValueType::Int64 => Values::Int64(FastMap::default()),
+            ValueType::Uint64 => Values::Uint64(FastMap::default()),
+            ValueType::Double => Values::Double(FastMap::default()),
+            ValueType::Boolean => Values::Boolean([None; 2]),
+            _ => Values::Bytes(FastMap::default()),
+        };
+        Members {
+            null: None,
+            values,
+            next: 0,
+        }
+    }
+
+    /// The id of `v` at this position (a new one if it is new), or `None` if no operand value
+    /// can equal it: another type, or NaN (a NaN operand fails before any lookup).
+    fn insert(&mut self, v: &'a Value) -> Option<u32> {
+        let next = self.next;
+        let id = match (&mut self.values, v) {
+            (_, Value::Null) => *self.null.get_or_insert(next),
+            (Values::Int64(m), Value::Int64(x)) => *m.entry(*x).or_insert(next),
+            (Values::Uint64(m), Value::Uint64(x)) => *m.entry(*x).or_insert(next),
+            (Values::Double(_), Value::Double(x)) if x.is_nan() => return None,
+            (Values::Double(m), Value::Double(x)) => *m.entry(double_key(*x)).or_insert(next),
+            (Values::Boolean(b), Value::Boolean(x)) => *b[usize::from(*x)].get_or_insert(next),
+            (Values::Bytes(m), Value::String(x)) => *m.entry(x.as_slice()).or_insert(next),
+            _ => return None,
+        };
+        if id == next {
+            self.next += 1;
+        }
+        Some(id)
+    }
+
+    /// The id of each row's value in `a` ([`ABSENT`] where the list does not hold it).
+    fn ids(&self, a: &ArrayRef) -> Vec<u32> {
+        let null = self.null.unwrap_or(ABSENT);
+        let rows = a.len();
+        let look = |i: usize, found: Option<&u32>| {
+            if a.is_null(i) {
+                null
+            } else {
+                found.copied().unwrap_or(ABSENT)
+            }
+        };
+        match &self.values {
+            Values::Int64(m) => {
+                let p = a.as_primitive::<Int64Type>();
+                (0..rows).map(|i| look(i, m.get(&p.value(i)))).collect()
+            }
+            Values::Uint64(m) => {
+                let p = a.as_primitive::<UInt64Type>();
+                (0..rows).map(|i| look(i, m.get(&p.value(i)))).collect()
+            }
+            Values::Double(m) => {
+                let p = a.as_primitive::<Float64Type>();
+                (0..rows)
+                    .map(|i| look(i, m.get(&double_key(p.value(i)))))
+                    .collect()
+            }
+            Values::Boolean(b) => {
+                let p = a.as_boolean();
+                (0..rows)
+                    .map(|i| look(i, b[usize::from(p.value(i))].as_ref()))
+                    .collect()
+            }
+            Values::Bytes(m) => match a.as_binary_opt::<i32>() {
+                Some(s) => (0..rows).map(|i| look(i, m.get(s.value(i)))).collect(),
+                None => {
+                    let s = a.as_binary_view();
+                    (0..rows).map(|i| look(i, m.get(s.value(i)))).collect()
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::evaluate::tests::{agree, column};
+    use super::*;
+    use dynql_ql::texpr::TExpr;
+    use proptest::prelude::*;
+
+    fn in_of(operands: Vec<TypedExpr>, set: Vec<Vec<Value>>, negated: bool) -> TypedExpr {
+        TypedExpr::new(
+            TExpr::In {
+                operands,
+                set: Arc::new(set.into_iter().collect()),
+                negated,
+            },
+            ValueType::Boolean,
+        )
+    }
+
+    /// A value of `ty` from a small domain (so rows hit the lists), edge values included.
+    fn value_of(ty: ValueType) -> BoxedStrategy<Value> {
+        let value = match ty {
+            ValueType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), -3i64..3]
+                .prop_map(Value::Int64)
+                .boxed(),
+            ValueType::Uint64 => prop_oneof![Just(u64::MAX), 0u64..4]
+                .prop_map(Value::Uint64)
+                .boxed(),
+            ValueType::Double => prop_oneof![
+                Just(-0.0),
+                Just(0.0),
+                Just(f64::INFINITY),
+                Just(1.5),
+                Just(-2.0),
+                Just(f64::NAN),
+            ]
+            .prop_map(Value::Double)
+            .boxed(),
+            ValueType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
+            _ => prop_oneof![
+                Just(b"".to_vec()),
+                Just(b"a".to_vec()),
+                Just(b"ab".to_vec()),
+                Just(b"\xff".to_vec()),
+            ]
+            .prop_map(Value::String)
+            .boxed(),
+        };
+        prop_oneof![1 => Just(Value::Null), 4 => value].boxed()
+    }
+
+    const TYPES: [ValueType; 5] = [
+        ValueType::Int64,
+        ValueType::Uint64,
+        ValueType::Double,
+        ValueType::Boolean,
+        ValueType::String,
+    ];
+
+    fn rows() -> impl Strategy<Value = Vec<Vec<Value>>> {
+        let row: Vec<BoxedStrategy<Value>> = TYPES.iter().map(|t| value_of(*t)).collect();
+        proptest::collection::vec(row, 0..30)
+    }
+
+    /// A list for operands of `types`: tuples of their values, now and then one of another
+    /// type or length (which can match nothing).
+    fn list(types: Vec<ValueType>) -> BoxedStrategy<Vec<Vec<Value>>> {
+        let n = types.len();
+        let tuple: Vec<BoxedStrategy<Value>> = types.into_iter().map(value_of).collect();
+        let odd = prop_oneof![
+            Just(vec![Value::Int64(1); n]),
+            Just(vec![Value::string("a"); n]),
+            Just(vec![Value::Null; n + 1]),
+        ];
+        proptest::collection::vec(prop_oneof![6 => tuple, 1 => odd], 0..6).boxed()
+    }
+
+    fn case() -> impl Strategy<Value = (Vec<usize>, Vec<Vec<Value>>, bool)> {
+        proptest::collection::vec(0..TYPES.len(), 1..3).prop_flat_map(|columns| {
+            let types = columns.iter().map(|&c| TYPES[c]).collect();
+            (Just(columns), list(types), any::<bool>())
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Invariant: IN over one column or a tuple gives what the row evaluator gives, row
+        /// by row: nulls in the rows and the list, -0.0 and 0.0, values of other types,
+        /// and a NaN operand's error.
+        #[test]
+        fn in_lists_agree_with_the_row_evaluator(rows in rows(), case in case()) {
+            let (columns, set, negated) = case;
+            let operands: Vec<TypedExpr> =
+                columns.iter().map(|&c| column(c, TYPES[c])).collect();
+            prop_assert!(applies(&operands));
+            let e = in_of(operands, set, negated);
+            agree(&e, &TYPES, &rows, EvalOptions::default());
+        }
+    }
+
+    #[test]
+    fn a_null_row_is_in_a_list_holding_null() {
+        let i = ValueType::Int64;
+        let rows = vec![
+            vec![Value::Null],
+            vec![Value::Int64(2)],
+            vec![Value::Int64(3)],
+        ];
+        for set in [
+            vec![vec![Value::Null], vec![Value::Int64(2)]],
+            vec![vec![Value::Int64(3)]],
+            vec![],
+        ] {
+            for negated in [false, true] {
+                agree(
+                    &in_of(vec![column(0, i)], set.clone(), negated),
+                    &[i],
+                    &rows,
+                    EvalOptions::default(),
+                );
+            }
+        }
+    }
+}
