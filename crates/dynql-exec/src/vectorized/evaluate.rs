@@ -40,6 +40,7 @@ use super::null_calls;
 use super::numeric_calls;
 use super::regex_calls;
 use super::string_calls;
+use super::timestamp_calls;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate_metered, EvalOptions};
@@ -127,6 +128,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(f, args) if string_calls::applies(*f, args) => {
             string_calls::string_call(*f, args, input, opts)
+        }
+        TExpr::Call(f, args) if timestamp_calls::applies(*f, args) => {
+            timestamp_calls::timestamp_call(*f, e, args, input, opts)
         }
         TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),

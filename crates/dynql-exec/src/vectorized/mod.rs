@@ -26,6 +26,7 @@ pub(crate) mod row_group_pruning;
 pub(crate) mod stages;
 pub(crate) mod string_calls;
 pub(crate) mod table_scan;
+pub(crate) mod timestamp_calls;
 pub(crate) mod totals;
 pub(crate) mod udf;
 pub(crate) mod where_pruning;

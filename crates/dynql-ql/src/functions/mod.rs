@@ -18,7 +18,7 @@ mod time;
 
 pub use call::call_scalar;
 pub use patterns::compile_regex;
-pub use time::MAX_TIMESTAMP_FORMAT_LENGTH;
+pub use time::{TimestampFormat, MAX_TIMESTAMP_FORMAT_LENGTH};
 
 /// A parameter of a function signature.
 #[derive(Debug, Clone, Copy)]
