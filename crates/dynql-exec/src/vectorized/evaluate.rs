@@ -36,6 +36,7 @@ use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
 use super::conditional::{evaluate_on, if_call};
 use super::in_list;
+use super::math_calls;
 use super::null_calls;
 use super::numeric_calls;
 use super::regex_calls;
@@ -131,6 +132,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(f, args) if timestamp_calls::applies(*f, args) => {
             timestamp_calls::timestamp_call(*f, e, args, input, opts)
+        }
+        TExpr::Call(f, args) if math_calls::applies(*f, e, args) => {
+            math_calls::math_call(*f, e, args, input, opts)
         }
         TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),

@@ -18,6 +18,7 @@ pub(crate) mod input;
 pub(crate) mod key_order;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
+pub(crate) mod math_calls;
 pub(crate) mod null_calls;
 pub(crate) mod numeric_calls;
 pub(crate) mod regex_calls;

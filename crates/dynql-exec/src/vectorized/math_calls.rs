@@ -1,0 +1,334 @@
+//! Math functions over arrays (issue 41): the unary double functions (`sqrt`, `ln`, `sin`, …),
+//! the roundings to `int64` (`floor`, `ceil`, `round`, `trunc`, `round_half_even`, `sign`),
+//! `atan2`, `pow`, `log`, `signbit`, `bit_count`, `gcd`, `lcm`, `xor` and `greatest` of
+//! numbers or booleans, with the row evaluator's semantics: null gives null (`greatest` fails
+//! on one), IEEE results as Rust's `f64` gives them (NaN in, NaN out), a rounding outside
+//! `int64` is an error, `lcm` wraps, `greatest` orders NaN last and keeps the later of equal
+//! values (-0.0 and 0.0).
+//!
+//! Where a rounding fails, the row evaluator is asked for that value, so the error is its
+//! own, word for word.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray};
+use arrow::buffer::{BooleanBuffer, NullBuffer};
+use arrow::datatypes::{ArrowPrimitiveType, Float64Type, Int64Type, UInt64Type};
+
+use dynql_core::value::compare_doubles;
+use dynql_core::{Value, ValueType};
+use dynql_ql::eval::EvalOptions;
+use dynql_ql::functions::{call_scalar, MathFn, RoundFn, ScalarFunction};
+use dynql_ql::texpr::TypedExpr;
+use dynql_ql::Result;
+
+use super::evaluate::{arrow_error, evaluate, runtime, Batch};
+
+/// Whether `f(args)` runs here: the functions above over arguments of their declared types
+/// (`greatest`: all of the result's type, a number or boolean).
+pub(super) fn applies(f: ScalarFunction, e: &TypedExpr, args: &[TypedExpr]) -> bool {
+    use ScalarFunction as S;
+    use ValueType::{Boolean, Double, Int64, Uint64};
+    let all = |ty: ValueType, n: usize| args.len() == n && args.iter().all(|a| a.ty == ty);
+    match f {
+        S::Math(_) | S::Round(_) | S::Signbit => all(Double, 1),
+        S::Atan2 | S::Pow | S::Log => all(Double, 2),
+        S::BitCount => all(Uint64, 1),
+        S::Gcd | S::Lcm | S::Xor => all(Uint64, 2),
+        S::Greatest => {
+            matches!(e.ty, Int64 | Uint64 | Double | Boolean) && !args.is_empty() && {
+                args.iter().all(|a| a.ty == e.ty)
+            }
+        }
+        _ => false,
+    }
+}
+
+/// `f(args)` over every row of `input` (see [`applies`]).
+pub(super) fn math_call(
+    f: ScalarFunction,
+    e: &TypedExpr,
+    args: &[TypedExpr],
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    use ScalarFunction as S;
+    let arrays = args
+        .iter()
+        .map(|a| evaluate(a, input, opts))
+        .collect::<Result<Vec<_>>>()?;
+    let a = &arrays[0];
+    Ok(match f {
+        S::Math(m) => map::<Float64Type, Float64Type>(a, math_fn(m)),
+        S::Round(r) => {
+            let round = round_fn(r);
+            let d = a.as_primitive::<Float64Type>();
+            // Where the rounded value is outside int64 (or NaN), the row evaluator fails.
+            let fits = |x: f64| (-9.223372036854776e18..9.223372036854776e18).contains(&round(x));
+            if let Some(i) = (0..d.len()).find(|&i| d.is_valid(i) && !fits(d.value(i))) {
+                call_scalar(f, &[Value::Double(d.value(i))], e.ty)?;
+            }
+            map::<Float64Type, Int64Type>(a, |x| round(x) as i64)
+        }
+        S::Atan2 => binary::<Float64Type>(a, &arrays[1], f64::atan2)?,
+        S::Pow => binary::<Float64Type>(a, &arrays[1], f64::powf)?,
+        // log(base, x)
+        S::Log => binary::<Float64Type>(a, &arrays[1], |base, x| x.log(base))?,
+        S::Signbit => {
+            let d = a.as_primitive::<Float64Type>();
+            let values = BooleanBuffer::collect_bool(d.len(), |i| d.value(i).is_sign_negative());
+            Arc::new(BooleanArray::new(values, d.logical_nulls()))
+        }
+        S::BitCount => map::<UInt64Type, Int64Type>(a, |x| i64::from(x.count_ones())),
+        S::Gcd => binary::<UInt64Type>(a, &arrays[1], gcd)?,
+        S::Lcm => binary::<UInt64Type>(a, &arrays[1], |x, y| {
+            x.checked_div(gcd(x, y)).map_or(0, |q| q.wrapping_mul(y))
+        })?,
+        S::Xor => binary::<UInt64Type>(a, &arrays[1], |x, y| x ^ y)?,
+        S::Greatest => greatest(e.ty, &arrays)?,
+        _ => unreachable!("math_call of {f:?}: `applies` admits these forms only"),
+    })
+}
+
+/// A unary double function, as the row evaluator computes it.
+fn math_fn(m: MathFn) -> fn(f64) -> f64 {
+    match m {
+        MathFn::Acos => f64::acos,
+        MathFn::Asin => f64::asin,
+        MathFn::Cos => f64::cos,
+        MathFn::Sin => f64::sin,
+        MathFn::Tan => f64::tan,
+        MathFn::Cot => |x| 1.0 / x.tan(),
+        MathFn::Atan => f64::atan,
+        MathFn::Cbrt => f64::cbrt,
+        MathFn::Exp => f64::exp,
+        MathFn::Ln => f64::ln,
+        MathFn::Log10 => f64::log10,
+        MathFn::Log2 => f64::log2,
+        MathFn::Sqrt => f64::sqrt,
+        MathFn::Degrees => f64::to_degrees,
+        MathFn::Radians => f64::to_radians,
+    }
+}
+
+/// A rounding to an integral double, as the row evaluator computes it before the range check.
+fn round_fn(r: RoundFn) -> fn(f64) -> f64 {
+    match r {
+        RoundFn::Ceil => f64::ceil,
+        RoundFn::Floor => f64::floor,
+        RoundFn::Round => f64::round,
+        RoundFn::Trunc => f64::trunc,
+        RoundFn::Even => f64::round_ties_even,
+        RoundFn::Sign => |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        },
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `f` of each value (null where the value is null).
+fn map<I: ArrowPrimitiveType, O: ArrowPrimitiveType>(
+    a: &ArrayRef,
+    f: impl Fn(I::Native) -> O::Native,
+) -> ArrayRef {
+    Arc::new(a.as_primitive::<I>().unary::<_, O>(f))
+}
+
+/// `f` of each row's two values (null where either is null).
+fn binary<T: ArrowPrimitiveType>(
+    a: &ArrayRef,
+    b: &ArrayRef,
+    f: impl Fn(T::Native, T::Native) -> T::Native,
+) -> Result<ArrayRef> {
+    let out: PrimitiveArray<T> =
+        arrow::compute::binary(a.as_primitive::<T>(), b.as_primitive::<T>(), f)
+            .map_err(arrow_error)?;
+    Ok(Arc::new(out))
+}
+
+/// The greatest argument of each row in YT's value order, the last of equal ones (as the row
+/// evaluator's `max_by` keeps it); a null argument anywhere fails.
+fn greatest(ty: ValueType, arrays: &[ArrayRef]) -> Result<ArrayRef> {
+    if arrays.iter().any(|a| a.logical_null_count() > 0) {
+        return Err(runtime(
+            "Function \"greatest\" does not accept null arguments",
+        ));
+    }
+    Ok(match ty {
+        ValueType::Int64 => fold::<Int64Type>(arrays, |x, y| x.cmp(&y)),
+        ValueType::Uint64 => fold::<UInt64Type>(arrays, |x, y| x.cmp(&y)),
+        ValueType::Double => fold::<Float64Type>(arrays, compare_doubles),
+        _ => {
+            // Booleans: the greatest is true where any argument is.
+            let mut values = arrays[0].as_boolean().values().clone();
+            for a in &arrays[1..] {
+                values = &values | a.as_boolean().values();
+            }
+            Arc::new(BooleanArray::new(values, None))
+        }
+    })
+}
+
+fn fold<T: ArrowPrimitiveType>(
+    arrays: &[ArrayRef],
+    order: impl Fn(T::Native, T::Native) -> Ordering,
+) -> ArrayRef {
+    let mut values: Vec<T::Native> = arrays[0].as_primitive::<T>().values().to_vec();
+    for a in &arrays[1..] {
+        let next = a.as_primitive::<T>().values();
+        for (v, n) in values.iter_mut().zip(next.iter()) {
+            if order(*v, *n) != Ordering::Greater {
+                *v = *n;
+            }
+        }
+    }
+    Arc::new(PrimitiveArray::<T>::new(values.into(), None::<NullBuffer>))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::evaluate::tests::{agree, column};
+    use super::*;
+    use dynql_ql::texpr::TExpr;
+    use proptest::prelude::*;
+
+    fn doubles() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(-0.0),
+            Just(0.0),
+            Just(0.5),
+            Just(-2.5),
+            Just(1.0),
+            Just(9.223372036854776e18),
+            Just(-9.223372036854776e18),
+            Just(-9.223372036854775e18),
+            -1e3f64..1e3,
+            any::<f64>(),
+        ]
+    }
+
+    fn uints() -> impl Strategy<Value = u64> {
+        prop_oneof![Just(0u64), Just(1), Just(u64::MAX), 0u64..50, any::<u64>()]
+    }
+
+    const MATH: [MathFn; 15] = [
+        MathFn::Acos,
+        MathFn::Asin,
+        MathFn::Cos,
+        MathFn::Sin,
+        MathFn::Tan,
+        MathFn::Cot,
+        MathFn::Atan,
+        MathFn::Cbrt,
+        MathFn::Exp,
+        MathFn::Ln,
+        MathFn::Log10,
+        MathFn::Log2,
+        MathFn::Sqrt,
+        MathFn::Degrees,
+        MathFn::Radians,
+    ];
+
+    const ROUND: [RoundFn; 6] = [
+        RoundFn::Ceil,
+        RoundFn::Floor,
+        RoundFn::Round,
+        RoundFn::Trunc,
+        RoundFn::Even,
+        RoundFn::Sign,
+    ];
+
+    /// Every function over the columns of its types (d0 d1 u2 u3 i4 i5 b6 b7) and literals.
+    fn cases() -> Vec<TypedExpr> {
+        use ScalarFunction as S;
+        use ValueType::{Boolean, Double, Int64, Uint64};
+        let call = |f: S, args: Vec<TypedExpr>, ty| TypedExpr::new(TExpr::Call(f, args), ty);
+        let (d, u) = (|i| column(i, Double), |i| column(i, Uint64));
+        let two = TypedExpr::literal(Value::Double(2.0), Double);
+        let mut cases = Vec::new();
+        for m in MATH {
+            cases.push(call(S::Math(m), vec![d(0)], Double));
+        }
+        for r in ROUND {
+            cases.push(call(S::Round(r), vec![d(0)], Int64));
+        }
+        for f in [S::Atan2, S::Pow, S::Log] {
+            cases.push(call(f, vec![d(0), d(1)], Double));
+            cases.push(call(f, vec![two.clone(), d(1)], Double));
+            cases.push(call(f, vec![d(0), two.clone()], Double));
+        }
+        cases.push(call(S::Signbit, vec![d(0)], Boolean));
+        cases.push(call(S::BitCount, vec![u(2)], Int64));
+        for f in [S::Gcd, S::Lcm, S::Xor] {
+            cases.push(call(f, vec![u(2), u(3)], Uint64));
+        }
+        for (ty, c) in [(Double, 0), (Uint64, 2), (Int64, 4), (Boolean, 6)] {
+            let (x, y) = (column(c, ty), column(c + 1, ty));
+            cases.push(call(S::Greatest, vec![x.clone()], ty));
+            cases.push(call(S::Greatest, vec![x.clone(), y.clone()], ty));
+            cases.push(call(S::Greatest, vec![y, x.clone(), x], ty));
+        }
+        cases
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// Invariant: each kernel gives what the row evaluator gives, row by row: NaN, ±0,
+        /// infinities, roundings out of range and nulls (an error for `greatest`) included.
+        #[test]
+        fn every_math_kernel_agrees_with_the_row_evaluator(
+            rows in proptest::collection::vec(
+                (
+                    proptest::option::weighted(0.9, doubles()),
+                    proptest::option::weighted(0.9, doubles()),
+                    proptest::option::weighted(0.9, uints()),
+                    proptest::option::weighted(0.9, uints()),
+                    proptest::option::weighted(0.95, prop_oneof![Just(i64::MIN), -2i64..2]),
+                    proptest::option::weighted(0.95, prop_oneof![Just(i64::MAX), -2i64..2]),
+                    proptest::option::weighted(0.95, any::<bool>()),
+                    proptest::option::weighted(0.95, any::<bool>()),
+                ),
+                0..20,
+            ),
+        ) {
+            let rows: Vec<Vec<Value>> = rows
+                .into_iter()
+                .map(|(d0, d1, u2, u3, i4, i5, b6, b7)| {
+                    vec![
+                        d0.map_or(Value::Null, Value::Double),
+                        d1.map_or(Value::Null, Value::Double),
+                        u2.map_or(Value::Null, Value::Uint64),
+                        u3.map_or(Value::Null, Value::Uint64),
+                        i4.map_or(Value::Null, Value::Int64),
+                        i5.map_or(Value::Null, Value::Int64),
+                        b6.map_or(Value::Null, Value::Boolean),
+                        b7.map_or(Value::Null, Value::Boolean),
+                    ]
+                })
+                .collect();
+            use ValueType::{Boolean, Double, Int64, Uint64};
+            let types = [Double, Double, Uint64, Uint64, Int64, Int64, Boolean, Boolean];
+            for e in cases() {
+                let TExpr::Call(f, args) = &e.kind else { unreachable!() };
+                prop_assert!(applies(*f, &e, args), "{:?}", e);
+                agree(&e, &types, &rows, EvalOptions::default());
+            }
+        }
+    }
+}
