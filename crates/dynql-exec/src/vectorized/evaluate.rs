@@ -6,13 +6,16 @@
 //! to 0.0.
 //!
 //! The hot forms (columns, literals, comparisons and single-column BETWEEN ([`super::compare`]),
-//! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, `if`
-//! ([`super::conditional`]), regex functions of a literal pattern ([`super::regex_calls`]),
-//! the string functions `is_substr`, `is_prefix`, `lower`, `length`, `concat`
-//! ([`super::string_calls`]), `if_null` and `coalesce` ([`super::null_calls`]), numeric casts,
-//! `abs`, `is_nan`, `is_finite`, `is_inf` ([`super::numeric_calls`])) run as array kernels. Every other form is evaluated row by row with the
-//! row evaluator itself over the batch, and scalar functions row by row on their vectorised
-//! arguments ([`super::calls`]): slower, never different.
+//! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, IN with a literal list
+//! ([`super::in_list`]), `if` ([`super::conditional`]), regex functions of a literal pattern
+//! ([`super::regex_calls`]), the string functions `is_substr`, `is_prefix`, `lower`,
+//! `length`, `concat` ([`super::string_calls`]), `if_null` and `coalesce`
+//! ([`super::null_calls`]), numeric casts, `abs`, `is_nan`, `is_finite`, `is_inf`
+//! ([`super::numeric_calls`]), the timestamp floors and `format_timestamp` of a literal
+//! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`])) run as
+//! array kernels. Every other form is evaluated row by row with the row evaluator itself over
+//! the batch, and scalar functions row by row on their vectorised arguments
+//! ([`super::calls`]): slower, never different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
 //! only a literal that is itself a result becomes a column of copies. The strings an
