@@ -443,6 +443,31 @@ pub(super) mod tests {
     use super::*;
     use dynql_ql::eval::evaluate as evaluate_row;
     use dynql_ql::texpr::TypedExpr;
+    use proptest::prelude::*;
+
+    /// Doubles for the kernels' property tests: NaN, the infinities, both zeros, values
+    /// near the int64 and uint64 bounds (where casts and roundings fail), small values and
+    /// any bit pattern.
+    pub(in crate::vectorized) fn edge_doubles() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(-0.0),
+            Just(0.0),
+            Just(0.5),
+            Just(-0.5),
+            Just(1.0),
+            Just(-1.0),
+            Just(-2.5),
+            Just(9.223372036854776e18),
+            Just(-9.223372036854776e18),
+            Just(-9.223372036854775e18),
+            Just(1.8446744073709552e19),
+            -1e3f64..1e3,
+            any::<f64>(),
+        ]
+    }
 
     pub(in crate::vectorized) fn column(i: usize, ty: ValueType) -> TypedExpr {
         TypedExpr::new(TExpr::Column(i), ty)

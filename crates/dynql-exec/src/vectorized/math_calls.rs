@@ -200,28 +200,10 @@ fn fold<T: ArrowPrimitiveType>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::evaluate::tests::{agree, column, edge_doubles as doubles};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
-
-    fn doubles() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(f64::NAN),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(-0.0),
-            Just(0.0),
-            Just(0.5),
-            Just(-2.5),
-            Just(1.0),
-            Just(9.223372036854776e18),
-            Just(-9.223372036854776e18),
-            Just(-9.223372036854775e18),
-            -1e3f64..1e3,
-            any::<f64>(),
-        ]
-    }
 
     fn uints() -> impl Strategy<Value = u64> {
         prop_oneof![Just(0u64), Just(1), Just(u64::MAX), 0u64..50, any::<u64>()]

@@ -121,24 +121,10 @@ fn predicate<T: ArrowPrimitiveType>(a: &ArrayRef, f: impl Fn(T::Native) -> bool)
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::evaluate::tests::{agree, column, edge_doubles as doubles};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
-
-    fn doubles() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(f64::NAN),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(-0.0),
-            Just(-1.0),
-            Just(-0.5),
-            Just(9.223372036854776e18),
-            Just(1.8446744073709552e19),
-            -1e3f64..1e3,
-        ]
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(96))]
