@@ -18,9 +18,8 @@ use dynql_storage::files::FileTable;
 use dynql_storage::{ScanStatistics, Snapshot, TableEntry, Timestamp};
 
 use crate::vectorized::row_group_pruning::PushedFilters;
-use crate::vectorized::table_scan::{
-    projected, streamed, InputLimit, ScanReads, ScanSource, TabletScanExec,
-};
+use crate::vectorized::scan_reads::{streamed, InputLimit, ScanReads};
+use crate::vectorized::table_scan::{projected, ScanSource, TabletScanExec};
 
 /// A dynamic table as a DataFusion table, read at one timestamp from one pinned
 /// [`Snapshot`]: the scan (`TabletScanExec`) streams the tablets, one partition each, a few

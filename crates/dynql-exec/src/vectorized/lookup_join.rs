@@ -46,7 +46,7 @@ use dynql_storage::files::FileTable;
 use dynql_storage::scan::row_weight;
 use dynql_storage::{KeyRange, Prefetch, Snapshot, Timestamp};
 
-use super::table_scan::InputLimit;
+use super::scan_reads::InputLimit;
 use crate::error::{Error, Result};
 use crate::scan::{join_ranges, join_reads_by_key};
 

@@ -1,5 +1,5 @@
 //! The vectorised query pipeline: a bound YT QL query lowered onto a DataFusion logical plan
-//! ([`lower`]) over what it reads ([`input`]: streaming tablet scans, [`table_scan`], under
+//! ([`lower`]) over what it reads ([`input`]: streaming tablet scans, [`table_scan`], counting what they read in [`scan_reads`], under
 //! lookup joins, [`lookup_join`]), with YT's semantics kept in DataFusion functions
 //! ([`udf`]) that evaluate expressions over Arrow arrays ([`evaluate`], [`compare`], [`calls`])
 //! within a budget of computed bytes per batch ([`budget`]), and in operators of its own where
@@ -24,6 +24,7 @@ pub(crate) mod numeric_calls;
 pub(crate) mod regex_calls;
 pub(crate) mod results;
 pub(crate) mod row_group_pruning;
+pub(crate) mod scan_reads;
 pub(crate) mod stages;
 pub(crate) mod string_calls;
 pub(crate) mod table_scan;
