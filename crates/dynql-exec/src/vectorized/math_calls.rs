@@ -19,7 +19,7 @@ use arrow::datatypes::{ArrowPrimitiveType, Float64Type, Int64Type, UInt64Type};
 use dynql_core::value::compare_doubles;
 use dynql_core::{Value, ValueType};
 use dynql_ql::eval::EvalOptions;
-use dynql_ql::functions::{call_scalar, MathFn, RoundFn, ScalarFunction};
+use dynql_ql::functions::{call_scalar, gcd, ScalarFunction};
 use dynql_ql::texpr::TypedExpr;
 use dynql_ql::Result;
 
@@ -60,9 +60,9 @@ pub(super) fn math_call(
         .collect::<Result<Vec<_>>>()?;
     let a = &arrays[0];
     Ok(match f {
-        S::Math(m) => map::<Float64Type, Float64Type>(a, math_fn(m)),
+        S::Math(m) => map::<Float64Type, Float64Type>(a, |x| m.apply(x)),
         S::Round(r) => {
-            let round = round_fn(r);
+            let round = |x: f64| r.apply(x);
             let d = a.as_primitive::<Float64Type>();
             // Where the rounded value is outside int64 (or NaN), the row evaluator fails.
             let fits = |x: f64| (-9.223372036854776e18..9.223372036854776e18).contains(&round(x));
@@ -89,54 +89,6 @@ pub(super) fn math_call(
         S::Greatest => greatest(e.ty, &arrays)?,
         _ => unreachable!("math_call of {f:?}: `applies` admits these forms only"),
     })
-}
-
-/// A unary double function, as the row evaluator computes it.
-fn math_fn(m: MathFn) -> fn(f64) -> f64 {
-    match m {
-        MathFn::Acos => f64::acos,
-        MathFn::Asin => f64::asin,
-        MathFn::Cos => f64::cos,
-        MathFn::Sin => f64::sin,
-        MathFn::Tan => f64::tan,
-        MathFn::Cot => |x| 1.0 / x.tan(),
-        MathFn::Atan => f64::atan,
-        MathFn::Cbrt => f64::cbrt,
-        MathFn::Exp => f64::exp,
-        MathFn::Ln => f64::ln,
-        MathFn::Log10 => f64::log10,
-        MathFn::Log2 => f64::log2,
-        MathFn::Sqrt => f64::sqrt,
-        MathFn::Degrees => f64::to_degrees,
-        MathFn::Radians => f64::to_radians,
-    }
-}
-
-/// A rounding to an integral double, as the row evaluator computes it before the range check.
-fn round_fn(r: RoundFn) -> fn(f64) -> f64 {
-    match r {
-        RoundFn::Ceil => f64::ceil,
-        RoundFn::Floor => f64::floor,
-        RoundFn::Round => f64::round,
-        RoundFn::Trunc => f64::trunc,
-        RoundFn::Even => f64::round_ties_even,
-        RoundFn::Sign => |x| {
-            if x > 0.0 {
-                1.0
-            } else if x < 0.0 {
-                -1.0
-            } else {
-                0.0
-            }
-        },
-    }
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// `f` of each value (null where the value is null).
@@ -202,6 +154,7 @@ fn fold<T: ArrowPrimitiveType>(
 mod tests {
     use super::super::evaluate::tests::{agree, column, edge_doubles as doubles};
     use super::*;
+    use dynql_ql::functions::{MathFn, RoundFn};
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
 

@@ -6,7 +6,7 @@ use dynql_core::{Value, ValueType};
 use super::casts::{cast_from_any, double_to_int, format_double, parse_scalar};
 use super::patterns::regex_escape;
 use super::time::{format_timestamp, timestamp_floor};
-use super::{MathFn, RoundFn, ScalarFunction};
+use super::{gcd, ScalarFunction};
 use crate::error::{Error, Result};
 use crate::regex_functions::PreparedRegex;
 use crate::value_limits;
@@ -144,46 +144,8 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
             Value::Double(x) => Value::Double(x.abs()),
             v => v.clone(),
         },
-        S::Math(m) => {
-            let x = double_arg(a(0));
-            Value::Double(match m {
-                MathFn::Acos => x.acos(),
-                MathFn::Asin => x.asin(),
-                MathFn::Cos => x.cos(),
-                MathFn::Sin => x.sin(),
-                MathFn::Tan => x.tan(),
-                MathFn::Cot => 1.0 / x.tan(),
-                MathFn::Atan => x.atan(),
-                MathFn::Cbrt => x.cbrt(),
-                MathFn::Exp => x.exp(),
-                MathFn::Ln => x.ln(),
-                MathFn::Log10 => x.log10(),
-                MathFn::Log2 => x.log2(),
-                MathFn::Sqrt => x.sqrt(),
-                MathFn::Degrees => x.to_degrees(),
-                MathFn::Radians => x.to_radians(),
-            })
-        }
-        S::Round(r) => {
-            let x = double_arg(a(0));
-            let y = match r {
-                RoundFn::Ceil => x.ceil(),
-                RoundFn::Floor => x.floor(),
-                RoundFn::Round => x.round(),
-                RoundFn::Trunc => x.trunc(),
-                RoundFn::Even => x.round_ties_even(),
-                RoundFn::Sign => {
-                    if x > 0.0 {
-                        1.0
-                    } else if x < 0.0 {
-                        -1.0
-                    } else {
-                        0.0
-                    }
-                }
-            };
-            double_to_int(y, ValueType::Int64)?
-        }
+        S::Math(m) => Value::Double(m.apply(double_arg(a(0)))),
+        S::Round(r) => double_to_int(r.apply(double_arg(a(0))), ValueType::Int64)?,
         S::Atan2 => Value::Double(double_arg(a(0)).atan2(double_arg(a(1)))),
         S::Pow => Value::Double(double_arg(a(0)).powf(double_arg(a(1)))),
         S::Log => Value::Double(double_arg(a(1)).log(double_arg(a(0)))),
@@ -240,15 +202,6 @@ fn coerce_result(v: Value, t: ValueType) -> Value {
         (Value::Uint64(x), ValueType::Int64) => Value::Int64(x as i64),
         (v, _) => v,
     }
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        let t = a % b;
-        a = b;
-        b = t;
-    }
-    a
 }
 
 pub(super) fn runtime(msg: impl Into<String>) -> Error {

@@ -115,6 +115,59 @@ pub enum RoundFn {
     Sign,
 }
 
+impl MathFn {
+    /// The function of `x` (YT's, which is the C library's).
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            MathFn::Acos => x.acos(),
+            MathFn::Asin => x.asin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Sin => x.sin(),
+            MathFn::Tan => x.tan(),
+            MathFn::Cot => 1.0 / x.tan(),
+            MathFn::Atan => x.atan(),
+            MathFn::Cbrt => x.cbrt(),
+            MathFn::Exp => x.exp(),
+            MathFn::Ln => x.ln(),
+            MathFn::Log10 => x.log10(),
+            MathFn::Log2 => x.log2(),
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Degrees => x.to_degrees(),
+            MathFn::Radians => x.to_radians(),
+        }
+    }
+}
+
+impl RoundFn {
+    /// `x` rounded to an integral double (the int64 range is checked by the caller).
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            RoundFn::Ceil => x.ceil(),
+            RoundFn::Floor => x.floor(),
+            RoundFn::Round => x.round(),
+            RoundFn::Trunc => x.trunc(),
+            RoundFn::Even => x.round_ties_even(),
+            RoundFn::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
+/// The greatest common divisor (`gcd(0, 0)` is 0), as YT's `gcd`.
+pub fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Scalar builtins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalarFunction {
