@@ -19,6 +19,7 @@ mod error;
 mod insert_columns;
 pub mod io;
 mod master;
+mod queries;
 mod results;
 mod row;
 mod sql;
