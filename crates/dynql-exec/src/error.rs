@@ -37,8 +37,8 @@ fn datafusion_message(e: &DataFusionError) -> String {
     match e.find_root() {
         DataFusionError::SQL(parser, _) => parser.to_string(),
         DataFusionError::ResourcesExhausted(message) => format!(
-            "the query needs more memory than its memory limit allows (and could not spill \
-             what it holds): {message}"
+            "the query needs more memory than its memory limit allows and could not spill \
+             what it holds (raise the limit, e.g. --memory-limit, or read less): {message}"
         ),
         root => root.to_string(),
     }

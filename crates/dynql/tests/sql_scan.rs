@@ -160,6 +160,21 @@ async fn the_scan_declares_key_order_so_an_order_by_the_key_needs_no_sort() {
     let r = sql(&db, query).await;
     let keys: Vec<_> = r.rows.iter().map(|r| r[0].clone()).collect();
     assert_eq!(keys, (96..104).map(Value::Int64).collect::<Vec<_>>());
+    // The scan's estimate: the planned rows (200 flushed, 100 in the dynamic store).
+    let explained = sql(
+        &db,
+        r#"SET datafusion.explain.show_statistics = true; EXPLAIN SELECT k FROM "//t""#,
+    )
+    .await;
+    let plan: String = explained
+        .rows
+        .iter()
+        .filter_map(|r| match &r[1] {
+            Value::String(s) => Some(String::from_utf8_lossy(s).into_owned()),
+            _ => None,
+        })
+        .collect();
+    assert!(plan.contains("Rows=Inexact(300)"), "{plan}");
     // A column that is not the key is still sorted.
     let plan = physical_plan(&db, r#"SELECT k FROM "//t" ORDER BY n, k LIMIT 5"#).await;
     assert!(plan.contains("SortExec"), "{plan}");
