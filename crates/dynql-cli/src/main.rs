@@ -17,6 +17,7 @@ mod execute;
 mod files;
 mod format;
 mod io;
+mod logging;
 mod output;
 mod pretty;
 #[cfg(test)]
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
             return code;
         }
     };
+    logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -271,16 +271,24 @@ pub async fn select_stream(
     select_stream_in(&Engine::shared(), store, query, options).await
 }
 
+#[tracing::instrument(level = "debug", skip_all, fields(query))]
 pub(crate) async fn select_stream_in(
     engine: &Engine,
     store: &Store,
     query: &str,
     options: &SelectOptions,
 ) -> Result<QueryStream> {
+    use tracing::Instrument;
     check_options(options)?;
-    let (catalog, plan) = bind(store, query, options).await?;
-    let ranges = readable_ranges(&catalog, &plan, options)?;
-    crate::vectorized::lower::run(engine, &catalog, &plan, &ranges, options).await
+    let (catalog, plan) = bind(store, query, options)
+        .instrument(tracing::debug_span!("bind"))
+        .await?;
+    let ranges = tracing::debug_span!("key_ranges")
+        .in_scope(|| readable_ranges(&catalog, &plan, options))?;
+    tracing::debug!(key_ranges = ranges.len(), "inferred");
+    crate::vectorized::lower::run(engine, &catalog, &plan, &ranges, options)
+        .instrument(tracing::debug_span!("plan"))
+        .await
 }
 
 /// The main table's key ranges for `plan`, once every table it reads is known readable.

@@ -324,6 +324,7 @@ impl Store {
     /// # Errors
     /// The store has damage ([`Store::check`]): no checkpoint is written then, so the log
     /// keeps every record the damage may be repaired from.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn checkpoint(&self) -> Result<u64> {
         if self.refresh().await?.has_damage() {
             return Err(Error::Invalid(

@@ -54,6 +54,7 @@ impl Store {
 
     /// The commit loop without the checkpoint trigger: returns the commit timestamp and the
     /// record's position (`None` when there was nothing to commit).
+    #[tracing::instrument(level = "debug", skip_all, fields(tx = transaction_id))]
     pub(crate) async fn append_commit(
         &self,
         transaction_id: Option<&str>,

@@ -104,6 +104,7 @@ impl Store {
 
     /// Flushes every sorted table (or only `only`) whose dynamic store holds versions, in one
     /// commit. Returns the committed chunks by table path.
+    #[tracing::instrument(level = "debug", skip_all, fields(only))]
     pub(crate) async fn flush_tables(
         &self,
         only: Option<&str>,
@@ -193,6 +194,7 @@ impl Store {
     /// Runs the automatic compaction policy ([`crate::compaction_policy`]) on the sorted
     /// table at `path` once: merges the chunks it chooses, if any, and returns whether it did.
     /// A table whose chunk list changed meanwhile under the choice is left for the next run.
+    #[tracing::instrument(level = "debug", skip(self))]
     pub async fn compact_by_policy(&self, path: &str) -> Result<bool> {
         let state = self.refresh().await?;
         let (entry, data) = state.table_data(path)?;
@@ -287,6 +289,7 @@ impl Store {
     /// Compacts a table now: merges its chunks and dynamic store into one chunk, dropping the
     /// versions its retention allows (see [`crate::compaction`]). Returns the number of
     /// versions before and after.
+    #[tracing::instrument(level = "debug", skip(self))]
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {
         // On demand, tablets split and merge by size first (if the table asks for it), over
         // everything written (so the dynamic store is flushed first), and the compacted chunks

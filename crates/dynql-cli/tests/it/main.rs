@@ -12,6 +12,7 @@ mod habits;
 mod io;
 mod key_filters;
 mod limits;
+mod logging;
 mod master_locks;
 mod memory;
 mod mvcc;

@@ -548,6 +548,10 @@ async fn execute(
 ) -> datafusion::error::Result<SendableRecordBatchStream> {
     let task = Arc::new(df.task_ctx());
     let physical = df.create_physical_plan().await?;
+    tracing::debug!(
+        plan = %datafusion::physical_plan::displayable(physical.as_ref()).one_line(),
+        "physical plan"
+    );
     setup.stages.record(&physical);
     execute_stream(physical, task)
 }

@@ -534,6 +534,7 @@ impl ExecutionPlan for TabletScanExec {
         let limit = self.limit.clone();
         let out = schema.clone();
         let table = self.scan.name().to_string();
+        let span = tracing::debug_span!("scan", table = %table, partition);
         // Rows past the input limit end the stream (or fail it) only when more are asked
         // for: the rows up to the limit go first. The state is the stream still to read
         // (none after an error or the end) and whether rows were left over.
@@ -546,50 +547,60 @@ impl ExecutionPlan for TabletScanExec {
                 reads.clone(),
                 metrics.clone(),
             );
-            async move {
-                let mut stream = stream?;
-                let overflow = || match limit.overflow() {
-                    Ok(()) => None,
-                    Err(e) => Some((Err(failed(e)), (None, false))),
-                };
-                if over {
-                    return overflow();
-                }
-                // Waiting for a batch: decoding it, when the scan is read inline.
-                let timer = metrics.baseline.elapsed_compute().timer();
-                let next = stream.next().await;
-                timer.done();
-                let Some(next) = next else {
-                    // Read to its end: what it read is known now (EXPLAIN ANALYZE in SQL
-                    // shows the metrics before the query's statistics are gathered).
-                    if let Some(read) = stream.read().finished().await {
-                        metrics.add(&read);
+            let span = span.clone();
+            tracing::Instrument::instrument(
+                async move {
+                    let mut stream = stream?;
+                    let overflow = || match limit.overflow() {
+                        Ok(()) => None,
+                        Err(e) => Some((Err(failed(e)), (None, false))),
+                    };
+                    if over {
+                        return overflow();
                     }
-                    metrics.baseline.done();
-                    return None;
-                };
-                let batch = match next {
-                    Ok(batch) => batch,
-                    Err(e) => return Some((Err(failed(e.into())), (None, false))),
-                };
-                let rows = batch.num_rows() as u64;
-                let passed = limit.take(rows);
-                if passed == 0 && rows > 0 {
-                    return overflow();
-                }
-                // The stream weighs whole batches; a cut one is weighed here.
-                let batch = batch.slice(0, passed as usize);
-                let weight = if passed == rows {
-                    stream.last_weight()
-                } else {
-                    batch_weight(&batch)
-                };
-                reads.data_weight.fetch_add(weight, Ordering::Relaxed);
-                metrics.data_weight.add(weight as usize);
-                let projected = project(&batch, &projection, &out, &table)
-                    .map(|b| b.record_output(&metrics.baseline));
-                Some((projected, (Some(stream), passed < rows)))
-            }
+                    // Waiting for a batch: decoding it, when the scan is read inline.
+                    let timer = metrics.baseline.elapsed_compute().timer();
+                    let next = stream.next().await;
+                    timer.done();
+                    let Some(next) = next else {
+                        // Read to its end: what it read is known now (EXPLAIN ANALYZE in SQL
+                        // shows the metrics before the query's statistics are gathered).
+                        if let Some(read) = stream.read().finished().await {
+                            metrics.add(&read);
+                            tracing::debug!(
+                                rows_decoded = read.rows_decoded,
+                                row_groups_read = read.row_groups.0,
+                                chunks_read = read.chunks.0,
+                                "scan finished"
+                            );
+                        }
+                        metrics.baseline.done();
+                        return None;
+                    };
+                    let batch = match next {
+                        Ok(batch) => batch,
+                        Err(e) => return Some((Err(failed(e.into())), (None, false))),
+                    };
+                    let rows = batch.num_rows() as u64;
+                    let passed = limit.take(rows);
+                    if passed == 0 && rows > 0 {
+                        return overflow();
+                    }
+                    // The stream weighs whole batches; a cut one is weighed here.
+                    let batch = batch.slice(0, passed as usize);
+                    let weight = if passed == rows {
+                        stream.last_weight()
+                    } else {
+                        batch_weight(&batch)
+                    };
+                    reads.data_weight.fetch_add(weight, Ordering::Relaxed);
+                    metrics.data_weight.add(weight as usize);
+                    let projected = project(&batch, &projection, &out, &table)
+                        .map(|b| b.record_output(&metrics.baseline));
+                    Some((projected, (Some(stream), passed < rows)))
+                },
+                span,
+            )
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }
