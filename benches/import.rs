@@ -1,7 +1,8 @@
 //! `import` of the peer benchmark's Parquet files (10M rows by default) into a fresh
 //! `file://` store vs writing the same rows to one Parquet file with the parquet crate, side
-//! by side in one run; then a point query from a freshly opened store right after the
-//! import.
+//! by side in one run; then `compact` of the freshly imported table vs its import (issue 41:
+//! compaction of clean, single-version data within 2x the import's time); then a point query
+//! from a freshly opened store right after the import.
 //!
 //! Run: `cargo bench -p dynql-benches --bench import -- DIR`, DIR holding `parquet/*.parquet`
 //! (the peer benchmark's; written here when missing, DYNQL_BENCH_ROWS rows, default
@@ -97,6 +98,31 @@ fn main() {
         },
     );
     report("import (parquet files)", import, "parquet write", parquet);
+
+    // `compact` right after an import, against that import: each run imports into a fresh
+    // store (timed), then compacts it (timed).
+    let mut imports = Vec::new();
+    let mut compactions = Vec::new();
+    for _ in 0..runs.max(1) {
+        let store = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", store.path().display());
+        let t = Instant::now();
+        import_into(&url);
+        imports.push(t.elapsed());
+        let db = Database::open(&url).unwrap();
+        let t = Instant::now();
+        let (before, after) = rt.block_on(db.compact("//bench")).unwrap();
+        compactions.push(t.elapsed());
+        assert_eq!((before, after), (rows, rows));
+    }
+    imports.sort();
+    compactions.sort();
+    report(
+        "compact (fresh import)",
+        compactions[compactions.len() / 2],
+        "its import",
+        imports[imports.len() / 2],
+    );
 
     // A point query from a store opened right after the import.
     let store = tempfile::tempdir().unwrap();

@@ -145,6 +145,20 @@ pub(crate) fn nan_columns(schema: &TableSchema, versions: &[&RowDelta]) -> Vec<u
         .collect()
 }
 
+/// The double columns holding a NaN in some row of `batch` (a batch in the chunk schema).
+pub(crate) fn batch_nan_columns(schema: &TableSchema, batch: &RecordBatch) -> Vec<usize> {
+    (0..schema.columns().len())
+        .filter(|&c| schema.columns()[c].wire_type() == ValueType::Double)
+        .filter(|&c| {
+            batch
+                .column(c)
+                .as_any()
+                .downcast_ref::<arrow::array::Float64Array>()
+                .is_some_and(|a| a.iter().any(|x| x.is_some_and(f64::is_nan)))
+        })
+        .collect()
+}
+
 /// Versions per Parquet row group of a chunk: the unit a pruned scan decodes.
 pub const ROW_GROUP_ROWS: usize = 16 * 1024;
 
@@ -363,6 +377,11 @@ impl ChunkEncoder {
 
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         Ok(self.writer.write(batch)?)
+    }
+
+    /// Ends the row group in progress (if any): what is written next starts a new one.
+    pub(crate) fn end_row_group(&mut self) -> Result<()> {
+        Ok(self.writer.flush()?)
     }
 
     /// The file and its checksum: the hashes of the data blocks go into the footer before it

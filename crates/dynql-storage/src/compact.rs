@@ -14,119 +14,21 @@
 //! chunk's encoding; not the table. Row groups are read with ranged requests and are not
 //! cached (a compaction reads everything once).
 
-use std::sync::Arc;
-
+use arrow::array::{Array, UInt64Array};
 use dynql_core::TableSchema;
 
 use crate::bulk::BULK_CHUNK_ROWS;
 use crate::chunk::{
-    check_key_order, clean_since, compare_version_keys, decode_versions, encode_versions,
-    nan_columns, new_chunk_path, version_key, ChunkEncoder, ChunkRef, Cleanliness, RowGroupRef,
-    ROW_GROUP_ROWS,
+    clean_since, compare_version_keys, encode_versions, nan_columns, new_chunk_path, version_key,
+    ChunkEncoder, ChunkRef, Cleanliness, RowGroupRef, ROW_GROUP_ROWS,
 };
+use crate::compact_source::{copies_clean_groups, in_range, ChunkSource, CleanGroup, Head};
 use crate::compaction::{compact_recent_versions, compact_versions};
 use crate::error::Result;
 use crate::mvcc::RowDelta;
-use crate::scan::{tablet_ranges, KeyRange};
+use crate::scan::tablet_ranges;
 use crate::store::{Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
-
-/// Whether `key` lies in `range`.
-fn in_range(range: &KeyRange, key: &[dynql_core::Value]) -> bool {
-    !range.lower.is_after(key) && range.upper.is_after(key)
-}
-
-/// The versions of one chunk within one tablet's key range, key group by key group.
-struct ChunkSource<'a> {
-    chunk: &'a ChunkRef,
-    range: &'a KeyRange,
-    /// The row groups still to read, in order.
-    groups: std::vec::IntoIter<usize>,
-    rows: std::iter::Peekable<std::vec::IntoIter<RowDelta>>,
-    done: bool,
-}
-
-impl<'a> ChunkSource<'a> {
-    fn new(chunk: &'a ChunkRef, range: &'a KeyRange) -> ChunkSource<'a> {
-        // Row groups whose keys can lie in the range (all of them when none are recorded:
-        // then the whole chunk is read as one).
-        let groups: Vec<usize> = if chunk.row_groups.is_empty() {
-            vec![usize::MAX]
-        } else {
-            (0..chunk.row_groups.len())
-                .filter(|&i| {
-                    let g = &chunk.row_groups[i];
-                    range.upper.is_after(&g.min_key) && !range.lower.is_after(&g.max_key)
-                })
-                .collect()
-        };
-        ChunkSource {
-            chunk,
-            range,
-            groups: groups.into_iter(),
-            rows: Vec::new().into_iter().peekable(),
-            done: false,
-        }
-    }
-
-    /// Reads the next row group's versions in the range; false when there is none.
-    async fn load(&mut self, store: &Store, schema: &TableSchema) -> Result<bool> {
-        let key_count = schema.key_column_count();
-        while let Some(index) = self.groups.next() {
-            let mut versions = if index == usize::MAX {
-                Arc::unwrap_or_clone(
-                    store
-                        .cache
-                        .versions(store.objects.as_ref(), schema, self.chunk)
-                        .await?,
-                )
-            } else {
-                let raw = store
-                    .cache
-                    .raw_row_group(&store.objects, schema, self.chunk, index, None)
-                    .await?;
-                let mut versions = decode_versions(&self.chunk.path, schema, &raw.batch)?;
-                self.chunk.stamp(&mut versions);
-                check_key_order(&self.chunk.path, schema, &versions)?;
-                versions
-            };
-            versions.retain(|d| in_range(self.range, &version_key(d, key_count)));
-            if !versions.is_empty() {
-                self.rows = versions.into_iter().peekable();
-                return Ok(true);
-            }
-        }
-        self.done = true;
-        Ok(false)
-    }
-
-    /// The next key's versions (a key's versions may continue into the next row group).
-    async fn next_key(
-        &mut self,
-        store: &Store,
-        schema: &TableSchema,
-    ) -> Result<Option<Vec<RowDelta>>> {
-        let key_count = schema.key_column_count();
-        let mut group: Vec<RowDelta> = Vec::new();
-        loop {
-            if self.rows.peek().is_none() && (self.done || !self.load(store, schema).await?) {
-                break;
-            }
-            let same = |d: &RowDelta, group: &[RowDelta]| {
-                group
-                    .first()
-                    .is_none_or(|f| compare_version_keys(f, d, key_count).is_eq())
-            };
-            while let Some(d) = self.rows.next_if(|d| same(d, &group)) {
-                group.push(d);
-            }
-            if self.rows.peek().is_some() {
-                break;
-            }
-        }
-        Ok((!group.is_empty()).then_some(group))
-    }
-}
 
 /// Versions written as one chunk, a row group at a time (see the module docs).
 pub(crate) struct VersionChunkWriter {
@@ -217,6 +119,52 @@ impl VersionChunkWriter {
         Ok(())
     }
 
+    /// Writes a clean row group as the chunk's next row group, as it is (versions pending
+    /// before it become a row group of their own).
+    pub(crate) fn push_clean(&mut self, clean: CleanGroup) -> Result<()> {
+        self.write_row_group()?;
+        self.encoder.end_row_group()?;
+        let CleanGroup { batch, group } = clean;
+        let width = self.schema.columns().len();
+        if let Some(timestamps) = batch.column(width).as_any().downcast_ref::<UInt64Array>() {
+            let (min, max) = (
+                arrow::compute::min(timestamps),
+                arrow::compute::max(timestamps),
+            );
+            self.min_timestamp = self.min_timestamp.min(min.unwrap_or(u64::MAX));
+            self.max_timestamp = self.max_timestamp.max(max.unwrap_or(0));
+        }
+        if let Some(filter) = &mut self.key_filter {
+            let key_count = self.schema.key_column_count();
+            let types: Vec<_> = self.schema.columns()[..key_count]
+                .iter()
+                .map(|c| c.wire_type())
+                .collect();
+            for r in 0..batch.num_rows() {
+                let key: Vec<dynql_core::Value> = (0..key_count)
+                    .map(|c| {
+                        dynql_core::arrow_convert::array_value(
+                            batch.column(c).as_ref(),
+                            types[c],
+                            r,
+                        )
+                    })
+                    .collect();
+                filter.add(&key);
+            }
+            filter.finish_group();
+        }
+        if self.rows == 0 {
+            self.min_key = group.min_key.clone();
+        }
+        self.max_key = group.max_key.clone();
+        self.encoder.write(&batch)?;
+        self.encoder.end_row_group()?;
+        self.rows += group.rows;
+        self.row_groups.push(group);
+        Ok(())
+    }
+
     /// Uploads the chunk; `None` when it holds no version.
     pub(crate) async fn finish(mut self, store: &Store) -> Result<Option<ChunkRef>> {
         self.write_row_group()?;
@@ -259,6 +207,7 @@ impl Store {
     /// Compacts `what` of the sorted table `entry` at `now`, keeping versions after `horizon`
     /// as written: writes the kept versions as new chunks, tablet by tablet, and returns them
     /// (nothing is committed here).
+    #[tracing::instrument(level = "debug", skip_all, fields(table = %entry.id))]
     pub(crate) async fn write_compacted_chunks(
         &self,
         entry: &TableEntry,
@@ -277,6 +226,7 @@ impl Store {
             (Some(_), Compacted::Whole(_)) => self.oldest_live_transaction_start().await?,
             _ => None,
         };
+        let copy_clean = copies_clean_groups(schema, &entry.retention, entry.ttl.is_some());
         let mut out = Vec::new();
         let written = |out: &Vec<ChunkRef>| out.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
         let result = async {
@@ -287,7 +237,7 @@ impl Store {
                     .filter(|c| {
                         range.upper.is_after(&c.min_key) && !range.lower.is_after(&c.max_key)
                     })
-                    .map(|c| ChunkSource::new(c, range))
+                    .map(|c| ChunkSource::new(c, range, copy_clean))
                     .collect();
                 // The dynamic store's keys of this tablet, newest source last.
                 // (Collected: no closure may live across the awaits below, or the future
@@ -298,43 +248,93 @@ impl Store {
                     .filter(|v| in_range(range, &version_key(&v[0], key_count)))
                     .collect();
                 let mut memory = memory.into_iter();
-                let mut heads: Vec<Option<Vec<RowDelta>>> = Vec::with_capacity(sources.len() + 1);
+                let mut heads: Vec<Option<Head>> = Vec::with_capacity(sources.len() + 1);
                 for s in &mut sources {
-                    heads.push(s.next_key(self, schema).await?);
+                    heads.push(s.next_head(self, schema).await?);
                 }
-                heads.push(memory.next().cloned());
+                heads.push(memory.next().cloned().map(Head::Key));
                 let memory_slot = heads.len() - 1;
                 let mut writer: Option<VersionChunkWriter> = None;
+                let new_writer = || {
+                    VersionChunkWriter::new(
+                        new_chunk_path(&entry.id, "compact"),
+                        schema,
+                        entry.chunk_writer.filters(schema.key_column_count()),
+                        entry.compression_codec,
+                    )
+                };
                 loop {
                     let mut smallest: Option<usize> = None;
                     for (i, h) in heads.iter().enumerate() {
                         let Some(h) = h else { continue };
                         if smallest.is_none_or(|s| {
-                            compare_version_keys(
-                                &h[0],
-                                &heads[s].as_ref().expect("a head")[0],
-                                key_count,
-                            )
-                            .is_lt()
+                            h.cmp_heads(heads[s].as_ref().expect("a head"), key_count)
+                                .is_lt()
                         }) {
                             smallest = Some(i);
                         }
                     }
                     let Some(smallest) = smallest else { break };
-                    let key = heads[smallest].as_ref().expect("a head")[0].clone();
+                    if let Some(Head::Group(group)) = &heads[smallest] {
+                        // A clean row group no other source has keys among is copied; else
+                        // it is merged key by key like the rest.
+                        let alone = heads.iter().enumerate().all(|(i, h)| {
+                            i == smallest
+                                || h.as_ref()
+                                    .is_none_or(|h| h.starts_after(&group.group.max_key, key_count))
+                        });
+                        let Some(Head::Group(group)) = heads[smallest].take() else {
+                            unreachable!("matched above")
+                        };
+                        if alone {
+                            let w = match &mut writer {
+                                Some(w) => w,
+                                None => writer.insert(new_writer()?),
+                            };
+                            w.push_clean(group)?;
+                            if w.rows() >= BULK_CHUNK_ROWS as u64 {
+                                let full = writer.take().expect("just used");
+                                out.extend(full.finish(self).await?);
+                            }
+                        } else {
+                            sources[smallest].decode(group, schema)?;
+                        }
+                        heads[smallest] = sources[smallest].next_head(self, schema).await?;
+                        continue;
+                    }
+                    let Some(Head::Key(first)) = &heads[smallest] else {
+                        unreachable!("a key head")
+                    };
+                    let key = first[0].clone();
                     let mut history = Vec::new();
                     for i in 0..heads.len() {
-                        let same = heads[i]
-                            .as_ref()
-                            .is_some_and(|h| compare_version_keys(&h[0], &key, key_count).is_eq());
+                        // A clean group starting at this key is merged key by key.
+                        if let Some(h @ Head::Group(_)) = &heads[i] {
+                            if !h.starts_after(&version_key(&key, key_count), key_count) {
+                                let Some(Head::Group(g)) = heads[i].take() else {
+                                    unreachable!("matched above")
+                                };
+                                sources[i].decode(g, schema)?;
+                                heads[i] = sources[i].next_head(self, schema).await?;
+                            }
+                        }
+                        let same = match &heads[i] {
+                            Some(Head::Key(h)) => {
+                                compare_version_keys(&h[0], &key, key_count).is_eq()
+                            }
+                            _ => false,
+                        };
                         if !same {
                             continue;
                         }
-                        history.extend(heads[i].take().expect("checked"));
+                        let Some(Head::Key(versions)) = heads[i].take() else {
+                            unreachable!("checked")
+                        };
+                        history.extend(versions);
                         heads[i] = if i == memory_slot {
-                            memory.next().cloned()
+                            memory.next().cloned().map(Head::Key)
                         } else {
-                            sources[i].next_key(self, schema).await?
+                            sources[i].next_head(self, schema).await?
                         };
                     }
                     crate::mvcc::put_in_commit_order(&mut history);
@@ -371,12 +371,7 @@ impl Store {
                     }
                     let w = match &mut writer {
                         Some(w) => w,
-                        None => writer.insert(VersionChunkWriter::new(
-                            new_chunk_path(&entry.id, "compact"),
-                            schema,
-                            entry.chunk_writer.filters(schema.key_column_count()),
-                            entry.compression_codec,
-                        )?),
+                        None => writer.insert(new_writer()?),
                     };
                     for d in kept {
                         w.push(d)?;
@@ -404,6 +399,8 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use dynql_core::Value;
 
     use super::*;
@@ -510,5 +507,161 @@ mod tests {
             let rows: u64 = c.row_groups.iter().map(|g| g.rows).sum();
             assert_eq!(rows, c.rows);
         }
+    }
+
+    /// Clean row groups that no other source has keys among are copied whole (their row
+    /// groups keep their bounds, even a short last one); a group that meets a newer version
+    /// in the dynamic store is merged key by key. Reads are the same before and after.
+    #[tokio::test]
+    async fn clean_row_groups_are_copied_unless_another_source_has_keys_among_theirs() {
+        let store = Store::open("memory://").unwrap();
+        let schema =
+            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
+                .unwrap();
+        store
+            .create_table("//t", schema, TableOptions::default())
+            .await
+            .unwrap();
+        let group = ROW_GROUP_ROWS as i64;
+        let n = 2 * group + 100;
+        // Two flushed chunks over disjoint keys, three row groups each (the last of 100 rows).
+        let first = store
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                (0..n).map(|k| row(k, k)).collect(),
+            )
+            .await
+            .unwrap();
+        store.flush_table("//t").await.unwrap();
+        let second = store
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                (n..2 * n).map(|k| row(k, k)).collect(),
+            )
+            .await
+            .unwrap();
+        store.flush_table("//t").await.unwrap();
+        let before_update = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        // A newer version of a key inside the second chunk's second row group.
+        let updated = n + group + 5;
+        store
+            .write_rows("//t", WriteKind::Overwrite, false, vec![row(updated, -1)])
+            .await
+            .unwrap();
+        let latest = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        let at_first = store.read_rows("//t", first).await.unwrap();
+        let state = store.refresh().await.unwrap();
+        let (_, data) = state.table_data("//t").unwrap();
+        assert_eq!(data.chunks.len(), 2);
+
+        let (versions_before, versions_after) = store.compact("//t").await.unwrap();
+        assert_eq!(
+            (versions_before, versions_after),
+            (2 * n as usize + 1, 2 * n as usize + 1)
+        );
+        assert_eq!(
+            store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap(),
+            latest
+        );
+        assert_eq!(store.read_rows("//t", first).await.unwrap(), at_first);
+        assert_eq!(store.read_rows("//t", second).await.unwrap(), before_update);
+        let state = store.refresh().await.unwrap();
+        let (_, data) = state.table_data("//t").unwrap();
+        assert_eq!(data.chunks.len(), 1);
+        let chunk = &data.chunks[0];
+        let sizes: Vec<u64> = chunk.row_groups.iter().map(|g| g.rows).collect();
+        let g = group as u64;
+        // Copied: the first chunk's three groups and the second's first and last; merged:
+        // the second's middle group and the new version (one row group each, cut where the
+        // copied group begins).
+        assert_eq!(sizes, vec![g, g, 100, g, g, 1, 100]);
+        assert_eq!(chunk.row_groups[3].clean, Cleanliness::Since(second.0));
+        assert_eq!(chunk.row_groups[4].clean, Cleanliness::Dirty);
+        assert_eq!(chunk.min_timestamp, first.0);
+        // Compacting again changes nothing a read sees.
+        store.compact("//t").await.unwrap();
+        assert_eq!(
+            store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap(),
+            latest
+        );
+    }
+
+    /// A bulk write's chunks carry no timestamps of their own (they are stamped at commit):
+    /// their copied row groups get the commit timestamp, so a read before the commit still
+    /// sees nothing.
+    #[tokio::test]
+    async fn copied_bulk_row_groups_keep_their_commit_timestamp() {
+        use arrow::array::{ArrayRef, Int64Array};
+        let store = Store::open("memory://").unwrap();
+        let schema =
+            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
+                .unwrap();
+        store
+            .create_table("//t", schema.clone(), TableOptions::default())
+            .await
+            .unwrap();
+        let earlier = store
+            .write_rows("//t", WriteKind::Overwrite, false, vec![row(-1, -1)])
+            .await
+            .unwrap();
+        let n = 2 * ROW_GROUP_ROWS as i64 + 7;
+        let mut bulk = store.start_bulk_write("//t").await.unwrap();
+        let keys: Vec<i64> = (0..n).collect();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(keys.clone())),
+            Arc::new(Int64Array::from(keys)),
+        ];
+        let batch = arrow::record_batch::RecordBatch::try_new(
+            dynql_core::arrow_convert::table_arrow_schema(&schema),
+            columns,
+        )
+        .unwrap();
+        store.stage_bulk_batch(&mut bulk, &batch).await.unwrap();
+        store.write_bulk_rows(&mut bulk, &mut |_| {}).await.unwrap();
+        let committed = store.commit_bulk_write(bulk).await.unwrap();
+        let latest = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        assert_eq!(latest.len(), n as usize + 1);
+        store.compact("//t").await.unwrap();
+        assert_eq!(
+            store
+                .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+                .await
+                .unwrap(),
+            latest
+        );
+        assert_eq!(
+            store.read_rows("//t", earlier).await.unwrap(),
+            vec![vec![Value::Int64(-1), Value::Int64(-1)]]
+        );
+        let state = store.refresh().await.unwrap();
+        let (_, data) = state.table_data("//t").unwrap();
+        let chunk = &data.chunks[0];
+        let sizes: Vec<u64> = chunk.row_groups.iter().map(|g| g.rows).collect();
+        // The flushed row, then the bulk chunk's groups as they were.
+        let g = ROW_GROUP_ROWS as u64;
+        assert_eq!(sizes, vec![1, g, g, 7]);
+        assert_eq!(chunk.max_timestamp, committed.0);
+        assert!(chunk.row_groups[1..]
+            .iter()
+            .all(|g| g.clean == Cleanliness::Since(committed.0)));
     }
 }

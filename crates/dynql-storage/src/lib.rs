@@ -18,6 +18,7 @@ mod clean_merge;
 pub mod codec;
 mod commit;
 mod compact;
+mod compact_source;
 pub mod compaction;
 pub mod compaction_policy;
 pub mod conflict;
