@@ -145,20 +145,6 @@ pub(crate) fn nan_columns(schema: &TableSchema, versions: &[&RowDelta]) -> Vec<u
         .collect()
 }
 
-/// The double columns holding a NaN in some row of `batch` (a batch in the chunk schema).
-pub(crate) fn batch_nan_columns(schema: &TableSchema, batch: &RecordBatch) -> Vec<usize> {
-    (0..schema.columns().len())
-        .filter(|&c| schema.columns()[c].wire_type() == ValueType::Double)
-        .filter(|&c| {
-            batch
-                .column(c)
-                .as_any()
-                .downcast_ref::<arrow::array::Float64Array>()
-                .is_some_and(|a| a.iter().any(|x| x.is_some_and(f64::is_nan)))
-        })
-        .collect()
-}
-
 /// Versions per Parquet row group of a chunk: the unit a pruned scan decodes.
 pub const ROW_GROUP_ROWS: usize = 16 * 1024;
 

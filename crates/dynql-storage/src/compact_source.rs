@@ -220,7 +220,7 @@ impl<'a> ChunkSource<'a> {
                 min_key: meta.min_key.clone(),
                 max_key: meta.max_key.clone(),
                 clean: Cleanliness::Since(clean_since),
-                nan_columns: Some(crate::chunk::batch_nan_columns(schema, &batch)),
+                nan_columns: Some(batch_nan_columns(schema, &batch)),
             },
             batch,
         }))
@@ -303,4 +303,18 @@ impl<'a> ChunkSource<'a> {
         }
         Ok((!group.is_empty()).then_some(group))
     }
+}
+
+/// The double columns holding a NaN in some row of `batch` (a batch in the chunk schema).
+fn batch_nan_columns(schema: &TableSchema, batch: &RecordBatch) -> Vec<usize> {
+    (0..schema.columns().len())
+        .filter(|&c| schema.columns()[c].wire_type() == dynql_core::ValueType::Double)
+        .filter(|&c| {
+            batch
+                .column(c)
+                .as_any()
+                .downcast_ref::<arrow::array::Float64Array>()
+                .is_some_and(|a| a.iter().any(|x| x.is_some_and(f64::is_nan)))
+        })
+        .collect()
 }
