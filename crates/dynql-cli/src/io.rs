@@ -223,7 +223,7 @@ fn progress_bar() -> Option<ProgressBar> {
 
 /// A bar style with `{rows_per_sec}`: a whole number of rows per second (indicatif's own
 /// `{per_sec}` prints four decimals).
-fn style(template: &str) -> ProgressStyle {
+pub(crate) fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template)
         .map(|s| {
             s.progress_chars("=> ").with_key(

@@ -20,6 +20,7 @@ mod io;
 mod logging;
 mod output;
 mod pretty;
+mod progress;
 #[cfg(test)]
 mod reference;
 mod row_input;

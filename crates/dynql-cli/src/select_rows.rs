@@ -11,6 +11,7 @@ use crate::execute::{query_error, select_stream};
 use crate::format::FormatSpec;
 use crate::output::{rows_output, stdout_is_terminal, yt_format_variable, RowsOutput};
 use crate::pretty;
+use crate::progress::{self, QueryProgressBar};
 
 /// Runs `select-rows` and prints its rows (and, with `--print-statistics`, its statistics to
 /// stderr).
@@ -28,10 +29,15 @@ pub async fn run(
         yt_format_variable().as_deref(),
         stdout_is_terminal(),
     )?;
-    let (query, mut stream) = select_stream(db, args, SelectOptions::default()).await?;
+    let mut options = SelectOptions::default();
+    let bar = progress::watch(&mut options);
+    let (query, mut stream) = select_stream(db, args, options).await?;
     match output {
-        RowsOutput::Format(format) => print_rows(&query, &mut stream, &format, stdout).await?,
-        RowsOutput::Drawn => draw_rows(&query, &mut stream, stdout).await?,
+        RowsOutput::Format(format) => {
+            print_rows(&query, &mut stream, &format, bar.as_ref(), stdout).await?;
+            drop(bar);
+        }
+        RowsOutput::Drawn => draw_rows(&query, &mut stream, bar, stdout).await?,
     }
     if args.print_statistics {
         print_statistics(&stream.statistics().unwrap_or_default());
@@ -39,12 +45,13 @@ pub async fn run(
     Ok(())
 }
 
-/// Prints the rows as they are computed; a query that fails later has printed some and
-/// exits with its error.
+/// Prints the rows as they are computed (with the progress bar, if any, hidden while they
+/// are written); a query that fails later has printed some and exits with its error.
 async fn print_rows(
     query: &str,
     stream: &mut dynql::SelectStream,
     format: &FormatSpec,
+    bar: Option<&QueryProgressBar>,
     stdout: &mut (dyn Write + Send),
 ) -> Result<()> {
     let mut buf = Vec::new();
@@ -55,8 +62,10 @@ async fn print_rows(
     while let Some(rows) = stream.next_rows().await {
         let rows = projection.rows(rows.map_err(|e| query_error(query, e))?);
         crate::format::write_rows(&mut buf, &projection.columns, &rows, format.format)?;
-        stdout.write_all(&buf)?;
-        stdout.flush()?;
+        progress::suspended(bar, || {
+            stdout.write_all(&buf)?;
+            stdout.flush()
+        })?;
         buf.clear();
     }
     Ok(())
@@ -67,6 +76,7 @@ async fn print_rows(
 async fn draw_rows(
     query: &str,
     stream: &mut dynql::SelectStream,
+    bar: Option<QueryProgressBar>,
     stdout: &mut (dyn Write + Send),
 ) -> Result<()> {
     let mut shown = SelectResult {
@@ -81,6 +91,8 @@ async fn draw_rows(
         let room = pretty::DEFAULT_MAX_ROWS - shown.rows.len();
         shown.rows.extend(rows.into_iter().take(room));
     }
+    // The bar is cleared before the table is drawn.
+    drop(bar);
     draw_result(&shown, count, stdout)
 }
 

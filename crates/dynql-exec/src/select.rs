@@ -15,6 +15,7 @@ use dynql_core::{Value, ValueType, Yson};
 use dynql_ql::binder::query_tables;
 use dynql_ql::plan::QueryPlan;
 use dynql_ql::{bind_query, BindOptions};
+use dynql_storage::progress::ReadProgress;
 use dynql_storage::{ScanStatistics, Store, Timestamp};
 
 use crate::engine::Engine;
@@ -52,6 +53,9 @@ pub struct SelectOptions {
     /// Hand `string` columns out of `select_stream` as Arrow `Binary` rather than `Utf8`:
     /// for byte strings that are not UTF-8, which fail a text column.
     pub binary_strings: bool,
+    /// Counts the rows and row groups the main table's scan reads, as it reads them, with
+    /// its plan's totals (for a progress display; a Parquet file table counts nothing).
+    pub progress: Option<Arc<ReadProgress>>,
 }
 
 impl Default for SelectOptions {
@@ -69,6 +73,7 @@ impl Default for SelectOptions {
             allow_full_scan: true,
             files: FileTables::default(),
             binary_strings: false,
+            progress: None,
         }
     }
 }

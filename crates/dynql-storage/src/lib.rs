@@ -41,6 +41,7 @@ mod objects;
 mod page_filter;
 mod page_index;
 pub mod partitioning;
+pub mod progress;
 pub mod queue;
 mod read;
 mod record_paths;

@@ -466,6 +466,9 @@ impl Store {
         let mut statistics = plan.statistics;
         let mut last_schema = None;
         let mut decoded = std::collections::HashSet::new();
+        // The row groups met so far, each told to the sink once (a row group may meet
+        // several pieces).
+        let mut started = std::collections::HashSet::new();
         'tablets: for (tablet_index, tablet_ranges) in selected {
             for range in tablet_ranges {
                 // Cut the range where row groups start, so that each piece decodes only the
@@ -523,6 +526,10 @@ impl Store {
                             piece.meets_keys(min, max)
                         })
                         .collect();
+                    let new = meeting.iter().filter(|&&g| started.insert(g)).count();
+                    if new > 0 {
+                        sink.row_groups_started(new);
+                    }
                     if columnar.is_some()
                         && meeting.len() == 1
                         && memory_range(data, &piece).next().is_none()
@@ -794,6 +801,9 @@ pub(crate) trait PieceSink: Send {
         tablet: usize,
         piece: Piece,
     ) -> impl std::future::Future<Output = Result<bool>> + Send;
+
+    /// Told when the scan starts on `count` more row groups (for progress displays).
+    fn row_groups_started(&mut self, _count: usize) {}
 }
 
 /// A synchronous callback as a sink.

@@ -18,6 +18,7 @@ use dynql_core::Value;
 use tokio::sync::mpsc;
 
 use crate::error::Result;
+use crate::progress::{ProgressSink, ReadProgress};
 use crate::row_group_filter::RowGroupFilter;
 use crate::scan::{normalize_ranges, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::store::{State, Store, TableEntry};
@@ -59,6 +60,8 @@ pub struct TableScan {
     /// Slices of clean row groups smaller than this are handed on together, up to this many
     /// rows ([`TableScan::with_gathered_slices`]); 1: each on its own.
     gathered_slices: usize,
+    /// Counts the rows and row groups the scan's streams read ([`TableScan::with_progress`]).
+    progress: Option<Arc<ReadProgress>>,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -194,6 +197,7 @@ impl Snapshot {
             row_group_filter: None,
             plan: made,
             gathered_slices: 1,
+            progress: None,
         })
     }
 }
@@ -235,6 +239,15 @@ impl TableScan {
     /// (see [`crate::row_group_filter`]).
     pub fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> TableScan {
         self.row_group_filter = Some(filter);
+        self
+    }
+
+    /// This scan, counting the rows its streams hand on and the row groups they start into
+    /// `progress`, to which its plan (at most how many rows, in how many row groups) is
+    /// added now.
+    pub fn with_progress(mut self, progress: Arc<ReadProgress>) -> TableScan {
+        progress.add_planned(self.most_rows(), self.planned.row_groups.0 as u64);
+        self.progress = Some(progress);
         self
     }
 
@@ -290,24 +303,48 @@ impl TableScan {
             self.gathered_slices,
             prefetch,
             move |mut sink| async move {
-                let read = scan
-                    .store
-                    .scan_state_pieces(
-                        &scan.state,
-                        &scan.path,
-                        &scan.ranges,
-                        scan.timestamp,
-                        Some(views),
-                        Some(&tablets),
-                        columns.as_deref(),
-                        scan.row_group_filter.as_deref(),
-                        scan.plan.as_deref(),
-                        &mut sink,
-                    )
-                    .await;
-                (read, sink)
+                let columns = columns.as_deref();
+                match &scan.progress {
+                    None => (
+                        scan.read_pieces(&tablets, columns, views, &mut sink).await,
+                        sink,
+                    ),
+                    Some(progress) => {
+                        let mut counted = ProgressSink::new(sink, progress.clone());
+                        let read = scan
+                            .read_pieces(&tablets, columns, views, &mut counted)
+                            .await;
+                        (read, counted.into_inner())
+                    }
+                }
             },
         ))
+    }
+}
+
+impl TableScan {
+    /// Reads `tablets`' pieces into `sink`.
+    async fn read_pieces<S: PieceSink>(
+        &self,
+        tablets: &[usize],
+        columns: Option<&[usize]>,
+        views: bool,
+        sink: &mut S,
+    ) -> Result<ScanStatistics> {
+        self.store
+            .scan_state_pieces(
+                &self.state,
+                &self.path,
+                &self.ranges,
+                self.timestamp,
+                Some(views),
+                Some(tablets),
+                columns,
+                self.row_group_filter.as_deref(),
+                self.plan.as_deref(),
+                sink,
+            )
+            .await
     }
 }
 

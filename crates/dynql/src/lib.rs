@@ -38,6 +38,7 @@ pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Analysis, Explanation, FileTables, SelectOptions, Statistics};
 pub use dynql_storage::cypress::{LockOptions, TakenLock};
+pub use dynql_storage::progress::{ProgressNow, ReadProgress};
 pub use dynql_storage::{
     CheckReport, Damage, LockMode, LookupStatistics, RepairReport, Reshard, TabletCommand,
     TabletState, Timestamp,

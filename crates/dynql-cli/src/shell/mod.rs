@@ -38,6 +38,7 @@ use crate::commands::Command;
 use crate::execute::{execute, query_error, select_stream};
 use crate::format::{write_result, write_rows, OutputFormat};
 use crate::pretty;
+use crate::progress::QueryProgressBar;
 use complete::{is_complete, Catalog, ShellHelper};
 use interrupt::Interrupts;
 use statement::{Parsed, Splitter, Statement};
@@ -436,9 +437,10 @@ async fn run_statement(
             // select-rows without --format shows its rows as queries do (the shell's \format).
             if let crate::commands::Command::SelectRows(args) = &line.command {
                 if args.format.is_none() && !args.print_statistics {
-                    let (query, stream) =
-                        select_stream(db, args, settings.select_options()).await?;
-                    show_stream(&query, stream, settings, started, out).await?;
+                    let mut options = settings.select_options();
+                    let bar = crate::progress::watch(&mut options);
+                    let (query, stream) = select_stream(db, args, options).await?;
+                    show_stream(&query, stream, settings, started, bar, out).await?;
                     return Ok(Flow::Continue);
                 }
             }
@@ -448,11 +450,13 @@ async fn run_statement(
             }
         }
         Parsed::Query(query) => {
+            let mut options = settings.select_options();
+            let bar = crate::progress::watch(&mut options);
             let stream = db
-                .select_stream(&query, &settings.select_options())
+                .select_stream(&query, &options)
                 .await
                 .map_err(|e| query_error(&query, e))?;
-            show_stream(&query, stream, settings, started, out).await?;
+            show_stream(&query, stream, settings, started, bar, out).await?;
         }
     }
     Ok(Flow::Continue)
@@ -485,13 +489,15 @@ async fn run_file(
     Ok(Flow::Continue)
 }
 
-/// Shows a query's rows in the shell's format: a drawn table once all are in, plain formats
-/// as they are computed.
+/// Shows a query's rows in the shell's format: a drawn table once all are in (the progress
+/// bar cleared first), plain formats as they are computed (the bar hidden while they are
+/// written).
 async fn show_stream(
     query: &str,
     mut stream: dynql::SelectStream,
     settings: &Settings,
     started: Instant,
+    bar: Option<QueryProgressBar>,
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let ResultFormat::Plain(format) = settings.format else {
@@ -500,6 +506,7 @@ async fn show_stream(
             .into_result()
             .await
             .map_err(|e| query_error(query, e))?;
+        drop(bar);
         return show(&result, settings, started, out);
     };
     let mut count = 0;
@@ -511,10 +518,13 @@ async fn show_stream(
         let rows = rows.map_err(|e| query_error(query, e))?;
         count += rows.len();
         write_rows(&mut buf, stream.columns(), &rows, format)?;
-        out.write_all(&buf)?;
-        out.flush()?;
+        crate::progress::suspended(bar.as_ref(), || {
+            out.write_all(&buf)?;
+            out.flush()
+        })?;
         buf.clear();
     }
+    drop(bar);
     if settings.timing {
         eprintln!("{}", pretty::footer(count, Some(started.elapsed())));
     }

@@ -48,6 +48,16 @@ fn dynql_log_shows_the_spans_of_commits_queries_scans_and_compactions() {
     ] {
         assert!(query.contains(span), "no {span:?} in:\n{query}");
     }
+    // The whole physical plan on the event's one line, root first.
+    let plan = query
+        .lines()
+        .find(|l| l.contains("physical plan"))
+        .unwrap_or_default();
+    assert!(
+        plan.contains("AggregateExec") && plan.contains(" | "),
+        "{plan}"
+    );
+    assert!(plan.contains("TabletScanExec: table=//t"), "{plan}");
     let compaction = stderr_of(&store, &["compact", "//t"], None, "dynql_storage=debug");
     for span in ["compact{", "write_compacted_chunks", "append_commit"] {
         assert!(compaction.contains(span), "no {span:?} in:\n{compaction}");

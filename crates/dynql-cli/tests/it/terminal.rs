@@ -58,3 +58,49 @@ fn commands_at_a_terminal_draw_tables_and_pretty_print() {
     assert!(screen.contains("\n[\n    \"k\";\n]\n"), "{screen}");
     assert!(screen.contains("\n    \"ranges\" = [\n"), "{screen}");
 }
+
+/// A query that runs longer than a second shows a progress bar on a terminal's stderr (the
+/// rows and row groups read of those planned), cleared before the result is drawn; with
+/// stderr not a terminal it prints nothing (issue 41, item 4).
+#[test]
+fn a_long_query_shows_a_progress_bar_on_a_terminal_only() {
+    let s = TestStore::new();
+    s.ok(
+        &["create", "table", "//home/t", "--attributes", SCHEMA],
+        None,
+    );
+    let rows: String = (0..15).map(|k| format!("{{k={k};v=x{k}}};\n")).collect();
+    s.ok(&["insert-rows", "//home/t"], Some(&rows));
+    s.ok(&["compact", "//home/t"], None);
+    let dynql = format!(
+        "{} --store {}",
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_dynql"))),
+        shell_quote(s.dir.path())
+    );
+    let piped = s.dir.path().join("piped-stderr");
+    // 15 rows of 200 ms each: three seconds, twice.
+    let query = "'k, sleep(200) AS slept FROM [//home/t]'";
+    let command = [
+        format!("{dynql} select-rows {query}"),
+        format!(
+            "{dynql} select-rows {query} 2>{} | cat",
+            shell_quote(&piped)
+        ),
+        "echo '[all done]'; sleep 30".to_string(),
+    ]
+    .join("; ");
+    let Some(t) = Tmux::start(s.dir.path(), &command) else {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    };
+    let running = t.wait_for("reading [", 1);
+    assert!(running.contains("/15 rows, row groups "), "{running}");
+    assert!(running.contains("/1, "), "{running}");
+    let screen = t.wait_for_within("[all done]", 1, std::time::Duration::from_secs(30));
+    // Cleared: the drawn table follows the command line with no bar left.
+    assert!(!screen.contains("reading ["), "{screen}");
+    assert!(screen.contains("│ 14 ┆     0 │"), "{screen}");
+    assert!(screen.contains("(15 rows)"), "{screen}");
+    let stderr = std::fs::read_to_string(&piped).expect("the piped command's stderr");
+    assert_eq!(stderr, "", "nothing on a stderr that is not a terminal");
+}

@@ -131,11 +131,16 @@ impl Setup {
         let reads: ScanReads = Arc::default();
         let path = &plan.sources[0].path;
         let source = match tables.files.get(path) {
-            None => ScanSource::Tablets(tables.snapshot.plan_table_scan(
-                path,
-                Some(ranges),
-                options.timestamp,
-            )?),
+            None => {
+                let scan =
+                    tables
+                        .snapshot
+                        .plan_table_scan(path, Some(ranges), options.timestamp)?;
+                ScanSource::Tablets(match &options.progress {
+                    Some(progress) => scan.with_progress(progress.clone()),
+                    None => scan,
+                })
+            }
             Some(files) => ScanSource::Files {
                 table: files.clone(),
                 ranges: ranges.to_vec(),

@@ -548,10 +548,14 @@ async fn execute(
 ) -> datafusion::error::Result<SendableRecordBatchStream> {
     let task = Arc::new(df.task_ctx());
     let physical = df.create_physical_plan().await?;
-    tracing::debug!(
-        plan = %datafusion::physical_plan::displayable(physical.as_ref()).one_line(),
-        "physical plan"
-    );
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        // The whole plan on one log line, root first, operators separated by ` | `.
+        let plan = datafusion::physical_plan::displayable(physical.as_ref())
+            .indent(true)
+            .to_string();
+        let plan: Vec<&str> = plan.lines().map(str::trim).collect();
+        tracing::debug!(plan = %plan.join(" | "), "physical plan");
+    }
     setup.stages.record(&physical);
     execute_stream(physical, task)
 }
