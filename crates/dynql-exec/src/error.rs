@@ -26,6 +26,13 @@ pub enum Error {
     InvalidOption { name: &'static str, message: String },
 }
 
+/// An Arrow kernel's failure (a cast, a concatenation, a row encoding) is DataFusion's kind.
+impl From<arrow::error::ArrowError> for Error {
+    fn from(e: arrow::error::ArrowError) -> Error {
+        Error::DataFusion(e.into())
+    }
+}
+
 impl From<DataFusionError> for Error {
     fn from(e: DataFusionError) -> Error {
         Error::DataFusion(e)

@@ -5,8 +5,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use arrow::array::ArrayRef;
+use arrow::row::{RowConverter, SortField};
+use dynql_core::arrow_convert::array_value;
 use dynql_core::{TableSchema, Value, ValueType};
-use dynql_ql::eval::{evaluate, EvalOptions};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
 use dynql_ql::ranges::{infer_key_ranges, used_key_width, RangeOptions};
 use dynql_ql::texpr::{TExpr, TypedExpr};
@@ -52,20 +54,32 @@ pub fn main_table_ranges(
 pub fn join_ranges(
     join: &JoinPlan,
     foreign: &TableSchema,
-    rows: &[Vec<Value>],
-    opts: EvalOptions,
+    self_keys: &[ArrayRef],
 ) -> Result<Option<Vec<KeyRange>>> {
     let fixed = fixed_columns(join);
     if fixed.is_empty() || !foreign.is_sorted() {
         return Ok(None);
     }
+    let arrays: Vec<ArrayRef> = fixed.iter().map(|&(i, _)| self_keys[i].clone()).collect();
+    let converter = RowConverter::new(
+        arrays
+            .iter()
+            .map(|a| SortField::new(a.data_type().clone()))
+            .collect(),
+    )?;
+    let rows = converter.convert_columns(&arrays)?;
+    // The distinct tuples (as Arrow rows encode them), each read as values once.
+    let mut seen = HashSet::new();
     let mut set = HashSet::new();
-    for r in rows {
-        let mut key = Vec::with_capacity(fixed.len());
-        for &(i, _) in &fixed {
-            key.push(evaluate(&join.self_keys[i], r, opts)?);
+    for (r, row) in rows.iter().enumerate() {
+        if seen.insert(row) {
+            let key = fixed
+                .iter()
+                .zip(&arrays)
+                .map(|(&(i, _), a)| array_value(a.as_ref(), join.self_keys[i].ty, r))
+                .collect::<Vec<Value>>();
+            set.insert(key);
         }
-        set.insert(key);
     }
     if set.is_empty() {
         return Ok(Some(Vec::new()));

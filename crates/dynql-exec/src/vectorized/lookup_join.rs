@@ -9,16 +9,21 @@
 //! read whole, once per query. Lookups are counted per batch: a foreign row two batches ask
 //! for is read (and counted in `rows_read`) twice, as in YT's batched joins.
 //!
-//! Within a batch the join runs row by row over the equation values; the rows it gives stay
-//! in the order of their left rows.
+//! Within a batch the join runs over Arrow arrays: the equation values are evaluated as
+//! arrays on both sides, encoded as Arrow rows (doubles made canonical first, so that values
+//! YT holds equal encode equally), matched through a hash index of the foreign rows, and the
+//! output is gathered with `take`; the rows it gives stay in the order of their left rows.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
+use arrow::row::{Row, RowConverter, SortField};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -37,18 +42,21 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 use tokio::sync::OnceCell;
 
-use dynql_core::arrow_convert::{arrow_type, batch_to_rows, rows_to_batch};
-use dynql_core::{TableSchema, Value, ValueType};
-use dynql_ql::eval::{evaluate, evaluate_predicate, EvalOptions};
+use dynql_core::arrow_convert::arrow_type;
+use dynql_core::{TableSchema, ValueType};
+use dynql_ql::eval::EvalOptions;
 use dynql_ql::plan::JoinPlan;
 use dynql_ql::texpr::TypedExpr;
 use dynql_storage::files::FileTable;
-use dynql_storage::scan::row_weight;
+use dynql_storage::scan::batch_weight;
 use dynql_storage::{KeyRange, Prefetch, Snapshot, Timestamp};
 
+use super::budget::Budget;
+use super::evaluate::{evaluate, Batch};
 use super::scan_reads::InputLimit;
 use crate::error::{Error, Result};
 use crate::scan::{join_ranges, join_reads_by_key};
+use crate::select::MAX_BATCH_STRING_BYTES;
 
 /// Rows per batch of a foreign table's scan.
 const FOREIGN_BATCH_ROWS: usize = 8192;
@@ -70,33 +78,54 @@ impl Foreign {
         }
     }
 
-    /// The rows with keys in `ranges` (all when `None`), each `types.len()` values.
-    async fn rows(
+    /// The rows with keys in `ranges` (all when `None`) as one batch, each column in its
+    /// YT type's Arrow type (`types`).
+    async fn batch(
         &self,
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
         types: &[ValueType],
-    ) -> Result<Vec<Vec<Value>>> {
-        match self {
+    ) -> Result<RecordBatch> {
+        let schema = joined_schema(types);
+        let mut stream = match self {
             Foreign::Store { snapshot, path } => {
                 let scan = snapshot.plan_table_scan(path, ranges, timestamp)?;
                 // The rows of a few key prefixes: read inline, without a task.
-                let mut stream = scan.stream(
+                scan.stream(
                     scan.tablets().to_vec(),
                     None,
                     false,
                     FOREIGN_BATCH_ROWS,
                     Prefetch::Inline,
-                )?;
-                let mut rows = Vec::new();
-                while let Some(batch) = stream.next().await {
-                    rows.extend(batch_to_rows(&batch?, types));
-                }
-                Ok(rows)
+                )?
             }
-            Foreign::Files(f) => Ok(f.scan_rows(ranges).await?.0),
+            Foreign::Files(f) => f.stream(ranges.map(<[KeyRange]>::to_vec), false),
+        };
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next().await {
+            batches.push(in_types(&batch?, &schema)?);
         }
+        Ok(arrow::compute::concat_batches(&schema, &batches)?)
     }
+}
+
+/// `batch`'s columns cast to `schema`'s types (a `utf8` column comes as `Utf8`, the
+/// evaluator reads text as `Binary`).
+fn in_types(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| match c.data_type() == f.data_type() {
+            true => Ok(c.clone()),
+            false => arrow::compute::cast(c, f.data_type()),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
 }
 
 /// One JOIN clause: its plan, the table it reads and that table's (query) schema.
@@ -229,7 +258,7 @@ pub(crate) struct LookupJoinExec {
     properties: Arc<PlanProperties>,
     context: Arc<JoinContext>,
     /// The whole foreign table, read once, when the equations fix no key prefix.
-    whole: Arc<OnceCell<Arc<Vec<Vec<Value>>>>>,
+    whole: Arc<OnceCell<Arc<RecordBatch>>>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -304,58 +333,76 @@ struct Lookup {
     columns: Arc<Vec<usize>>,
     schema: SchemaRef,
     context: Arc<JoinContext>,
-    whole: Arc<OnceCell<Arc<Vec<Vec<Value>>>>>,
+    whole: Arc<OnceCell<Arc<RecordBatch>>>,
 }
 
 impl Lookup {
     async fn join(&self, batch: RecordBatch) -> Result<RecordBatch> {
         let step = &self.steps[self.step];
         let opts = self.context.opts;
-        let rows = batch_to_rows(&batch, &self.left);
-        let foreign_types: Vec<ValueType> = self.joined[self.left.len()..].to_vec();
-        let foreign: Arc<Vec<Vec<Value>>> =
-            match join_ranges(&step.join, &step.schema, &rows, opts)? {
-                Some(ranges) if ranges.is_empty() => Arc::default(),
-                Some(ranges) => Arc::new(self.read(Some(&ranges), &foreign_types).await?),
-                None => self
-                    .whole
-                    .get_or_try_init(|| async {
-                        Ok::<_, Error>(Arc::new(self.read(None, &foreign_types).await?))
-                    })
-                    .await?
-                    .clone(),
-            };
-        let mut joined = join_rows(&step.join, rows, &foreign, foreign_types.len(), opts)?;
+        let foreign_types = &self.joined[self.left.len()..];
+        let self_keys = evaluate_all(&step.join.self_keys, &batch, &self.left, opts)?;
+        let foreign: Arc<RecordBatch> = match join_ranges(&step.join, &step.schema, &self_keys)? {
+            Some(ranges) if ranges.is_empty() => {
+                Arc::new(RecordBatch::new_empty(joined_schema(foreign_types)))
+            }
+            Some(ranges) => Arc::new(self.read(Some(&ranges), foreign_types).await?),
+            None => self
+                .whole
+                .get_or_try_init(|| async {
+                    Ok::<_, Error>(Arc::new(self.read(None, foreign_types).await?))
+                })
+                .await?
+                .clone(),
+        };
+        let (foreign, foreign_keys) = foreign_side(&step.join, &foreign, foreign_types, opts)?;
+        let (mut left_rows, mut foreign_rows) =
+            match_rows(&self_keys, &foreign_keys, step.join.left_outer)?;
         let passed = self.context.output[self.step]
-            .admit(joined.len() as u64)
+            .admit(left_rows.len() as u64)
             .ok_or(Error::LimitExceeded { what: "output" })?;
-        joined.truncate(passed as usize);
-        let projected: Vec<Vec<Value>> = joined
-            .into_iter()
-            .map(|r| self.columns.iter().map(|&c| r[c].clone()).collect())
-            .collect();
-        Ok(rows_to_batch(&self.schema, &projected).map_err(DataFusionError::from)?)
+        left_rows.truncate(passed as usize);
+        foreign_rows.truncate(passed as usize);
+        let left_rows = UInt32Array::from(left_rows);
+        let foreign_rows = UInt32Array::from(foreign_rows);
+        let width = self.left.len();
+        // The scan may give byte strings as views; the joined schema has them as `Binary`.
+        let columns = self
+            .columns
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(&c, field)| {
+                let taken = match c < width {
+                    true => take(batch.column(c), &left_rows, None)?,
+                    false => take(foreign.column(c - width), &foreign_rows, None)?,
+                };
+                match taken.data_type() == field.data_type() {
+                    true => Ok(taken),
+                    false => arrow::compute::cast(&taken, field.data_type()),
+                }
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(left_rows.len())),
+        )?)
     }
 
     /// Reads the foreign rows of `ranges`, counting them as read.
-    async fn read(
-        &self,
-        ranges: Option<&[KeyRange]>,
-        types: &[ValueType],
-    ) -> Result<Vec<Vec<Value>>> {
+    async fn read(&self, ranges: Option<&[KeyRange]>, types: &[ValueType]) -> Result<RecordBatch> {
         let step = &self.steps[self.step];
-        let rows = step
+        let batch = step
             .foreign
-            .rows(ranges, self.context.timestamp, types)
+            .batch(ranges, self.context.timestamp, types)
             .await?;
-        let weight: u64 = rows.iter().map(|r| row_weight(r)).sum();
         self.context
             .rows_read
-            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+            .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
         self.context
             .data_weight
-            .fetch_add(weight, Ordering::Relaxed);
-        Ok(rows)
+            .fetch_add(batch_weight(&batch), Ordering::Relaxed);
+        Ok(batch)
     }
 }
 
@@ -438,52 +485,168 @@ impl ExecutionPlan for LookupJoinExec {
     }
 }
 
-/// `join`'s equation values of `row`.
-fn equation_values(exprs: &[TypedExpr], row: &[Value], opts: EvalOptions) -> Result<Vec<Value>> {
+/// The foreign rows that pass the join's predicate (as the row evaluator reads it: null is
+/// false) and their equation values, evaluated over the passing rows only.
+fn foreign_side(
+    join: &JoinPlan,
+    foreign: &RecordBatch,
+    types: &[ValueType],
+    opts: EvalOptions,
+) -> Result<(RecordBatch, Vec<ArrayRef>)> {
+    let passing = match &join.foreign_predicate {
+        Some(p) => {
+            // One expression, one array.
+            let mask = evaluate_all(std::slice::from_ref(p), foreign, types, opts)?.remove(0);
+            arrow::compute::filter_record_batch(foreign, mask.as_boolean())?
+        }
+        None => foreign.clone(),
+    };
+    let keys = evaluate_all(&join.foreign_keys, &passing, types, opts)?;
+    Ok((passing, keys))
+}
+
+/// `exprs` evaluated over `batch` (columns of `types`), with one string budget.
+fn evaluate_all(
+    exprs: &[TypedExpr],
+    batch: &RecordBatch,
+    types: &[ValueType],
+    opts: EvalOptions,
+) -> Result<Vec<ArrayRef>> {
+    let budget = Budget::new(MAX_BATCH_STRING_BYTES, batch.num_rows());
+    let input = Batch {
+        columns: batch.columns(),
+        types,
+        rows: batch.num_rows(),
+        budget: &budget,
+    };
     Ok(exprs
         .iter()
-        .map(|e| evaluate(e, row, opts))
+        .map(|e| evaluate(e, input, opts))
         .collect::<dynql_ql::Result<Vec<_>>>()?)
 }
 
-/// The rows of `rows` joined with those of `foreign` (rows of a table `foreign_width`
-/// columns wide) by `join`'s equations, in the order of `rows`: each row with every match,
-/// or with nulls when unmatched in a LEFT join. Equal values match, nulls included.
-fn join_rows(
-    join: &JoinPlan,
-    rows: Vec<Vec<Value>>,
-    foreign: &[Vec<Value>],
-    foreign_width: usize,
-    opts: EvalOptions,
-) -> Result<Vec<Vec<Value>>> {
-    let mut index: HashMap<Vec<Value>, Vec<&Vec<Value>>> = HashMap::new();
-    for f in foreign {
-        if let Some(p) = &join.foreign_predicate {
-            if !evaluate_predicate(p, f, opts)? {
-                continue;
-            }
-        }
-        let key = equation_values(&join.foreign_keys, f, opts)?;
-        index.entry(key).or_default().push(f);
+/// The pairs of rows whose equation values are equal (nulls equal nulls, -0.0 equals 0.0,
+/// NaN equals NaN, as YT's values compare), left rows in order, each with every match in
+/// foreign order, or with none (a null foreign index) when unmatched in a LEFT join.
+fn match_rows(
+    left: &[ArrayRef],
+    foreign: &[ArrayRef],
+    left_outer: bool,
+) -> Result<(Vec<u32>, Vec<Option<u32>>)> {
+    let rows = left.first().map_or(0, |a| a.len());
+    let canonical = |a: &[ArrayRef]| a.iter().map(canonical).collect::<Result<Vec<_>>>();
+    let (left, foreign) = (canonical(left)?, canonical(foreign)?);
+    let fields = left
+        .iter()
+        .map(|a| SortField::new(a.data_type().clone()))
+        .collect();
+    let converter = RowConverter::new(fields)?;
+    let left = converter.convert_columns(&left)?;
+    let foreign = converter.convert_columns(&foreign)?;
+    // Foreign rows by key, each key's rows in foreign order.
+    let mut index: HashMap<Row<'_>, Vec<u32>> = HashMap::with_capacity(foreign.num_rows());
+    for (i, key) in foreign.iter().enumerate() {
+        index.entry(key).or_default().push(i as u32);
     }
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let key = equation_values(&join.self_keys, &r, opts)?;
+    let mut left_rows = Vec::with_capacity(rows);
+    let mut foreign_rows = Vec::with_capacity(rows);
+    for (i, key) in left.iter().enumerate() {
         match index.get(&key) {
             Some(matches) => {
-                for m in matches {
-                    let mut joined = r.clone();
-                    joined.extend(m.iter().cloned());
-                    out.push(joined);
+                for &m in matches {
+                    left_rows.push(i as u32);
+                    foreign_rows.push(Some(m));
                 }
             }
-            None if join.left_outer => {
-                let mut joined = r;
-                joined.extend(std::iter::repeat_n(Value::Null, foreign_width));
-                out.push(joined);
+            None if left_outer => {
+                left_rows.push(i as u32);
+                foreign_rows.push(None);
             }
             None => {}
         }
     }
-    Ok(out)
+    Ok((left_rows, foreign_rows))
+}
+
+/// Doubles with -0.0 as 0.0 and every NaN as one NaN, so that equal values (as YT compares
+/// them) encode equally; byte strings as `Binary` (the evaluator gives `Binary` or
+/// `BinaryView`, and both sides must encode alike); other arrays as they are.
+fn canonical(a: &ArrayRef) -> Result<ArrayRef> {
+    if let Some(d) = a.as_primitive_opt::<Float64Type>() {
+        return Ok(Arc::new(d.unary::<_, Float64Type>(|v| match v {
+            v if v.is_nan() => f64::NAN,
+            v if v == 0.0 => 0.0,
+            v => v,
+        })));
+    }
+    Ok(match a.data_type() {
+        DataType::BinaryView => arrow::compute::cast(a, &DataType::Binary)?,
+        _ => a.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{BinaryArray, Float64Array, Int64Array};
+
+    fn pairs(left: &[ArrayRef], foreign: &[ArrayRef], outer: bool) -> Vec<(u32, Option<u32>)> {
+        let (l, f) = match_rows(left, foreign, outer).unwrap();
+        l.into_iter().zip(f).collect()
+    }
+
+    #[test]
+    fn equal_values_match_as_yt_compares_them() {
+        // -0.0 is 0.0, NaN is NaN, null is null.
+        let left: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(0.0),
+            Some(f64::NAN),
+            None,
+            Some(1.5),
+        ]));
+        let foreign: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(-0.0),
+            None,
+            Some(-f64::NAN),
+            Some(2.5),
+        ]));
+        assert_eq!(
+            pairs(&[left], &[foreign], false),
+            [(0, Some(0)), (1, Some(2)), (2, Some(1))]
+        );
+    }
+
+    #[test]
+    fn strings_match_whether_binary_or_views() {
+        let left: ArrayRef = Arc::new(arrow::array::BinaryViewArray::from_iter([
+            Some(b"a".as_slice()),
+            None,
+        ]));
+        let foreign: ArrayRef = Arc::new(BinaryArray::from_iter([None, Some(b"a".as_slice())]));
+        assert_eq!(
+            pairs(&[left], &[foreign], false),
+            [(0, Some(1)), (1, Some(0))]
+        );
+    }
+
+    #[test]
+    fn every_match_in_foreign_order_and_left_rows_in_order() {
+        let left: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![2, 1, 3])),
+            Arc::new(BinaryArray::from_iter_values([b"b", b"a", b"c"])),
+        ];
+        let foreign: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1, 2, 1, 2])),
+            Arc::new(BinaryArray::from_iter_values([b"a", b"b", b"a", b"x"])),
+        ];
+        assert_eq!(
+            pairs(&left, &foreign, false),
+            [(0, Some(1)), (1, Some(0)), (1, Some(2))]
+        );
+        // LEFT: the unmatched row once, with no foreign row.
+        assert_eq!(
+            pairs(&left, &foreign, true),
+            [(0, Some(1)), (1, Some(0)), (1, Some(2)), (2, None)]
+        );
+    }
 }
