@@ -12,10 +12,10 @@
 //! `length`, `concat` ([`super::string_calls`]), `if_null` and `coalesce`
 //! ([`super::null_calls`]), numeric casts, `abs`, `is_nan`, `is_finite`, `is_inf`
 //! ([`super::numeric_calls`]), the timestamp floors and `format_timestamp` of a literal
-//! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`])) run as
-//! array kernels. Every other form is evaluated row by row with the row evaluator itself over
-//! the batch, and scalar functions row by row on their vectorised arguments
-//! ([`super::calls`]): slower, never different.
+//! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`]), searched
+//! CASE ([`super::conditional`])) run as array kernels. Every other form is evaluated row by
+//! row with the row evaluator itself over the batch, and scalar functions row by row on their
+//! vectorised arguments ([`super::calls`]): slower, never different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
 //! only a literal that is itself a result becomes a column of copies. The strings an
@@ -37,7 +37,7 @@ use super::budget::Budget;
 use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
-use super::conditional::{evaluate_on, if_call};
+use super::conditional::{case, case_applies, evaluate_on, if_call};
 use super::in_list;
 use super::math_calls;
 use super::null_calls;
@@ -141,6 +141,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
+        TExpr::Case { whens, otherwise } if case_applies(e.ty, whens) => {
+            case(e, whens, otherwise.as_deref(), input, opts)
+        }
         _ => row_by_row(e, input, opts),
     }
 }
