@@ -13,9 +13,10 @@
 //! ([`super::null_calls`]), numeric casts, `abs`, `is_nan`, `is_finite`, `is_inf`
 //! ([`super::numeric_calls`]), the timestamp floors and `format_timestamp` of a literal
 //! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`]), searched
-//! CASE ([`super::conditional`])) run as array kernels. Every other form is evaluated row by
-//! row with the row evaluator itself over the batch, and scalar functions row by row on their
-//! vectorised arguments ([`super::calls`]): slower, never different.
+//! CASE ([`super::conditional`]), TRANSFORM ([`super::transform`])) run as array kernels.
+//! Every other form is evaluated row by row with the row evaluator itself over the batch, and
+//! scalar functions row by row on their vectorised arguments ([`super::calls`]): slower, never
+//! different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
 //! only a literal that is itself a result becomes a column of copies. The strings an
@@ -45,6 +46,7 @@ use super::numeric_calls;
 use super::regex_calls;
 use super::string_calls;
 use super::timestamp_calls;
+use super::transform;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate_metered, EvalOptions};
@@ -143,6 +145,13 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
         TExpr::Case { whens, otherwise } if case_applies(e.ty, whens) => {
             case(e, whens, otherwise.as_deref(), input, opts)
+        }
+        TExpr::Transform {
+            operands,
+            map,
+            default,
+        } if transform::applies(e.ty, operands) => {
+            transform::transform(e, operands, map, default.as_deref(), input, opts)
         }
         _ => row_by_row(e, input, opts),
     }

@@ -30,5 +30,6 @@ pub(crate) mod string_calls;
 pub(crate) mod table_scan;
 pub(crate) mod timestamp_calls;
 pub(crate) mod totals;
+pub(crate) mod transform;
 pub(crate) mod udf;
 pub(crate) mod where_pruning;
