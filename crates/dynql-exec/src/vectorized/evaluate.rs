@@ -13,10 +13,10 @@
 //! ([`super::null_calls`]), numeric casts, `abs`, `is_nan`, `is_finite`, `is_inf`
 //! ([`super::numeric_calls`]), the timestamp floors and `format_timestamp` of a literal
 //! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`]), searched
-//! CASE ([`super::conditional`]), TRANSFORM ([`super::transform`])) run as array kernels.
-//! Every other form is evaluated row by row with the row evaluator itself over the batch, and
-//! scalar functions row by row on their vectorised arguments ([`super::calls`]): slower, never
-//! different.
+//! CASE ([`super::conditional`]), TRANSFORM ([`super::transform`]), tuple BETWEEN
+//! ([`super::between`])) run as array kernels. Every other form is evaluated row by row with
+//! the row evaluator itself over the batch, and scalar functions row by row on their
+//! vectorised arguments ([`super::calls`]): slower, never different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
 //! only a literal that is itself a result becomes a column of copies. The strings an
@@ -34,6 +34,7 @@ use arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type, UIn
 
 use dynql_core::arrow_convert::{array_value, arrow_type, values_to_array};
 
+use super::between as tuple_between;
 use super::budget::Budget;
 use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
@@ -108,10 +109,22 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
             set,
             negated,
         } if in_list::applies(operands) => in_list::in_list(operands, set, *negated, input, opts),
+        // One column compared with bounds of its own type (or null) as comparisons; any other
+        // BETWEEN in YT's value order, tuple by tuple.
         TExpr::Between { operands, ranges }
-            if operands.len() == 1 && ranges.iter().all(|(l, h)| l.len() <= 1 && h.len() <= 1) =>
+            if operands.len() == 1
+                && ranges.iter().all(|(l, h)| {
+                    l.len() <= 1
+                        && h.len() <= 1
+                        && l.iter()
+                            .chain(h)
+                            .all(|v| v.is_null() || v.value_type() == operands[0].ty)
+                }) =>
         {
             between(&operands[0], ranges, input, opts)
+        }
+        TExpr::Between { operands, ranges } if tuple_between::applies(operands) => {
+            tuple_between::tuple_between(operands, ranges, input, opts)
         }
         TExpr::Call(ScalarFunction::IsPrefix, args) if args[0].as_literal().is_some() => {
             let Some(Value::String(prefix)) = args[0].as_literal() else {
