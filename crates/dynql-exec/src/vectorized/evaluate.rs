@@ -14,8 +14,9 @@
 //! ([`super::numeric_calls`]), the timestamp floors and `format_timestamp` of a literal
 //! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`]), searched
 //! CASE ([`super::conditional`]), TRANSFORM ([`super::transform`]), tuple BETWEEN
-//! ([`super::between`])) run as array kernels. Every other form is evaluated row by row with
-//! the row evaluator itself over the batch, and scalar functions row by row on their
+//! ([`super::between`]), the parses, casts from `any` and other conversions
+//! ([`super::conversion_calls`])) run as array kernels. Every other form is evaluated row by
+//! row with the row evaluator itself over the batch, and scalar functions row by row on their
 //! vectorised arguments ([`super::calls`]): slower, never different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
@@ -40,6 +41,7 @@ use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
 use super::conditional::{case, case_applies, evaluate_on, if_call};
+use super::conversion_calls;
 use super::in_list;
 use super::math_calls;
 use super::null_calls;
@@ -141,6 +143,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(f, args) if numeric_calls::applies(*f, args) => {
             numeric_calls::numeric_call(*f, e, &args[0], input, opts)
+        }
+        TExpr::Call(f, args) if conversion_calls::applies(*f, args) => {
+            conversion_calls::conversion_call(*f, e, args, input, opts)
         }
         TExpr::Call(f, args) if null_calls::applies(*f, e, args) => {
             null_calls::first_not_null(e, args, input, opts)

@@ -12,6 +12,7 @@ pub(crate) mod byte_kernels;
 pub(crate) mod calls;
 pub(crate) mod compare;
 pub(crate) mod conditional;
+pub(crate) mod conversion_calls;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod in_list;
