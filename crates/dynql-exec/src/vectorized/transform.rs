@@ -9,7 +9,6 @@
 //! once per batch; each row is then one lookup of its ids.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, UInt32Array};
 use arrow::buffer::BooleanBuffer;
@@ -139,6 +138,7 @@ mod tests {
     use dynql_ql::ast::BinaryOp;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     /// A value of `ty` from a small domain (so rows hit the keys), edge values included.
     fn value_of(ty: ValueType) -> BoxedStrategy<Value> {
