@@ -12,10 +12,12 @@
 //! `length`, `concat` ([`super::string_calls`]), `if_null` and `coalesce`
 //! ([`super::null_calls`]), numeric casts, `abs`, `is_nan`, `is_finite`, `is_inf`
 //! ([`super::numeric_calls`]), the timestamp floors and `format_timestamp` of a literal
-//! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`])) run as
-//! array kernels. Every other form is evaluated row by row with the row evaluator itself over
-//! the batch, and scalar functions row by row on their vectorised arguments
-//! ([`super::calls`]): slower, never different.
+//! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`]), searched
+//! CASE ([`super::conditional`]), TRANSFORM ([`super::transform`]), tuple BETWEEN
+//! ([`super::between`]), the parses, casts from `any` and other conversions
+//! ([`super::conversion_calls`])) run as array kernels. Every other form is evaluated row by
+//! row with the row evaluator itself over the batch, and scalar functions row by row on their
+//! vectorised arguments ([`super::calls`]): slower, never different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
 //! only a literal that is itself a result becomes a column of copies. The strings an
@@ -33,11 +35,13 @@ use arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type, UIn
 
 use dynql_core::arrow_convert::{array_value, arrow_type, values_to_array};
 
+use super::between as tuple_between;
 use super::budget::Budget;
 use super::byte_kernels::{bytes_predicate, starts_with};
 use super::calls::{call, farm_hash_call, hashable};
 use super::compare::{between, comparison};
-use super::conditional::{evaluate_on, if_call};
+use super::conditional::{case, case_applies, evaluate_on, if_call};
+use super::conversion_calls;
 use super::in_list;
 use super::math_calls;
 use super::null_calls;
@@ -45,6 +49,7 @@ use super::numeric_calls;
 use super::regex_calls;
 use super::string_calls;
 use super::timestamp_calls;
+use super::transform;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate_metered, EvalOptions};
@@ -106,10 +111,22 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
             set,
             negated,
         } if in_list::applies(operands) => in_list::in_list(operands, set, *negated, input, opts),
+        // One column compared with bounds of its own type (or null) as comparisons; any other
+        // BETWEEN in YT's value order, tuple by tuple.
         TExpr::Between { operands, ranges }
-            if operands.len() == 1 && ranges.iter().all(|(l, h)| l.len() <= 1 && h.len() <= 1) =>
+            if operands.len() == 1
+                && ranges.iter().all(|(l, h)| {
+                    l.len() <= 1
+                        && h.len() <= 1
+                        && l.iter()
+                            .chain(h)
+                            .all(|v| v.is_null() || v.value_type() == operands[0].ty)
+                }) =>
         {
             between(&operands[0], ranges, input, opts)
+        }
+        TExpr::Between { operands, ranges } if tuple_between::applies(operands) => {
+            tuple_between::tuple_between(operands, ranges, input, opts)
         }
         TExpr::Call(ScalarFunction::IsPrefix, args) if args[0].as_literal().is_some() => {
             let Some(Value::String(prefix)) = args[0].as_literal() else {
@@ -127,6 +144,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         TExpr::Call(f, args) if numeric_calls::applies(*f, args) => {
             numeric_calls::numeric_call(*f, e, &args[0], input, opts)
         }
+        TExpr::Call(f, args) if conversion_calls::applies(*f, args) => {
+            conversion_calls::conversion_call(*f, e, args, input, opts)
+        }
         TExpr::Call(f, args) if null_calls::applies(*f, e, args) => {
             null_calls::first_not_null(e, args, input, opts)
         }
@@ -141,6 +161,16 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
+        TExpr::Case { whens, otherwise } if case_applies(e.ty, whens) => {
+            case(e, whens, otherwise.as_deref(), input, opts)
+        }
+        TExpr::Transform {
+            operands,
+            map,
+            default,
+        } if transform::applies(e.ty, operands) => {
+            transform::transform(e, operands, map, default.as_deref(), input, opts)
+        }
         _ => row_by_row(e, input, opts),
     }
 }

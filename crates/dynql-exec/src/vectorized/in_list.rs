@@ -25,7 +25,7 @@ use super::evaluate::{evaluate, runtime, Batch};
 type FastMap<K> = HashMap<K, u32, foldhash::fast::FixedState>;
 
 /// The id of a value that is not in the list at that position.
-const ABSENT: u32 = u32::MAX;
+pub(super) const ABSENT: u32 = u32::MAX;
 
 /// Whether `operands IN (…)` runs here: operands of scalar types with a Value-free
 /// encoding (`any` and typed nulls keep the row path).
@@ -70,7 +70,8 @@ pub(super) fn in_list(
         .filter(|t| t.len() == operands.len())
         .map(Vec::as_slice)
         .collect();
-    let mut positions: Vec<Members<'_>> = operands.iter().map(|o| Members::new(o.ty)).collect();
+    let mut positions: Vec<Members<'_>> =
+        operands.iter().map(|o| Members::new(o.ty, false)).collect();
     // The list's tuples as ids; one holding a value of another type can match no row.
     let id_tuples: HashSet<Vec<u32>, foldhash::fast::FixedState> = tuples
         .iter()
@@ -100,19 +101,23 @@ pub(super) fn in_list(
     Ok(Arc::new(BooleanArray::new(values, None)))
 }
 
-/// The distinct values of one operand position of the list, each with an id.
-struct Members<'a> {
+/// The distinct values of one operand position of the list, each with an id (also the keys
+/// of TRANSFORM, [`super::transform`]).
+pub(super) struct Members<'a> {
     /// The id of null, if the list holds null at this position.
     null: Option<u32>,
     values: Values<'a>,
     next: u32,
+    /// Whether NaN is a value equal to every NaN (TRANSFORM's keys, looked up without a NaN
+    /// check) rather than one no operand can equal (IN, whose NaN operands fail).
+    nan_is_value: bool,
 }
 
 /// The non-null values of a position, keyed by the operand type's native values.
 enum Values<'a> {
     Int64(FastMap<i64>),
     Uint64(FastMap<u64>),
-    /// Keyed by the bits of the value with -0.0 as 0.0 (equal values, one key).
+    /// Keyed by the bits of the value with -0.0 as 0.0 and one NaN (equal values, one key).
     Double(FastMap<u64>),
     Boolean([Option<u32>; 2]),
     Bytes(FastMap<&'a [u8]>),
@@ -121,13 +126,15 @@ enum Values<'a> {
 fn double_key(x: f64) -> u64 {
     if x == 0.0 {
         0
+    } else if x.is_nan() {
+        f64::NAN.to_bits()
     } else {
         x.to_bits()
     }
 }
 
 impl<'a> Members<'a> {
-    fn new(ty: ValueType) -> Members<'a> {
+    pub(super) fn new(ty: ValueType, nan_is_value: bool) -> Members<'a> {
         let values = match ty {
             ValueType::Int64 => Values::Int64(FastMap::default()),
             ValueType::Uint64 => Values::Uint64(FastMap::default()),
@@ -139,18 +146,21 @@ impl<'a> Members<'a> {
             null: None,
             values,
             next: 0,
+            nan_is_value,
         }
     }
 
     /// The id of `v` at this position (a new one if it is new), or `None` if no operand value
-    /// can equal it: another type, or NaN (a NaN operand fails before any lookup).
-    fn insert(&mut self, v: &'a Value) -> Option<u32> {
+    /// can equal it: another type, or NaN unless it is a value here (a NaN operand of IN
+    /// fails before any lookup).
+    pub(super) fn insert(&mut self, v: &'a Value) -> Option<u32> {
+        let nan_is_value = self.nan_is_value;
         let next = self.next;
         let id = match (&mut self.values, v) {
             (_, Value::Null) => *self.null.get_or_insert(next),
             (Values::Int64(m), Value::Int64(x)) => *m.entry(*x).or_insert(next),
             (Values::Uint64(m), Value::Uint64(x)) => *m.entry(*x).or_insert(next),
-            (Values::Double(_), Value::Double(x)) if x.is_nan() => return None,
+            (Values::Double(_), Value::Double(x)) if x.is_nan() && !nan_is_value => return None,
             (Values::Double(m), Value::Double(x)) => *m.entry(double_key(*x)).or_insert(next),
             (Values::Boolean(b), Value::Boolean(x)) => *b[usize::from(*x)].get_or_insert(next),
             (Values::Bytes(m), Value::String(x)) => *m.entry(x.as_slice()).or_insert(next),
@@ -162,8 +172,13 @@ impl<'a> Members<'a> {
         Some(id)
     }
 
+    /// How many distinct values (ids) it holds.
+    pub(super) fn len(&self) -> usize {
+        self.next as usize
+    }
+
     /// The id of each row's value in `a` ([`ABSENT`] where the list does not hold it).
-    fn ids(&self, a: &ArrayRef) -> Vec<u32> {
+    pub(super) fn ids(&self, a: &ArrayRef) -> Vec<u32> {
         let null = self.null.unwrap_or(ABSENT);
         let rows = a.len();
         let look = |i: usize, found: Option<&u32>| {

@@ -6,11 +6,13 @@
 //! YT's grouping depends on scan order ([`first_groups`], [`totals`]). A run keeps the plans
 //! it executes ([`stages`]) for EXPLAIN ANALYZE.
 
+pub(crate) mod between;
 pub(crate) mod budget;
 pub(crate) mod byte_kernels;
 pub(crate) mod calls;
 pub(crate) mod compare;
 pub(crate) mod conditional;
+pub(crate) mod conversion_calls;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod in_list;
@@ -30,5 +32,6 @@ pub(crate) mod string_calls;
 pub(crate) mod table_scan;
 pub(crate) mod timestamp_calls;
 pub(crate) mod totals;
+pub(crate) mod transform;
 pub(crate) mod udf;
 pub(crate) mod where_pruning;

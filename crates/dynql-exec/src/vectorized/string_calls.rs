@@ -128,14 +128,14 @@ fn build_strings(
 
 /// A string argument over a batch: a column (as it came, `Binary` or `BinaryView`), or one
 /// literal for every row.
-enum Strings {
+pub(super) enum Strings {
     Binary(BinaryArray),
     View(BinaryViewArray),
     Constant(Option<Vec<u8>>),
 }
 
 impl Strings {
-    fn of(a: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<Strings> {
+    pub(super) fn of(a: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Result<Strings> {
         match a.as_literal() {
             Some(Value::String(b)) => return Ok(Strings::Constant(Some(b.clone()))),
             Some(Value::Null) => return Ok(Strings::Constant(None)),
@@ -156,7 +156,7 @@ impl Strings {
     }
 
     /// Row `i`'s value (`None`: null).
-    fn get(&self, i: usize) -> Option<&[u8]> {
+    pub(super) fn get(&self, i: usize) -> Option<&[u8]> {
         match self {
             Strings::Binary(a) => (!a.is_null(i)).then(|| a.value(i)),
             Strings::View(a) => (!a.is_null(i)).then(|| a.value(i)),
@@ -165,7 +165,7 @@ impl Strings {
     }
 
     /// The nulls of `rows` rows of it.
-    fn nulls(&self, rows: usize) -> Option<NullBuffer> {
+    pub(super) fn nulls(&self, rows: usize) -> Option<NullBuffer> {
         match self {
             Strings::Binary(a) => a.logical_nulls(),
             Strings::View(a) => a.logical_nulls(),
