@@ -28,7 +28,11 @@ const CATEGORIES: [&str; 16] = [
 /// Rows `start..start+n` of the bench table, with the hash column (as the Parquet files the
 /// peers read hold it) or without it (dynql computes it).
 pub fn batch(start: usize, n: usize, with_hash: bool) -> RecordBatch {
-    let ids = start as i64..(start + n) as i64;
+    batch_of_ids(start as i64..(start + n) as i64, with_hash)
+}
+
+/// The bench table's rows of the given ids (any order, any subset), as [`batch`] makes them.
+pub fn batch_of_ids(ids: impl Iterator<Item = i64> + Clone, with_hash: bool) -> RecordBatch {
     let mut fields = Vec::new();
     let mut columns: Vec<Arc<dyn arrow::array::Array>> = Vec::new();
     if with_hash {
@@ -52,6 +56,36 @@ pub fn batch(start: usize, n: usize, with_hash: bool) -> RecordBatch {
         ids.map(|i| format!("payload-{i:012}")),
     )));
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
+/// The peer benchmark's lookup-join table (`//categories`), keyed by the bench table's
+/// `category` column: the first 12 of its 16 categories (an inner join drops the rows of the
+/// other 4), each with a weight and a tier.
+pub const CATEGORIES_TABLE_ATTRIBUTES: &str = r#"{dynamic=%true;
+    schema=[
+        {name=category; type=string; sort_order=ascending};
+        {name=weight; type=double};
+        {name=tier; type=int64}]}"#;
+
+/// The rows of the lookup-join table (see [`CATEGORIES_TABLE_ATTRIBUTES`]): category `k` of
+/// the first 12 has weight `(k + 1) / 2` and tier `k % 3`.
+pub fn categories_batch() -> RecordBatch {
+    let k = 0..12usize;
+    let schema = Schema::new(vec![
+        Field::new("category", DataType::Utf8, false),
+        Field::new("weight", DataType::Float64, true),
+        Field::new("tier", DataType::Int64, true),
+    ]);
+    let columns: Vec<Arc<dyn arrow::array::Array>> = vec![
+        Arc::new(StringArray::from_iter_values(
+            k.clone().map(|k| CATEGORIES[k]),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            k.clone().map(|k| (k + 1) as f64 * 0.5),
+        )),
+        Arc::new(Int64Array::from_iter_values(k.map(|k| (k % 3) as i64))),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).unwrap()
 }
 
 /// The number in environment variable `name`, or `default` (benchmark sizes and run counts).
