@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dynql vs DataFusion and DuckDB on the same data, side by side in one run.
 
-Usage: python3 benches/peers.py [DIR] [--rows N] [--runs R] [--cli]
+Usage: python3 benches/peers.py [DIR] [--rows N] [--runs R] [--cli] [--only SHAPE,...]
                                 [--bench-binary PATH] [--dynql PATH] [--duckdb-cli PATH]
 
 1. installs the `duckdb` and `datafusion` Python packages if missing (pip, user site), and with
@@ -317,6 +317,7 @@ def main():
         help="the dynql command line (default: $CARGO_TARGET_DIR/release/dynql)",
     )
     ap.add_argument("--duckdb-cli", help="the duckdb executable (default: the duckdb-cli package's)")
+    ap.add_argument("--only", help="comma-separated shapes to run (default: every one)")
     args = ap.parse_args()
     args.dir = os.path.abspath(args.dir)
     if not os.access(args.dynql, os.X_OK):
@@ -335,14 +336,19 @@ def main():
         cwd = ROOT
 
     def run_dynql(**extra):
-        env = dict(os.environ, DYNQL_BENCH_ROWS=str(args.rows), DYNQL_BENCH_RUNS=str(args.runs), **extra)
-        out = subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+        # The bench binary runs one shape (DYNQL_BENCH_ONLY) or all of them.
+        chosen = args.only.split(",") if args.only else [None]
         results = {}
-        for line in out.splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                r = json.loads(line)
-                results[r["query"]] = r
+        for only in chosen:
+            env = dict(os.environ, DYNQL_BENCH_ROWS=str(args.rows), DYNQL_BENCH_RUNS=str(args.runs), **extra)
+            if only:
+                env["DYNQL_BENCH_ONLY"] = only
+            out = subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+            for line in out.splitlines():
+                line = line.strip()
+                if line.startswith("{"):
+                    r = json.loads(line)
+                    results[r["query"]] = r
         return results
 
     dynql = run_dynql()
