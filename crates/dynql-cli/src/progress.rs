@@ -5,7 +5,7 @@
 
 use std::io::IsTerminal;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -18,8 +18,40 @@ const SHOW_AFTER: Duration = Duration::from_secs(1);
 /// How often the bar is redrawn.
 const TICK: Duration = Duration::from_millis(100);
 
+/// The bars alive in this process, and how many times [`hide_all`] was called. Bars draw
+/// under this lock, so once `hide_all` returns none of the bars it hid draws again.
+static BARS: Mutex<Bars> = Mutex::new(Bars {
+    epoch: 0,
+    next_id: 0,
+    live: Vec::new(),
+});
+
+struct Bars {
+    /// A bar started in an earlier epoch stays hidden.
+    epoch: u64,
+    next_id: u64,
+    live: Vec<(u64, ProgressBar)>,
+}
+
+fn bars() -> std::sync::MutexGuard<'static, Bars> {
+    BARS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Clears every bar drawn now and keeps them hidden until they end. The shell calls it on
+/// Ctrl-C before it prints "Cancelled.": a cancelled query computing inline may run on for a
+/// while before it stops, and its bar must not draw over the prompt that is already back.
+pub(crate) fn hide_all() {
+    let mut bars = bars();
+    bars.epoch += 1;
+    for (_, bar) in bars.live.drain(..) {
+        bar.finish_and_clear();
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+}
+
 /// A query's progress bar, drawn on stderr by a thread of its own while this lives.
 pub(crate) struct QueryProgressBar {
+    id: u64,
     bar: ProgressBar,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -42,6 +74,13 @@ impl QueryProgressBar {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         let (stop, stopped) = mpsc::channel::<()>();
         let drawn = bar.clone();
+        let (id, epoch) = {
+            let mut bars = bars();
+            let id = bars.next_id;
+            bars.next_id += 1;
+            bars.live.push((id, bar.clone()));
+            (id, bars.epoch)
+        };
         let thread = std::thread::spawn(move || {
             let started = Instant::now();
             let mut shown = false;
@@ -51,6 +90,10 @@ impl QueryProgressBar {
                     Err(RecvTimeoutError::Timeout) => {}
                     // Stopped, or the owner is gone.
                     _ => return,
+                }
+                let bars = bars();
+                if bars.epoch != epoch {
+                    return;
                 }
                 if !shown && started.elapsed() >= SHOW_AFTER {
                     drawn.set_draw_target(ProgressDrawTarget::stderr());
@@ -62,6 +105,7 @@ impl QueryProgressBar {
             }
         });
         QueryProgressBar {
+            id,
             bar,
             stop: Some(stop),
             thread: Some(thread),
@@ -84,6 +128,7 @@ pub(crate) fn suspended<R>(bar: Option<&QueryProgressBar>, f: impl FnOnce() -> R
 
 impl Drop for QueryProgressBar {
     fn drop(&mut self) {
+        bars().live.retain(|(id, _)| *id != self.id);
         drop(self.stop.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -324,6 +324,10 @@ async fn interactive(db: &Database, url: &str, new_store: bool, settings: Settin
 /// aborted, which drops the query's streams and the tasks DataFusion spawned for it, and
 /// the prompt comes back. The settings stay behind a lock the aborted task releases when it
 /// stops, so the session (and its SQL tables) lives on.
+///
+/// An abort takes effect only when the task next yields, and a query computed inline may
+/// reach its end first: its output goes through a [`StatementOutput`] that is closed on
+/// Ctrl-C, so a cancelled statement never prints, even after the prompt is back.
 async fn run_cancellable(
     db: &Database,
     settings: &Arc<tokio::sync::Mutex<Settings>>,
@@ -333,19 +337,75 @@ async fn run_cancellable(
     interrupts.mark_seen();
     let db = db.clone();
     let settings = Arc::clone(settings);
+    let out = StatementOutput::default();
+    let closed = out.open.clone();
     let mut task = tokio::spawn(async move {
         let mut settings = settings.lock().await;
-        let mut stdout = std::io::stdout();
-        let result = run_statement(&db, &mut settings, &text, &mut stdout).await;
-        let _ = stdout.flush();
+        let mut out = out;
+        let result = run_statement(&db, &mut settings, &text, &mut out).await;
+        let _ = out.flush();
         result
     });
     tokio::select! {
         joined = &mut task => Some(joined.unwrap_or_else(|e| Err(anyhow!("the statement failed: {e}")))),
         _ = interrupts.pressed() => {
+            // Closed before the prompt returns: no byte of this statement follows it.
+            *closed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+            crate::progress::hide_all();
             task.abort();
             None
         }
+    }
+}
+
+/// Standard output for one statement of the shell, closed when the statement is cancelled.
+///
+/// The check and the write happen under one lock, so once [`run_cancellable`] has closed it
+/// nothing more is written; a write after that fails as interrupted, which ends the
+/// statement if it is still running.
+#[derive(Clone)]
+struct StatementOutput {
+    open: Arc<std::sync::Mutex<bool>>,
+}
+
+impl Default for StatementOutput {
+    fn default() -> Self {
+        StatementOutput {
+            open: Arc::new(std::sync::Mutex::new(true)),
+        }
+    }
+}
+
+impl StatementOutput {
+    fn guarded<T>(
+        &self,
+        write: impl FnOnce(&mut std::io::Stdout) -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        let open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*open {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "the statement was cancelled",
+            ));
+        }
+        write(&mut std::io::stdout())
+    }
+}
+
+impl Write for StatementOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.guarded(|out| out.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.guarded(|out| out.write_all(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.guarded(|out| out.flush())
     }
 }
 
@@ -374,6 +434,8 @@ fn show(
             let mut buf = Vec::new();
             write_result(&mut buf, result, format)?;
             out.write_all(&buf)?;
+            // Fails, and prints nothing, once the statement is cancelled.
+            out.flush()?;
             if let Some(elapsed) = elapsed {
                 eprintln!("{}", pretty::footer(result.rows.len(), Some(elapsed)));
             }
@@ -445,6 +507,8 @@ async fn run_statement(
                 }
             }
             execute(db, line.command, &mut rows.as_bytes(), out).await?;
+            // Fails, and prints nothing, once the statement is cancelled.
+            out.flush()?;
             if settings.timing {
                 eprintln!("({})", pretty::duration(started.elapsed()));
             }
@@ -525,6 +589,8 @@ async fn show_stream(
         buf.clear();
     }
     drop(bar);
+    // Fails, and prints nothing, once the statement is cancelled.
+    out.flush()?;
     if settings.timing {
         eprintln!("{}", pretty::footer(count, Some(started.elapsed())));
     }

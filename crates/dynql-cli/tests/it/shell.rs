@@ -351,12 +351,22 @@ fn ctrl_c_cancels_the_running_statement_within_a_second_and_the_session_goes_on(
             "{statement}: the prompt came back {waited:?} after Ctrl-C"
         );
     }
+    // A cancelled statement prints nothing, even when it reaches its end before the abort
+    // takes effect (the join computes inline for about a second): its sum never shows.
+    std::thread::sleep(Duration::from_secs(3));
+    let cancelled_sum = (0..3000u64).sum::<u64>() * 3000;
+    let screen = t.screen();
+    assert!(
+        !screen.contains(&cancelled_sum.to_string()) && !screen.contains("1 row"),
+        "a cancelled statement printed its result:\n{screen}"
+    );
     // The session goes on, with the store as it was. (Its answer may wait for the cancelled
     // statements' threads to let go of the cores: DataFusion stops a cancelled operator at
     // its next batch, which a debug build under the whole suite's load takes seconds to reach.)
     t.line("k, v from [//home/t] where k = 2;");
     let screen = t.wait_for_within("(1 row", 1, Duration::from_secs(60));
     assert!(screen.contains("│ 2 ┆ x │"), "{screen}");
+    assert!(!screen.contains(&cancelled_sum.to_string()), "{screen}");
     t.line("\\q");
 }
 
