@@ -5,7 +5,7 @@
 //! key columns keeping, of equal keys, the version with the newest commit timestamp; the
 //! projected columns are then gathered, without a row of values. Keys of one or two non-null
 //! int64/uint64 columns are compared as integers (no row encoding), and two such layers (what
-//! the compaction policy leaves a tablet) merge with two pointers instead of a heap; other
+//! the compaction policy leaves a tablet) merge with two pointers instead of a tournament tree; other
 //! keys are compared in Arrow's row format.
 //!
 //! Anything else (a dirty row group, versions in the dynamic store, a double key) goes
@@ -50,27 +50,6 @@ enum LayerKeys {
     Integers(Vec<(u64, u64)>),
     /// A key of one non-null int64 column: its values as decoded, not even packed.
     Int64(ScalarBuffer<i64>),
-}
-
-impl LayerKeys {
-    fn len(&self) -> usize {
-        match self {
-            LayerKeys::Rows(rows) => rows.num_rows(),
-            LayerKeys::Integers(keys) => keys.len(),
-            LayerKeys::Int64(keys) => keys.len(),
-        }
-    }
-
-    /// Key `i` of `self` against key `j` of `other` (a layer of the same merge).
-    #[inline]
-    fn compare(&self, i: usize, other: &LayerKeys, j: usize) -> std::cmp::Ordering {
-        match (self, other) {
-            (LayerKeys::Integers(a), LayerKeys::Integers(b)) => a[i].cmp(&b[j]),
-            (LayerKeys::Int64(a), LayerKeys::Int64(b)) => a[i].cmp(&b[j]),
-            (LayerKeys::Rows(a), LayerKeys::Rows(b)) => a.row(i).cmp(&b.row(j)),
-            _ => unreachable!("the layers of one merge share their kind of keys"),
-        }
-    }
 }
 
 /// The keys of every layer as [`LayerKeys::Int64`] or [`LayerKeys::Integers`], when each is
@@ -317,7 +296,8 @@ fn gather(
 }
 
 /// Each key's newest version across `layers` (each key-sorted, each key once), in key order,
-/// as runs of rows: a k-way merge over a heap of the layers' next rows.
+/// as runs of rows: a k-way merge through a tournament tree of the layers' next keys, with
+/// the comparison made for the layers' kind of keys (no dispatch per comparison).
 fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
     if let [a, b] = layers {
         let first_wins = |i, j| a.timestamp(i) >= b.timestamp(j);
@@ -329,61 +309,112 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
             _ => {}
         }
     }
-    let mut next = vec![0usize; layers.len()];
-    // Heap of layers by their next key (then layer index, for a deterministic order).
-    let before = |next: &[usize], a: usize, b: usize| {
-        layers[a]
-            .keys
-            .compare(next[a], &layers[b].keys, next[b])
-            .then(a.cmp(&b))
-            .is_lt()
+    let newer = |a: (usize, usize), b: (usize, usize)| {
+        layers[a.0].timestamp(a.1) > layers[b.0].timestamp(b.1)
     };
-    let sift_down = |heap: &mut Vec<usize>, next: &[usize], mut i: usize| loop {
-        let (l, r) = (2 * i + 1, 2 * i + 2);
-        let mut least = i;
-        if l < heap.len() && before(next, heap[l], heap[least]) {
-            least = l;
-        }
-        if r < heap.len() && before(next, heap[r], heap[least]) {
-            least = r;
-        }
-        if least == i {
-            return;
-        }
-        heap.swap(i, least);
-        i = least;
-    };
-    let mut heap: Vec<usize> = (0..layers.len())
-        .filter(|&l| layers[l].keys.len() > 0)
+    let int64: Option<Vec<&[i64]>> = layers
+        .iter()
+        .map(|l| match &l.keys {
+            LayerKeys::Int64(keys) => Some(&keys[..]),
+            _ => None,
+        })
         .collect();
-    for i in (0..heap.len() / 2).rev() {
-        sift_down(&mut heap, &next, i);
+    if let Some(keys) = int64 {
+        return newest_of_many(&keys, newer);
     }
-    let total: usize = layers.iter().map(|l| l.keys.len()).sum();
+    let integers: Option<Vec<&[(u64, u64)]>> = layers
+        .iter()
+        .map(|l| match &l.keys {
+            LayerKeys::Integers(keys) => Some(&keys[..]),
+            _ => None,
+        })
+        .collect();
+    if let Some(keys) = integers {
+        return newest_of_many(&keys, newer);
+    }
+    let rows: Vec<Vec<arrow::row::Row<'_>>> = layers
+        .iter()
+        .map(|l| match &l.keys {
+            LayerKeys::Rows(rows) => rows.iter().collect(),
+            _ => unreachable!("the layers of one merge share their kind of keys"),
+        })
+        .collect();
+    let keys: Vec<&[arrow::row::Row<'_>]> = rows.iter().map(Vec::as_slice).collect();
+    newest_of_many(&keys, newer)
+}
+
+/// [`newest_per_key`] over `keys` (each layer's, sorted, each key once): a loser tree of the
+/// layers' next keys gives the least in about log2(layers) comparisons per row. Of equal
+/// keys (met one after another, by layer order) the one `newer` than the kept one replaces
+/// it: `newer((layer, row), (layer, row))`.
+fn newest_of_many<K: Ord>(
+    keys: &[&[K]],
+    newer: impl Fn((usize, usize), (usize, usize)) -> bool,
+) -> Vec<Run> {
+    let k = keys.len();
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut next = vec![0usize; k];
+    // Whether layer `a`'s next key comes before layer `b`'s; a layer that is through comes
+    // last, and equal keys by layer order, so that the order is total.
+    let before =
+        |next: &[usize], a: usize, b: usize| match (keys[a].get(next[a]), keys[b].get(next[b])) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(x), Some(y)) => x.cmp(y).then(a.cmp(&b)).is_lt(),
+        };
+    // `tree[0]` is the winner; `tree[t]` for t in 1..k the loser of the match at node t,
+    // whose children are nodes 2t and 2t+1, leaf `l` sitting at position k + l. A leaf's
+    // winner climbs parking at nodes no one has reached yet, so every node plays once.
+    const EMPTY: usize = usize::MAX;
+    let mut tree = vec![EMPTY; k];
+    for leaf in 0..k {
+        let mut winner = leaf;
+        let mut t = (leaf + k) / 2;
+        while t > 0 {
+            if tree[t] == EMPTY {
+                tree[t] = winner;
+                winner = EMPTY;
+                break;
+            }
+            if before(&next, tree[t], winner) {
+                std::mem::swap(&mut tree[t], &mut winner);
+            }
+            t /= 2;
+        }
+        if winner != EMPTY {
+            tree[0] = winner;
+        }
+    }
+    let total: usize = keys.iter().map(|k| k.len()).sum();
     let mut out: Vec<(usize, usize)> = Vec::with_capacity(total);
-    while let Some(&top) = heap.first() {
+    loop {
+        let top = tree[0];
         let row = next[top];
-        // Equal keys come out one after another: keep the newest.
+        let Some(key) = keys[top].get(row) else {
+            // The least layer is through: all are.
+            break;
+        };
         match out.last_mut() {
-            Some(last)
-                if layers[last.0]
-                    .keys
-                    .compare(last.1, &layers[top].keys, row)
-                    .is_eq() =>
-            {
-                if layers[top].timestamp(row) > layers[last.0].timestamp(last.1) {
+            Some(last) if keys[last.0][last.1] == *key => {
+                if newer((top, row), *last) {
                     *last = (top, row);
                 }
             }
             _ => out.push((top, row)),
         }
         next[top] += 1;
-        if next[top] == layers[top].keys.len() {
-            let last = heap.len() - 1;
-            heap.swap(0, last);
-            heap.pop();
+        // Replay the matches on the way from the leaf that moved to the root.
+        let mut winner = top;
+        let mut t = (top + k) / 2;
+        while t > 0 {
+            if before(&next, tree[t], winner) {
+                std::mem::swap(&mut tree[t], &mut winner);
+            }
+            t /= 2;
         }
-        sift_down(&mut heap, &next, 0);
+        tree[0] = winner;
     }
     let mut runs = Vec::new();
     for (layer, row) in out {
