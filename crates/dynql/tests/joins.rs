@@ -104,3 +104,48 @@ async fn a_join_without_an_index_reads_the_table_once() {
     let plan = db.explain_query(q, &options).await.unwrap().plan.unwrap();
     assert!(plan.contains("expected reads=whole table"), "{plan}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_asking_for_the_same_keys_share_their_lookup_and_each_counts_it() {
+    let db = Database::open("memory://").unwrap();
+    tables(&db).await;
+    db.create_table_from_text(
+        "//visits",
+        "{dynamic=%true; schema=[{name=v; type=int64; sort_order=ascending}; {name=id; type=int64}]}",
+    )
+    .await
+    .unwrap();
+    // Many batches of visits, every one naming the same three users.
+    let visits: Vec<_> = (0..30_000)
+        .map(|v| json!({"v": v, "id": (v % 3) * 111}))
+        .collect();
+    db.insert_json_rows("//visits", &visits).await.unwrap();
+    db.flush("//visits").await.unwrap();
+    let options = SelectOptions {
+        input_row_limit: 1_000_000,
+        output_row_limit: 1_000_000,
+        ..SelectOptions::default()
+    };
+    let r = db
+        .select_rows("v, name from [//visits] join [//users] using id", &options)
+        .await
+        .unwrap();
+    assert_eq!(r.rows.len(), 30_000);
+    for row in &r.rows {
+        let Value::Int64(v) = row[0] else {
+            panic!("{row:?}")
+        };
+        assert_eq!(
+            row[1],
+            Value::string(format!("user {}", (v % 3) * 111)),
+            "{row:?}"
+        );
+    }
+    // Every batch counts the three users it looked up, whether read or reused.
+    let lookups = r.statistics.rows_read - 30_000;
+    assert!(
+        lookups > 3 && lookups % 3 == 0,
+        "{lookups} users read: {:?}",
+        r.statistics
+    );
+}

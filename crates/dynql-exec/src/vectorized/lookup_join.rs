@@ -7,7 +7,9 @@
 //! batch's matches, not the table. When inference fixes no key prefix (a join without an
 //! index, `allow_join_without_index`, or values it cannot enumerate) the foreign table is
 //! read whole, once per query. Lookups are counted per batch: a foreign row two batches ask
-//! for is read (and counted in `rows_read`) twice, as in YT's batched joins.
+//! for is read (and counted in `rows_read`) twice, as in YT's batched joins. A batch that
+//! asks for the same keys as the batch before it (a join on a column of few values) reuses
+//! that batch's foreign rows, read from the same snapshot, and counts them again.
 //!
 //! Within a batch the join runs over Arrow arrays: the equation values are evaluated as
 //! arrays on both sides, encoded as Arrow rows (doubles made canonical first, so that values
@@ -17,7 +19,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::compute::take;
@@ -334,6 +336,8 @@ struct Lookup {
     schema: SchemaRef,
     context: Arc<JoinContext>,
     whole: Arc<OnceCell<Arc<RecordBatch>>>,
+    /// The key ranges the partition's last batch read, and the rows they gave.
+    last: Arc<std::sync::Mutex<Option<(Vec<KeyRange>, Arc<RecordBatch>)>>>,
 }
 
 impl Lookup {
@@ -346,7 +350,7 @@ impl Lookup {
             Some(ranges) if ranges.is_empty() => {
                 Arc::new(RecordBatch::new_empty(joined_schema(foreign_types)))
             }
-            Some(ranges) => Arc::new(self.read(Some(&ranges), foreign_types).await?),
+            Some(ranges) => self.read_ranges(ranges, foreign_types).await?,
             None => self
                 .whole
                 .get_or_try_init(|| async {
@@ -396,13 +400,40 @@ impl Lookup {
             .foreign
             .batch(ranges, self.context.timestamp, types)
             .await?;
+        self.count_read(&batch);
+        Ok(batch)
+    }
+
+    /// The foreign rows of `ranges`, counted as read: those of the last batch when it asked
+    /// for the same ranges (the snapshot is pinned, so they are the same rows), else read.
+    async fn read_ranges(
+        &self,
+        ranges: Vec<KeyRange>,
+        types: &[ValueType],
+    ) -> Result<Arc<RecordBatch>> {
+        let reused = {
+            let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*last {
+                Some((read, rows)) if *read == ranges => Some(rows.clone()),
+                _ => None,
+            }
+        };
+        if let Some(rows) = reused {
+            self.count_read(&rows);
+            return Ok(rows);
+        }
+        let rows = Arc::new(self.read(Some(&ranges), types).await?);
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((ranges, rows.clone()));
+        Ok(rows)
+    }
+
+    fn count_read(&self, batch: &RecordBatch) {
         self.context
             .rows_read
             .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
         self.context
             .data_weight
-            .fetch_add(batch_weight(&batch), Ordering::Relaxed);
-        Ok(batch)
+            .fetch_add(batch_weight(batch), Ordering::Relaxed);
     }
 }
 
@@ -462,6 +493,7 @@ impl ExecutionPlan for LookupJoinExec {
             schema: self.schema.clone(),
             context: self.context.clone(),
             whole: self.whole.clone(),
+            last: Arc::default(),
         };
         // Shared by the batches' futures: a dropped copy would mark the operator done.
         let baseline = Arc::new(BaselineMetrics::new(&self.metrics, partition));
@@ -544,7 +576,8 @@ fn match_rows(
     let left = converter.convert_columns(&left)?;
     let foreign = converter.convert_columns(&foreign)?;
     // Foreign rows by key, each key's rows in foreign order.
-    let mut index: HashMap<Row<'_>, Vec<u32>> = HashMap::with_capacity(foreign.num_rows());
+    let mut index: HashMap<Row<'_>, Vec<u32>, foldhash::fast::FixedState> =
+        HashMap::with_capacity_and_hasher(foreign.num_rows(), Default::default());
     for (i, key) in foreign.iter().enumerate() {
         index.entry(key).or_default().push(i as u32);
     }
