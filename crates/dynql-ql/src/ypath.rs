@@ -4,6 +4,10 @@
 //!
 //! Supported YPath: `/key`, `/<list index>` (negative counts from the end), `/@attribute`,
 //! with `\` escaping the next character; the empty path is the whole value.
+//!
+//! Each function is also here in pieces over one value's bytes ([`YPath`], [`list_items`],
+//! [`yson_length_of`], [`canonical_text`], [`make_list_with`], …), which the array evaluator
+//! (dynql-exec) calls value by value: both evaluators give the same answers and errors.
 
 use dynql_core::{Value, ValueType, Yson};
 
@@ -81,7 +85,11 @@ fn navigate<'a>(mut node: &'a Yson, steps: &[Step]) -> Option<&'a Yson> {
     Some(node)
 }
 
-fn parse_any(v: &[u8]) -> Result<Yson> {
+/// The YSON document of an `any` value, as the YSON functions read it.
+///
+/// # Errors
+/// `Malformed YSON value: …`.
+pub fn parse_any(v: &[u8]) -> Result<Yson> {
     dynql_core::yson::parse(v).map_err(|e| runtime(format!("Malformed YSON value: {e}")))
 }
 
@@ -108,24 +116,63 @@ fn typed(node: &Yson, target: ValueType) -> Option<Value> {
     })
 }
 
+/// A YPath parsed once, to navigate any number of documents: the row evaluator parses a
+/// row's path for its document, the array evaluator a batch's literal path once.
+#[derive(Debug)]
+pub struct YPath {
+    text: Vec<u8>,
+    steps: Vec<Step>,
+}
+
+impl YPath {
+    /// Parses `path`.
+    ///
+    /// # Errors
+    /// `Invalid YPath …` for a path that does not start a step with `/`.
+    pub fn parse(path: &[u8]) -> Result<YPath> {
+        Ok(YPath {
+            steps: parse_path(path)?,
+            text: path.to_vec(),
+        })
+    }
+
+    /// The text it was parsed from.
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// `try_get_<target>` (`strict = false`) or `get_<target>` (`strict`) of the YSON
+    /// document `doc` at this path.
+    ///
+    /// # Errors
+    /// `doc` is malformed, or (`strict`) nothing of type `target` is at the path.
+    pub fn get(&self, doc: &[u8], target: ValueType, strict: bool) -> Result<Value> {
+        let node = parse_any(doc)?;
+        match navigate(&node, &self.steps).and_then(|n| typed(n, target)) {
+            Some(v) => Ok(v),
+            None if strict => Err(runtime(format!(
+                "Cannot get a value of type {target} at YPath {:?}: it is missing or of another type",
+                String::from_utf8_lossy(&self.text)
+            ))),
+            None => Ok(Value::Null),
+        }
+    }
+}
+
 /// `try_get_<type>(any, path)` (`strict = false`) and `get_<type>(any, path)` (`strict`).
 pub fn get_by_path(value: &Value, path: &Value, target: ValueType, strict: bool) -> Result<Value> {
     let (Value::Any(doc), Value::String(path)) = (value, path) else {
         return Ok(Value::Null);
     };
-    let steps = parse_path(path)?;
-    let node = parse_any(doc)?;
-    match navigate(&node, &steps).and_then(|n| typed(n, target)) {
-        Some(v) => Ok(v),
-        None if strict => Err(runtime(format!(
-            "Cannot get a value of type {target} at YPath {:?}: it is missing or of another type",
-            String::from_utf8_lossy(path)
-        ))),
-        None => Ok(Value::Null),
-    }
+    YPath::parse(path)?.get(doc, target, strict)
 }
 
-fn yson_of(v: &Value) -> Result<Yson> {
+/// A value as the YSON functions take it: an `any` value's document (an error when it is
+/// malformed), any other value (null too: `#`) as its YSON scalar.
+///
+/// # Errors
+/// `Malformed YSON value: …`.
+pub fn yson_of(v: &Value) -> Result<Yson> {
     Ok(match v {
         Value::Any(bytes) => parse_any(bytes)?,
         other => other.to_yson(),
@@ -138,13 +185,30 @@ pub fn list_contains(list: &Value, item: &Value) -> Result<Value> {
     let Value::Any(bytes) = list else {
         return Ok(Value::Null);
     };
-    let Yson::List(items) = strip(&parse_any(bytes)?).clone() else {
-        return Err(runtime(
-            "Wrong type for argument 1 of list_contains: expected a YSON list",
-        ));
-    };
+    let items = list_items(bytes)?;
     let needle = yson_of(item)?;
-    Ok(Value::Boolean(items.iter().any(|i| strip(i) == &needle)))
+    Ok(Value::Boolean(list_holds(&items, &needle)))
+}
+
+/// The items of the YSON list `bytes` (its attributes aside), which `list_contains` searches.
+///
+/// # Errors
+/// `bytes` is malformed or no list.
+pub fn list_items(bytes: &[u8]) -> Result<Vec<Yson>> {
+    let not_a_list = || runtime("Wrong type for argument 1 of list_contains: expected a YSON list");
+    match parse_any(bytes)? {
+        Yson::List(items) => Ok(items),
+        Yson::Attributed { value, .. } => match *value {
+            Yson::List(items) => Ok(items),
+            _ => Err(not_a_list()),
+        },
+        _ => Err(not_a_list()),
+    }
+}
+
+/// Whether one of `items` (its attributes aside) equals `needle`, as `list_contains` compares.
+pub fn list_holds(items: &[Yson], needle: &Yson) -> bool {
+    items.iter().any(|i| strip(i) == needle)
 }
 
 /// `yson_length(any)`: items of a list or map.
@@ -152,9 +216,17 @@ pub fn yson_length(value: &Value) -> Result<Value> {
     let Value::Any(bytes) = value else {
         return Ok(Value::Null);
     };
+    Ok(Value::Int64(yson_length_of(bytes)?))
+}
+
+/// The items of the YSON list or map `bytes` (`yson_length` of a value that is not null).
+///
+/// # Errors
+/// `bytes` is malformed, or neither a list nor a map.
+pub fn yson_length_of(bytes: &[u8]) -> Result<i64> {
     match strip(&parse_any(bytes)?) {
-        Yson::List(items) => Ok(Value::Int64(items.len() as i64)),
-        Yson::Map(entries) => Ok(Value::Int64(entries.len() as i64)),
+        Yson::List(items) => Ok(items.len() as i64),
+        Yson::Map(entries) => Ok(entries.len() as i64),
         _ => Err(runtime(
             "Wrong type for argument of yson_length: expected a YSON list or map",
         )),
@@ -164,9 +236,7 @@ pub fn yson_length(value: &Value) -> Result<Value> {
 /// `any_to_yson_string(any)`.
 pub fn any_to_yson_string(value: &Value) -> Result<Value> {
     match value {
-        Value::Any(bytes) => Ok(Value::String(
-            dynql_core::yson::to_text(&parse_any(bytes)?).into_bytes(),
-        )),
+        Value::Any(bytes) => Ok(Value::String(canonical_text(bytes)?)),
         _ => Ok(Value::Null),
     }
 }
@@ -174,28 +244,63 @@ pub fn any_to_yson_string(value: &Value) -> Result<Value> {
 /// `yson_string_to_any(string)`.
 pub fn yson_string_to_any(value: &Value) -> Result<Value> {
     match value {
-        Value::String(text) => Ok(Value::Any(
-            dynql_core::yson::to_text(&parse_any(text)?).into_bytes(),
-        )),
+        Value::String(text) => Ok(Value::Any(canonical_text(text)?)),
         _ => Ok(Value::Null),
     }
 }
 
-/// Refuses a list or map whose string arguments alone exceed the value cap, before building
-/// it: each is in its YSON text at least once (an `any` argument may shrink when it is
-/// reformatted, so only the result tells).
-fn check_string_arguments(args: &[Value]) -> Result<()> {
-    let strings = args
-        .iter()
+/// The YSON text `bytes` parsed and written back in canonical form (what
+/// `any_to_yson_string` and `yson_string_to_any` give).
+///
+/// # Errors
+/// `Malformed YSON value: …`.
+pub fn canonical_text(bytes: &[u8]) -> Result<Vec<u8>> {
+    Ok(dynql_core::yson::to_text(&parse_any(bytes)?).into_bytes())
+}
+
+/// `to_any(v)`: an `any` value as it is, any other (null too: `#`) as its YSON text.
+///
+/// # Errors
+/// The text would be longer than the string limit.
+pub fn to_any(v: &Value) -> Result<Value> {
+    Ok(match v {
+        Value::Any(y) => Value::Any(y.clone()),
+        other => {
+            // A string's YSON text is at least the string and its two quotes.
+            check_string_length(value_bytes(other).saturating_add(2))?;
+            let text = dynql_core::yson::to_text(&other.to_yson()).into_bytes();
+            check_string_length(text.len())?;
+            Value::Any(text)
+        }
+    })
+}
+
+/// The bytes of the string arguments of `make_list` or `make_map`, which their text holds at
+/// least once.
+fn string_bytes(args: &[Value]) -> usize {
+    args.iter()
         .filter(|v| matches!(v, Value::String(_)))
-        .fold(0usize, |n, v| n.saturating_add(value_bytes(v)));
-    check_string_length(strings)
+        .fold(0usize, |n, v| n.saturating_add(value_bytes(v)))
 }
 
 /// `make_list(v, ...)`.
 pub fn make_list(args: &[Value]) -> Result<Value> {
-    check_string_arguments(args)?;
-    let items = args.iter().map(yson_of).collect::<Result<Vec<_>>>()?;
+    make_list_with(string_bytes(args), args.iter().map(yson_of))
+}
+
+/// `make_list` of arguments whose string ones hold `strings` bytes, converted to YSON one by
+/// one by `items`. A list whose string arguments alone exceed the value cap is refused before
+/// it is built: each is in its YSON text at least once (an `any` argument may shrink when it
+/// is reformatted, so only the result tells).
+///
+/// # Errors
+/// The string limit, or the first item that fails.
+pub fn make_list_with(
+    strings: usize,
+    items: impl IntoIterator<Item = Result<Yson>>,
+) -> Result<Value> {
+    check_string_length(strings)?;
+    let items = items.into_iter().collect::<Result<Vec<_>>>()?;
     Ok(Value::Any(
         dynql_core::yson::to_text(&Yson::List(items)).into_bytes(),
     ))
@@ -208,13 +313,34 @@ pub fn make_map(args: &[Value]) -> Result<Value> {
             "make_map takes key/value pairs: an even number of arguments",
         ));
     }
-    check_string_arguments(args)?;
-    let mut entries = Vec::with_capacity(args.len() / 2);
-    for pair in args.chunks(2) {
-        let Value::String(k) = &pair[0] else {
+    let pairs = args.chunks(2).map(|pair| {
+        let key = match &pair[0] {
+            Value::String(k) => Some(k.clone()),
+            _ => None,
+        };
+        (key, &pair[1])
+    });
+    make_map_with(string_bytes(args), pairs, yson_of)
+}
+
+/// `make_map` of arguments whose string ones hold `strings` bytes, pair by pair: a key
+/// (`None` when it is no string) and a value converted to YSON by `yson` (checked as
+/// [`make_list_with`] checks).
+///
+/// # Errors
+/// The string limit, a key that is no string, or the first value that fails.
+pub fn make_map_with<V>(
+    strings: usize,
+    pairs: impl IntoIterator<Item = (Option<Vec<u8>>, V)>,
+    mut yson: impl FnMut(V) -> Result<Yson>,
+) -> Result<Value> {
+    check_string_length(strings)?;
+    let mut entries = Vec::new();
+    for (key, value) in pairs {
+        let Some(key) = key else {
             return Err(runtime("make_map keys must be strings"));
         };
-        entries.push((k.clone(), yson_of(&pair[1])?));
+        entries.push((key, yson(value)?));
     }
     Ok(Value::Any(
         dynql_core::yson::to_text(&Yson::Map(entries)).into_bytes(),

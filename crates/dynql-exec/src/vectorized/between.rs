@@ -144,57 +144,29 @@ impl Cells {
 #[cfg(test)]
 mod tests {
     use super::super::budget::Budget;
-    use super::super::evaluate::tests::{agree, column, edge_doubles};
+    use super::super::kernel_tests::{agree, column, rows, value_of, Domain, TYPES};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
 
-    /// A value of `ty` from a small domain (so rows meet the bounds), now and then NaN.
-    fn value_of(ty: ValueType) -> BoxedStrategy<Value> {
-        let value = match ty {
-            ValueType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), -2i64..3]
-                .prop_map(Value::Int64)
-                .boxed(),
-            ValueType::Uint64 => prop_oneof![Just(u64::MAX), 0u64..3]
-                .prop_map(Value::Uint64)
-                .boxed(),
-            ValueType::Double => prop_oneof![
-                8 => prop_oneof![Just(-0.0), Just(0.0), Just(1.5), Just(f64::NEG_INFINITY)],
-                1 => edge_doubles(),
-            ]
-            .prop_map(Value::Double)
-            .boxed(),
-            ValueType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
-            _ => prop_oneof![
-                Just(b"".to_vec()),
-                Just(b"a".to_vec()),
-                Just(b"ab".to_vec())
-            ]
-            .prop_map(Value::String)
-            .boxed(),
-        };
-        prop_oneof![1 => Just(Value::Null), 5 => value].boxed()
-    }
-
-    const TYPES: [ValueType; 5] = [
-        ValueType::Int64,
-        ValueType::Uint64,
-        ValueType::Double,
-        ValueType::Boolean,
-        ValueType::String,
-    ];
-
-    fn rows() -> impl Strategy<Value = Vec<Vec<Value>>> {
-        let row: Vec<BoxedStrategy<Value>> = TYPES.iter().map(|t| value_of(*t)).collect();
-        proptest::collection::vec(row, 0..30)
-    }
+    /// Values from a small domain (so rows meet the bounds), now and then NaN.
+    const DOMAIN: Domain = Domain {
+        int64_edges: &[i64::MIN, i64::MAX],
+        int64: -2..3,
+        uint64: 0..3,
+        doubles: &[-0.0, 0.0, 1.5, f64::NEG_INFINITY],
+        with_edge_doubles: true,
+        strings: &[b"", b"a", b"ab"],
+        values_per_null: 5,
+    };
 
     /// A bound for operands of `types`: a prefix of a tuple of their values (or one value
     /// longer), now and then a value of another type.
     fn bound(types: Vec<ValueType>) -> BoxedStrategy<Vec<Value>> {
         let n = types.len();
-        let mut tuple: Vec<BoxedStrategy<Value>> = types.into_iter().map(value_of).collect();
-        tuple.push(value_of(ValueType::Int64));
+        let mut tuple: Vec<BoxedStrategy<Value>> =
+            types.into_iter().map(|t| value_of(t, &DOMAIN)).collect();
+        tuple.push(value_of(ValueType::Int64, &DOMAIN));
         let odd = prop_oneof![
             Just(Value::string("a")),
             Just(Value::Int64(0)),
@@ -242,7 +214,7 @@ mod tests {
         /// and NaN's error, whatever the null relations.
         #[test]
         fn tuple_between_agrees_with_the_row_evaluator(
-            rows in rows(),
+            rows in rows(&DOMAIN),
             case in case(),
             canonical in any::<bool>(),
         ) {

@@ -137,7 +137,7 @@ fn row_error_any<T>() -> Result<T> {
 #[cfg(test)]
 mod tests {
     use super::super::budget::Budget;
-    use super::super::evaluate::tests::{agree, column, evaluate_with};
+    use super::super::kernel_tests::{agree, column, evaluate_with};
     use super::*;
     use dynql_ql::texpr::TExpr;
 

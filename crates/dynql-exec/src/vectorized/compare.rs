@@ -279,7 +279,7 @@ fn ordering_test(op: BinaryOp) -> fn(Ordering) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::budget::Budget;
-    use super::super::evaluate::tests::{agree, column, evaluate_with};
+    use super::super::kernel_tests::{agree, column, evaluate_with};
     use super::*;
 
     #[test]

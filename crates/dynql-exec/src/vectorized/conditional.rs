@@ -84,16 +84,8 @@ pub(super) fn if_call(
     };
     let (then_rows, else_rows) = (taken(true), taken(false));
     let target = arrow_type(e.ty);
-    // Both branches in the result's encoding (strings may come as views).
-    let in_target = |a: ArrayRef| -> Result<ArrayRef> {
-        if a.data_type() == &target {
-            Ok(a)
-        } else {
-            arrow::compute::cast(&a, &target).map_err(arrow_error)
-        }
-    };
-    let then = in_target(evaluate_on(&args[1], &then_rows, input, opts)?)?;
-    let otherwise = in_target(evaluate_on(&args[2], &else_rows, input, opts)?)?;
+    let then = branch_on(&args[1], &then_rows, &target, input, opts)?;
+    let otherwise = branch_on(&args[2], &else_rows, &target, input, opts)?;
     let pick = BooleanArray::new(then_rows, None);
     let picked =
         arrow::compute::kernels::zip::zip(&pick, &then, &otherwise).map_err(arrow_error)?;
@@ -126,13 +118,6 @@ pub(super) fn case(
     opts: EvalOptions,
 ) -> Result<ArrayRef> {
     let target = arrow_type(e.ty);
-    let in_target = |a: ArrayRef| -> Result<ArrayRef> {
-        if a.data_type() == &target {
-            Ok(a)
-        } else {
-            arrow::compute::cast(&a, &target).map_err(arrow_error)
-        }
-    };
     let mut remaining = BooleanBuffer::new_set(input.rows);
     let mut branches: Vec<(BooleanBuffer, ArrayRef)> = Vec::with_capacity(whens.len());
     for (condition, result) in whens {
@@ -155,13 +140,13 @@ pub(super) fn case(
         if taken.count_set_bits() == 0 {
             continue;
         }
-        let value = in_target(evaluate_on(result, &taken, input, opts)?)?;
+        let value = branch_on(result, &taken, &target, input, opts)?;
         charge_picked(&value, &taken, input)?;
         branches.push((taken, value));
     }
     let mut picked = match otherwise {
         Some(o) if remaining.count_set_bits() > 0 => {
-            let value = in_target(evaluate_on(o, &remaining, input, opts)?)?;
+            let value = branch_on(o, &remaining, &target, input, opts)?;
             charge_picked(&value, &remaining, input)?;
             value
         }
@@ -173,6 +158,24 @@ pub(super) fn case(
         picked = arrow::compute::kernels::zip::zip(&pick, &value, &picked).map_err(arrow_error)?;
     }
     Ok(picked)
+}
+
+/// A branch of `if` or CASE evaluated on the `rows` it decides (see [`evaluate_on`]), in the
+/// result's encoding `target`: `zip` picks from arrays of one type, and strings may come as
+/// views.
+fn branch_on(
+    branch: &TypedExpr,
+    rows: &BooleanBuffer,
+    target: &DataType,
+    input: Batch<'_>,
+    opts: EvalOptions,
+) -> Result<ArrayRef> {
+    let a = evaluate_on(branch, rows, input, opts)?;
+    if a.data_type() == target {
+        Ok(a)
+    } else {
+        arrow::compute::cast(&a, target).map_err(arrow_error)
+    }
 }
 
 /// Charges the bytes of the strings of `a` on the `rows` a result keeps.
@@ -193,7 +196,7 @@ pub(super) fn charge_picked(a: &ArrayRef, rows: &BooleanBuffer, input: Batch<'_>
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::kernel_tests::{agree, column};
     use super::*;
     use dynql_core::{Value, ValueType};
     use dynql_ql::ast::BinaryOp;

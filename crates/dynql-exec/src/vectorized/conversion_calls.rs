@@ -319,7 +319,7 @@ fn build_strings(
 #[cfg(test)]
 mod tests {
     use super::super::budget::Budget;
-    use super::super::evaluate::tests::{agree, column, edge_doubles, evaluate_with};
+    use super::super::kernel_tests::{agree, column, edge_doubles, evaluate_with};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;

@@ -15,8 +15,9 @@
 //! format ([`super::timestamp_calls`]), the math functions ([`super::math_calls`]), searched
 //! CASE ([`super::conditional`]), TRANSFORM ([`super::transform`]), tuple BETWEEN
 //! ([`super::between`]), the parses, casts from `any` and other conversions
-//! ([`super::conversion_calls`])) run as array kernels. Every other form is evaluated row by
-//! row with the row evaluator itself over the batch, and scalar functions row by row on their
+//! ([`super::conversion_calls`]), the YSON functions, `greatest` of strings and `regex_escape`
+//! ([`super::yson_calls`])) run as array kernels. Every other form is evaluated row by row
+//! with the row evaluator itself over the batch, and scalar functions row by row on their
 //! vectorised arguments ([`super::calls`]): slower, never different.
 //!
 //! Literals stay single values where they meet a column (comparisons, function arguments);
@@ -50,6 +51,7 @@ use super::regex_calls;
 use super::string_calls;
 use super::timestamp_calls;
 use super::transform;
+use super::yson_calls;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::{BinaryOp, UnaryOp};
 use dynql_ql::eval::{evaluate_metered, EvalOptions};
@@ -158,6 +160,9 @@ pub(crate) fn evaluate(e: &TypedExpr, input: Batch<'_>, opts: EvalOptions) -> Re
         }
         TExpr::Call(f, args) if math_calls::applies(*f, e, args) => {
             math_calls::math_call(*f, e, args, input, opts)
+        }
+        TExpr::Call(f, args) if yson_calls::applies(*f, e, args) => {
+            yson_calls::yson_call(*f, e, args, input, opts)
         }
         TExpr::Call(ScalarFunction::If, args) if args.len() == 3 => if_call(e, args, input, opts),
         TExpr::Call(f, args) if *f != ScalarFunction::If => call(*f, e, args, input, opts),
@@ -469,98 +474,12 @@ mod num_like {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
+    use super::super::kernel_tests::{agree, column, evaluate_with};
     use super::*;
-    use dynql_ql::eval::evaluate as evaluate_row;
-    use dynql_ql::texpr::TypedExpr;
-    use proptest::prelude::*;
-
-    /// Doubles for the kernels' property tests: NaN, the infinities, both zeros, values
-    /// near the int64 and uint64 bounds (where casts and roundings fail), small values and
-    /// any bit pattern.
-    pub(in crate::vectorized) fn edge_doubles() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(f64::NAN),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(-0.0),
-            Just(0.0),
-            Just(0.5),
-            Just(-0.5),
-            Just(1.0),
-            Just(-1.0),
-            Just(-2.5),
-            Just(9.223372036854776e18),
-            Just(-9.223372036854776e18),
-            Just(-9.223372036854775e18),
-            Just(1.8446744073709552e19),
-            -1e3f64..1e3,
-            any::<f64>(),
-        ]
-    }
-
-    pub(in crate::vectorized) fn column(i: usize, ty: ValueType) -> TypedExpr {
-        TypedExpr::new(TExpr::Column(i), ty)
-    }
-
-    /// `rows` (one column per value, of `types`) as arrays.
-    fn columns_of(types: &[ValueType], rows: &[Vec<Value>]) -> Vec<ArrayRef> {
-        types
-            .iter()
-            .enumerate()
-            .map(|(c, t)| to_array(*t, &rows.iter().map(|r| r[c].clone()).collect::<Vec<_>>()))
-            .collect::<Result<_>>()
-            .unwrap()
-    }
-
-    /// `e` evaluated over `rows` with `budget`.
-    pub(in crate::vectorized) fn evaluate_with(
-        e: &TypedExpr,
-        types: &[ValueType],
-        rows: &[Vec<Value>],
-        budget: &Budget,
-    ) -> Result<ArrayRef> {
-        let columns = columns_of(types, rows);
-        let batch = Batch {
-            columns: &columns,
-            types,
-            rows: rows.len(),
-            budget,
-        };
-        evaluate(e, batch, EvalOptions::default())
-    }
 
     fn binary(op: BinaryOp, l: TypedExpr, r: TypedExpr, ty: ValueType) -> TypedExpr {
         TypedExpr::new(TExpr::Binary(op, Box::new(l), Box::new(r)), ty)
-    }
-
-    /// Evaluates `e` both ways over `rows` (one column per value) and checks they agree.
-    pub(in crate::vectorized) fn agree(
-        e: &TypedExpr,
-        types: &[ValueType],
-        rows: &[Vec<Value>],
-        opts: EvalOptions,
-    ) {
-        let columns = columns_of(types, rows);
-        let budget = Budget::new(u64::MAX, rows.len());
-        let batch = Batch {
-            columns: &columns,
-            types,
-            rows: rows.len(),
-            budget: &budget,
-        };
-        let vectorised = evaluate(e, batch, opts);
-        let by_row: Result<Vec<Value>> = rows.iter().map(|r| evaluate_row(e, r, opts)).collect();
-        match (vectorised, by_row) {
-            (Ok(a), Ok(b)) => {
-                let got: Vec<Value> = (0..rows.len())
-                    .map(|i| array_value(a.as_ref(), e.ty, i))
-                    .collect();
-                assert_eq!(got, b, "{e:?}");
-            }
-            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-            (a, b) => panic!("{e:?}: vectorised {a:?}, row by row {b:?}"),
-        }
     }
 
     #[test]

@@ -222,7 +222,7 @@ impl<'a> Members<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::kernel_tests::{agree, column, rows, value_of, Domain, TYPES};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
@@ -238,56 +238,23 @@ mod tests {
         )
     }
 
-    /// A value of `ty` from a small domain (so rows hit the lists), edge values included.
-    fn value_of(ty: ValueType) -> BoxedStrategy<Value> {
-        let value = match ty {
-            ValueType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), -3i64..3]
-                .prop_map(Value::Int64)
-                .boxed(),
-            ValueType::Uint64 => prop_oneof![Just(u64::MAX), 0u64..4]
-                .prop_map(Value::Uint64)
-                .boxed(),
-            ValueType::Double => prop_oneof![
-                Just(-0.0),
-                Just(0.0),
-                Just(f64::INFINITY),
-                Just(1.5),
-                Just(-2.0),
-                Just(f64::NAN),
-            ]
-            .prop_map(Value::Double)
-            .boxed(),
-            ValueType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
-            _ => prop_oneof![
-                Just(b"".to_vec()),
-                Just(b"a".to_vec()),
-                Just(b"ab".to_vec()),
-                Just(b"\xff".to_vec()),
-            ]
-            .prop_map(Value::String)
-            .boxed(),
-        };
-        prop_oneof![1 => Just(Value::Null), 4 => value].boxed()
-    }
-
-    const TYPES: [ValueType; 5] = [
-        ValueType::Int64,
-        ValueType::Uint64,
-        ValueType::Double,
-        ValueType::Boolean,
-        ValueType::String,
-    ];
-
-    fn rows() -> impl Strategy<Value = Vec<Vec<Value>>> {
-        let row: Vec<BoxedStrategy<Value>> = TYPES.iter().map(|t| value_of(*t)).collect();
-        proptest::collection::vec(row, 0..30)
-    }
+    /// Values from a small domain (so rows hit the lists), edge values included.
+    const DOMAIN: Domain = Domain {
+        int64_edges: &[i64::MIN, i64::MAX],
+        int64: -3..3,
+        uint64: 0..4,
+        doubles: &[-0.0, 0.0, f64::INFINITY, 1.5, -2.0, f64::NAN],
+        with_edge_doubles: false,
+        strings: &[b"", b"a", b"ab", b"\xff"],
+        values_per_null: 4,
+    };
 
     /// A list for operands of `types`: tuples of their values, now and then one of another
     /// type or length (which can match nothing).
     fn list(types: Vec<ValueType>) -> BoxedStrategy<Vec<Vec<Value>>> {
         let n = types.len();
-        let tuple: Vec<BoxedStrategy<Value>> = types.into_iter().map(value_of).collect();
+        let tuple: Vec<BoxedStrategy<Value>> =
+            types.into_iter().map(|t| value_of(t, &DOMAIN)).collect();
         let odd = prop_oneof![
             Just(vec![Value::Int64(1); n]),
             Just(vec![Value::string("a"); n]),
@@ -309,7 +276,7 @@ mod tests {
         /// by row: nulls in the rows and the list, -0.0 and 0.0, values of other types,
         /// and a NaN operand's error.
         #[test]
-        fn in_lists_agree_with_the_row_evaluator(rows in rows(), case in case()) {
+        fn in_lists_agree_with_the_row_evaluator(rows in rows(&DOMAIN), case in case()) {
             let (columns, set, negated) = case;
             let operands: Vec<TypedExpr> =
                 columns.iter().map(|&c| column(c, TYPES[c])).collect();

@@ -152,7 +152,7 @@ fn fold<T: ArrowPrimitiveType>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column, edge_doubles as doubles};
+    use super::super::kernel_tests::{agree, column, edge_doubles as doubles};
     use super::*;
     use dynql_ql::functions::{MathFn, RoundFn};
     use dynql_ql::texpr::TExpr;

@@ -17,6 +17,8 @@ pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod in_list;
 pub(crate) mod input;
+#[cfg(test)]
+pub(crate) mod kernel_tests;
 pub(crate) mod key_order;
 pub(crate) mod lookup_join;
 pub(crate) mod lower;
@@ -35,3 +37,4 @@ pub(crate) mod totals;
 pub(crate) mod transform;
 pub(crate) mod udf;
 pub(crate) mod where_pruning;
+pub(crate) mod yson_calls;

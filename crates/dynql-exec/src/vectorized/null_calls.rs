@@ -65,7 +65,7 @@ fn as_type(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::kernel_tests::{agree, column};
     use super::*;
     use dynql_core::Value;
     use dynql_ql::ast::BinaryOp;

@@ -121,7 +121,7 @@ fn predicate<T: ArrowPrimitiveType>(a: &ArrayRef, f: impl Fn(T::Native) -> bool)
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column, edge_doubles as doubles};
+    use super::super::kernel_tests::{agree, column, edge_doubles as doubles};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;

@@ -108,7 +108,7 @@ fn all_missing(predicate: bool, rows: usize) -> ArrayRef {
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::kernel_tests::{agree, column};
     use super::*;
     use dynql_core::ValueType;
     use dynql_ql::texpr::TExpr;

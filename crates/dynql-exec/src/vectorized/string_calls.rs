@@ -177,7 +177,7 @@ impl Strings {
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::kernel_tests::{agree, column};
     use super::*;
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;

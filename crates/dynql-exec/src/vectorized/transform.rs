@@ -132,7 +132,7 @@ pub(super) fn transform(
 #[cfg(test)]
 mod tests {
     use super::super::budget::Budget;
-    use super::super::evaluate::tests::{agree, column};
+    use super::super::kernel_tests::{agree, column, rows, value_of, Domain, TYPES};
     use super::*;
     use dynql_core::arrow_convert::array_value;
     use dynql_ql::ast::BinaryOp;
@@ -140,49 +140,16 @@ mod tests {
     use proptest::prelude::*;
     use std::sync::Arc;
 
-    /// A value of `ty` from a small domain (so rows hit the keys), edge values included.
-    fn value_of(ty: ValueType) -> BoxedStrategy<Value> {
-        let value = match ty {
-            ValueType::Int64 => prop_oneof![Just(i64::MIN), -2i64..3]
-                .prop_map(Value::Int64)
-                .boxed(),
-            ValueType::Uint64 => prop_oneof![Just(u64::MAX), 0u64..3]
-                .prop_map(Value::Uint64)
-                .boxed(),
-            ValueType::Double => prop_oneof![
-                Just(-0.0),
-                Just(0.0),
-                Just(f64::INFINITY),
-                Just(1.5),
-                Just(f64::NAN),
-                Just(-f64::NAN),
-            ]
-            .prop_map(Value::Double)
-            .boxed(),
-            ValueType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
-            _ => prop_oneof![
-                Just(b"".to_vec()),
-                Just(b"a".to_vec()),
-                Just(b"\xff".to_vec()),
-            ]
-            .prop_map(Value::String)
-            .boxed(),
-        };
-        prop_oneof![1 => Just(Value::Null), 4 => value].boxed()
-    }
-
-    const TYPES: [ValueType; 5] = [
-        ValueType::Int64,
-        ValueType::Uint64,
-        ValueType::Double,
-        ValueType::Boolean,
-        ValueType::String,
-    ];
-
-    fn rows() -> impl Strategy<Value = Vec<Vec<Value>>> {
-        let row: Vec<BoxedStrategy<Value>> = TYPES.iter().map(|t| value_of(*t)).collect();
-        proptest::collection::vec(row, 0..30)
-    }
+    /// Values from a small domain (so rows hit the keys), edge values included.
+    const DOMAIN: Domain = Domain {
+        int64_edges: &[i64::MIN],
+        int64: -2..3,
+        uint64: 0..3,
+        doubles: &[-0.0, 0.0, f64::INFINITY, 1.5, f64::NAN, -f64::NAN],
+        with_edge_doubles: false,
+        strings: &[b"", b"a", b"\xff"],
+        values_per_null: 4,
+    };
 
     /// Operand columns, a map of their tuples (now and then a key of another type or length)
     /// to int64 or string values, and which default to use.
@@ -191,8 +158,10 @@ mod tests {
     fn case() -> impl Strategy<Value = Case> {
         proptest::collection::vec(0..TYPES.len(), 1..3).prop_flat_map(|columns| {
             let n = columns.len();
-            let key: Vec<BoxedStrategy<Value>> =
-                columns.iter().map(|&c| value_of(TYPES[c])).collect();
+            let key: Vec<BoxedStrategy<Value>> = columns
+                .iter()
+                .map(|&c| value_of(TYPES[c], &DOMAIN))
+                .collect();
             let odd = prop_oneof![
                 Just(vec![Value::Int64(1); n]),
                 Just(vec![Value::string("a"); n]),
@@ -254,7 +223,7 @@ mod tests {
         /// -0.0 and 0.0, keys of other types or lengths, and a default that fails only where
         /// no key matched.
         #[test]
-        fn transform_agrees_with_the_row_evaluator(rows in rows(), case in case()) {
+        fn transform_agrees_with_the_row_evaluator(rows in rows(&DOMAIN), case in case()) {
             let strings = case.2;
             let e = transform_of(&case, strings);
             let TExpr::Transform { operands, .. } = &e.kind else { unreachable!() };

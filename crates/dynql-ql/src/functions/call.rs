@@ -172,16 +172,7 @@ pub fn call_scalar(f: ScalarFunction, args: &[Value], result_type: ValueType) ->
         }
         S::IsValidUtf8 => Value::Boolean(std::str::from_utf8(str_arg(a(0))).is_ok()),
         S::ToValidUtf8 => Value::String(String::from_utf8_lossy(str_arg(a(0))).into_owned().into_bytes()),
-        S::ToAny => match a(0) {
-            Value::Any(y) => Value::Any(y.clone()),
-            other => {
-                // A string's YSON text is at least the string and its two quotes.
-                value_limits::check_string_length(value_limits::value_bytes(other).saturating_add(2))?;
-                let text = dynql_core::yson::to_text(&other.to_yson()).into_bytes();
-                value_limits::check_string_length(text.len())?;
-                Value::Any(text)
-            }
-        },
+        S::ToAny => crate::ypath::to_any(a(0))?,
         S::GetByPath(t, strict) => crate::ypath::get_by_path(a(0), a(1), t, strict)?,
         S::ListContains => crate::ypath::list_contains(a(0), a(1))?,
         S::YsonLength => crate::ypath::yson_length(a(0))?,

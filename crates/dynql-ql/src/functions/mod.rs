@@ -17,7 +17,7 @@ mod tests;
 mod time;
 
 pub use call::call_scalar;
-pub use patterns::compile_regex;
+pub use patterns::{compile_regex, regex_escape};
 pub use time::{TimestampFormat, MAX_TIMESTAMP_FORMAT_LENGTH};
 
 /// A parameter of a function signature.

@@ -12,7 +12,7 @@ pub fn compile_regex(pattern: &[u8]) -> Result<regex::bytes::Regex> {
 }
 
 /// RE2::QuoteMeta: escapes every byte but `[A-Za-z0-9_]` and UTF-8 bytes >= 0x80; NUL -> `\x00`.
-pub(super) fn regex_escape(s: &[u8]) -> Vec<u8> {
+pub fn regex_escape(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len() * 2);
     for &c in s {
         if c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 {
