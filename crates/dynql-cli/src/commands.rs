@@ -14,8 +14,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub store: Option<String>,
     /// Most memory a query's operators and the chunk cache hold together, e.g. `512MiB` or
-    /// `2GB` (KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB of 1024, a bare number is
-    /// bytes): the chunk cache gets a quarter of it at most, the operators the rest; sorts,
+    /// `2GB` (KB/MB/GB/TB, also K/M/G/T, are powers of 1000, KiB/MiB/GiB/TiB of 1024, a
+    /// bare number is bytes): the chunk cache gets a quarter of it at most, the operators the rest; sorts,
     /// aggregations and joins past it spill to temporary files or fail with a clear error
     /// [default: no limit]
     #[arg(long, global = true, value_parser = parse_memory_size)]
@@ -248,6 +248,8 @@ pub enum Command {
         #[arg(long, value_parser = parse_timestamp)]
         timestamp: Option<Timestamp>,
         #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
         files: crate::files::FileArgs,
     },
     /// Run standard SQL (DataFusion's dialect) over the dynamic tables (`"//path"`) and
@@ -465,6 +467,54 @@ pub struct CheckArgs {
     pub accept_loss: Vec<String>,
 }
 
+/// How a query runs: YT's row limits and the options that change what a query may do
+/// (`select-rows`, and `explain-query --analyze`, which runs it).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RunArgs {
+    /// Most rows read (YT default 1000000).
+    #[arg(long)]
+    pub input_row_limit: Option<u64>,
+    /// Most rows written (YT default 1000000).
+    #[arg(long)]
+    pub output_row_limit: Option<u64>,
+    /// Fail (true, default) or truncate silently (false) when a row limit is hit.
+    #[arg(long, value_parser = parse_bool)]
+    pub fail_on_incomplete_result: Option<bool>,
+    /// Allow joins that do not use a prefix of the foreign table's key.
+    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_join_without_index: Option<bool>,
+    /// Comparisons with null yield null (SQL style).
+    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub use_canonical_null_relations: Option<bool>,
+    /// Parallelism cap (must be positive).
+    #[arg(long)]
+    pub max_subqueries: Option<u64>,
+}
+
+impl RunArgs {
+    /// Sets in `options` what was given.
+    pub fn apply(&self, options: &mut dynql::SelectOptions) {
+        if let Some(v) = self.input_row_limit {
+            options.input_row_limit = v;
+        }
+        if let Some(v) = self.output_row_limit {
+            options.output_row_limit = v;
+        }
+        if let Some(v) = self.fail_on_incomplete_result {
+            options.fail_on_incomplete_result = v;
+        }
+        if let Some(v) = self.allow_join_without_index {
+            options.allow_join_without_index = v;
+        }
+        if let Some(v) = self.use_canonical_null_relations {
+            options.use_canonical_null_relations = v;
+        }
+        if self.max_subqueries.is_some() {
+            options.max_subqueries = self.max_subqueries;
+        }
+    }
+}
+
 /// The arguments of `select-rows` (the shell runs them too).
 #[derive(Debug, clap::Args)]
 pub struct SelectRowsArgs {
@@ -485,27 +535,11 @@ pub struct SelectRowsArgs {
     /// $YT_FORMAT, else a drawn table on a terminal, else yson].
     #[arg(long, value_parser = crate::format::parse_format)]
     pub format: Option<FormatSpec>,
-    /// Most rows read (YT default 1000000).
-    #[arg(long)]
-    pub input_row_limit: Option<u64>,
-    /// Most rows written (YT default 1000000).
-    #[arg(long)]
-    pub output_row_limit: Option<u64>,
-    /// Fail (true, default) or truncate silently (false) when a row limit is hit.
-    #[arg(long, value_parser = parse_bool)]
-    pub fail_on_incomplete_result: Option<bool>,
     /// Placeholder values: a YSON or JSON map.
     #[arg(long)]
     pub placeholder_values: Option<String>,
-    /// Allow joins that do not use a prefix of the foreign table's key.
-    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
-    pub allow_join_without_index: Option<bool>,
-    /// Comparisons with null yield null (SQL style).
-    #[arg(long, value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
-    pub use_canonical_null_relations: Option<bool>,
-    /// Parallelism cap (must be positive).
-    #[arg(long)]
-    pub max_subqueries: Option<u64>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Print execution statistics to stderr.
     #[arg(long)]
     pub print_statistics: bool,
@@ -558,8 +592,9 @@ pub struct CopyArgs {
     pub tx: Option<String>,
 }
 
-/// A memory size: a number of bytes with an optional unit (`KB`/`MB`/`GB`/`TB` in powers of
-/// 1000, `KiB`/`MiB`/`GiB`/`TiB` in powers of 1024, as DuckDB spells them; `B` for bytes).
+/// A memory size: a number of bytes with an optional unit (`KB`/`MB`/`GB`/`TB`, or `K`/`M`/
+/// `G`/`T`, in powers of 1000, `KiB`/`MiB`/`GiB`/`TiB` in powers of 1024, as DuckDB reads
+/// them; `B` for bytes).
 pub fn parse_memory_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let split = text
@@ -571,10 +606,10 @@ pub fn parse_memory_size(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("{text:?} is not a memory size (e.g. 512MiB, 2GB, 1000000)"))?;
     let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
         "kib" => 1024.0,
         "mib" => 1024.0 * 1024.0,
         "gib" => 1024.0 * 1024.0 * 1024.0,
@@ -602,6 +637,8 @@ mod memory_size_tests {
         assert_eq!(parse_memory_size("2GB"), Ok(2_000_000_000));
         assert_eq!(parse_memory_size("512MiB"), Ok(512 << 20));
         assert_eq!(parse_memory_size("1.5 kib"), Ok(1536));
+        assert_eq!(parse_memory_size("4G"), Ok(4_000_000_000));
+        assert_eq!(parse_memory_size("64m"), Ok(64_000_000));
         assert!(parse_memory_size("0").is_err());
         assert!(parse_memory_size("12 parsecs")
             .unwrap_err()

@@ -324,12 +324,14 @@ pub async fn execute(
             allow_full_scan,
             placeholder_values,
             timestamp,
+            run,
             files,
         } => {
             let mut options = SelectOptions {
                 files: files.file_tables()?,
                 ..SelectOptions::default()
             };
+            run.apply(&mut options);
             if let Some(v) = range_expansion_limit {
                 options.range_expansion_limit = v;
             }
@@ -593,24 +595,7 @@ pub async fn select_stream(
     if let Some(t) = args.timestamp {
         options.timestamp = t;
     }
-    if let Some(v) = args.input_row_limit {
-        options.input_row_limit = v;
-    }
-    if let Some(v) = args.output_row_limit {
-        options.output_row_limit = v;
-    }
-    if let Some(v) = args.fail_on_incomplete_result {
-        options.fail_on_incomplete_result = v;
-    }
-    if let Some(v) = args.allow_join_without_index {
-        options.allow_join_without_index = v;
-    }
-    if let Some(v) = args.use_canonical_null_relations {
-        options.use_canonical_null_relations = v;
-    }
-    if args.max_subqueries.is_some() {
-        options.max_subqueries = args.max_subqueries;
-    }
+    args.run.apply(&mut options);
     options.files = args.files.file_tables()?;
     if let Some(text) = &args.placeholder_values {
         options.placeholder_values = Some(

@@ -389,11 +389,17 @@ fn explain_analyze_runs_the_query_and_shows_each_operators_metrics() {
         );
         serde_json::from_str(&out).unwrap()
     };
-    // A grouped query runs the aggregation, then the rest over the groups: two stages.
+    // A grouped query is one plan: the groups are counted (YT's output row limit), then
+    // HAVING, ORDER BY and the projection run over them.
     let e =
         analyze("v, sum(1) as n from [//t] where id between 1 and 9 group by v order by v limit 3");
     let plan = e["plan"].as_str().unwrap();
-    assert!(plan.contains("Stage 1 of 2"), "{plan}");
+    assert!(!plan.contains("Stage"), "{plan}");
+    assert_eq!(
+        metric(plan, "GroupLimitExec", "output_rows"),
+        Some(9),
+        "{plan}"
+    );
     assert_eq!(
         metric(plan, "TabletScanExec", "output_rows"),
         Some(9),
@@ -446,4 +452,36 @@ fn explain_analyze_runs_the_query_and_shows_each_operators_metrics() {
         None,
     );
     assert!(err.contains("Division by zero"), "{err}");
+    // The run's row limits are select-rows' own: passed, the error's hint names the flag,
+    // and the flag raises the limit.
+    let err = store.fails(
+        &[
+            "explain-query",
+            "--analyze",
+            "v from [//t]",
+            "--input-row-limit",
+            "5",
+        ],
+        None,
+    );
+    assert!(
+        err.contains("excessive input") && err.contains("--input-row-limit"),
+        "{err}"
+    );
+    let out = store.ok(
+        &[
+            "explain-query",
+            "--analyze",
+            "v from [//t] where id between 1 and 9",
+            "--input-row-limit",
+            "9",
+            "--output-row-limit",
+            "9",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let e: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(e["analysis"]["result_rows"], 9, "{e}");
 }

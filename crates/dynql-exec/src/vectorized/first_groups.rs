@@ -128,7 +128,8 @@ impl DisplayAs for FirstGroupsExec {
 struct Groups {
     admission: Admission,
     converter: RowConverter,
-    seen: HashMap<Vec<u8>, u64>,
+    /// Looked up once per row: foldhash, not SipHash (no untrusted keys to defend from).
+    seen: HashMap<Vec<u8>, u64, foldhash::fast::FixedState>,
     incomplete: Arc<AtomicBool>,
 }
 
@@ -238,7 +239,7 @@ impl ExecutionPlan for FirstGroupsExec {
         let groups = Groups {
             admission: self.admission.clone(),
             converter: RowConverter::new(fields)?,
-            seen: HashMap::new(),
+            seen: HashMap::default(),
             incomplete: self.incomplete.clone(),
         };
         let groups = Arc::new(Mutex::new(groups));

@@ -1,7 +1,7 @@
 //! A bound YT QL query lowered onto a DataFusion logical plan and run over Arrow batches.
 //!
 //! ```text
-//! scan (key ranges) ─▶ Filter(WHERE) ─▶ Aggregate(keys, aggregates) ─▶ Filter(HAVING) ─▶ Sort ─▶ Limit ─▶ Projection
+//! scan (key ranges) ─▶ Filter(WHERE) ─▶ Aggregate(keys, aggregates) ─▶ GroupLimitExec ─▶ Filter(HAVING) ─▶ Sort ─▶ Limit ─▶ Projection
 //! ```
 //!
 //! Expressions become [`YtExpression`] calls over the columns they read (column references
@@ -16,8 +16,10 @@
 //! Where YT's result depends on scan order (no ORDER BY and no grouping, `first`, WITH
 //! TOTALS, LIMIT of groups without ORDER BY), the plan runs as one partition in key order;
 //! grouping that keeps the first groups goes through [`FirstGroupsExec`]. The grouped rows
-//! are counted before HAVING, as YT applies the output row limit to them. WITH TOTALS
-//! aggregates states, finished and merged by [`super::totals`].
+//! are counted before HAVING, as YT applies the output row limit to them
+//! ([`GroupLimitExec`]). WITH TOTALS aggregates each group's state too (as DataFusion's own
+//! aggregates where the state is a value, or a sum and count; encoded otherwise), merged into
+//! the totals row by a [`TotalsExec`] before or after HAVING. Every query is one plan.
 //!
 //! YT's row limits: with `fail_on_incomplete_result` passing one fails the query. Without
 //! it YT keeps the rows up to the limit in scan order: a run in scan order cuts them there
@@ -28,18 +30,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::Column;
 use datafusion::dataframe::DataFrame;
-use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
-use datafusion::functions_aggregate::expr_fn::{avg, max, min, sum};
-use datafusion::logical_expr::{lit, AggregateUDF, Expr, ScalarUDF};
+use datafusion::functions_aggregate::expr_fn::{avg, count, max, min, sum};
+use datafusion::logical_expr::{cast, lit, AggregateUDF, Expr, ScalarUDF};
 use datafusion::physical_plan::{execute_stream, SendableRecordBatchStream};
-use futures::TryStreamExt;
 
-use dynql_core::arrow_convert::{arrow_type, rows_to_batch};
+use dynql_core::arrow_convert::arrow_type;
 use dynql_core::{Value, ValueType};
 use dynql_ql::ast::TotalsMode;
 use dynql_ql::eval::EvalOptions;
@@ -49,10 +49,11 @@ use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_storage::KeyRange;
 
 use super::first_groups::{Admission, FirstGroupsExec, PlanTable, ORDINAL};
-use super::input::{table_layout, Input, Setup};
+use super::group_limit::GroupLimitExec;
+use super::input::{table_layout, Setup};
 use super::key_order::key_order_plan;
 use super::results::{Limits, Results};
-use super::totals::{group_numbers, grouped_schema, Groups, GROUP_NUMBER};
+use super::totals::{StateColumns, Totals, TotalsExec, TotalsSlot};
 use super::udf::{scalar, Check, YtAggregate, YtExpression};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -215,23 +216,23 @@ pub(crate) async fn run(
     options: &SelectOptions,
 ) -> Result<QueryStream> {
     let first = async {
-        if let Some(mut results) = run_once(engine, tables, plan, ranges, options, false).await? {
-            if results.streams() {
-                return Ok(Some(QueryStream::new(plan, results)));
-            }
-            // Without `fail_on_incomplete_result` a parallel run keeps its rows until it
-            // knows no row limit is passed (they are at most one past the output row limit).
-            if let Some((batches, statistics)) = results.drain().await? {
-                return Ok(Some(QueryStream::collected(
-                    plan,
-                    results.schema(),
-                    batches,
-                    statistics,
-                    results.stages(),
-                )));
-            }
+        let mut results = run_once(engine, tables, plan, ranges, options, false).await?;
+        // A grouped run is drained first (its groups are held until counted anyway): an
+        // error in it may lie in a row YT never evaluates, see below.
+        if results.streams() && plan.group.is_none() {
+            return Ok(Some(QueryStream::new(plan, results)));
         }
-        Ok(None)
+        // Without `fail_on_incomplete_result` a parallel run keeps its rows until it knows
+        // no row limit is passed (they are at most one past the output row limit).
+        Ok(results.drain().await?.map(|(batches, statistics)| {
+            QueryStream::collected(
+                plan,
+                results.schema(),
+                batches,
+                statistics,
+                results.stages(),
+            )
+        }))
     };
     match first.await {
         Ok(Some(stream)) => return Ok(stream),
@@ -245,19 +246,12 @@ pub(crate) async fn run(
     }
     // A row limit was passed without `fail_on_incomplete_result`: YT keeps the rows up to
     // it in scan order, so the query runs again in scan order, cutting there.
-    let results = run_once(engine, tables, plan, ranges, options, true)
-        .await?
-        .ok_or_else(|| {
-            Error::DataFusion(DataFusionError::Internal(
-                "a run in scan order stopped at a row limit".into(),
-            ))
-        })?;
+    let results = run_once(engine, tables, plan, ranges, options, true).await?;
     Ok(QueryStream::new(plan, results))
 }
 
 /// One run of `plan` (in scan order with `in_scan_order`), up to the stream of its projected
-/// rows. `None` when a row limit is passed without `fail_on_incomplete_result` in a run
-/// that is not in scan order.
+/// rows: one DataFusion plan, whose row limits [`Results`] applies as its rows come.
 async fn run_once(
     engine: &Engine,
     tables: &Tables,
@@ -265,7 +259,7 @@ async fn run_once(
     ranges: &[KeyRange],
     options: &SelectOptions,
     in_scan_order: bool,
-) -> Result<Option<Results>> {
+) -> Result<Results> {
     let mut setup = Setup::new(engine, plan, options, in_scan_order);
     let input = setup.input(tables, plan, ranges, options).await?;
     let limits = Limits {
@@ -282,9 +276,7 @@ async fn run_once(
         setup.stages.record(&physical);
         let rows = execute_stream(physical, task).map_err(query_error)?;
         let stages = setup.stages.clone();
-        return Ok(Some(Results::new(
-            plan, rows, None, input, limits, cut, stages,
-        )));
+        return Ok(Results::new(plan, rows, None, input, limits, cut, stages));
     }
     let (opts, ctx) = (setup.opts, &setup.ctx);
     let mut df = ctx.read_table(input.table.clone())?;
@@ -294,87 +286,20 @@ async fn run_once(
     }
     let mut totals = None;
     if let Some(group) = &plan.group {
-        let (aggregated, grouped, first_seen) =
-            aggregate_groups(df, plan, group, &layout, &setup, options, &cut).await?;
-        // The groups are counted before HAVING: YT's output limit applies to them.
-        let schema: SchemaRef = Arc::new(aggregated.schema().as_arrow().clone());
-        let Some(groups) = collect(aggregated, &input, &setup).await? else {
-            return Ok(None);
-        };
-        let count: usize = groups.iter().map(RecordBatch::num_rows).sum();
-        if count as u64 > options.output_row_limit {
-            if options.fail_on_incomplete_result {
-                return Err(Error::LimitExceeded { what: "output" });
-            }
-            return Ok(None);
-        }
-        layout = grouped;
-        if group.totals == TotalsMode::None {
-            df = ctx.read_table(Arc::new(MemTable::try_new(schema, vec![groups])?))?;
-            if let Some(h) = &group.having {
-                df = df.filter(lower(h, &layout, opts, Check::None)?)?;
-            }
-            if first_seen && plan.order_by.is_empty() {
-                df = df.sort(vec![column(ORDINAL).sort(true, false)])?;
-            }
-        } else {
-            let keys: Vec<ValueType> = group.keys.iter().map(|k| k.ty).collect();
-            let groups = Groups::new(&groups, group, &keys)?;
-            let batch = groups.batch(&layout)?;
-            let schema = batch.schema();
-            df = ctx.read_table(Arc::new(MemTable::try_new(
-                schema.clone(),
-                vec![vec![batch]],
-            )?))?;
-            let mut kept = None;
-            if let Some(h) = &group.having {
-                let having = df.filter(lower(h, &layout, opts, Check::None)?)?;
-                let Some(batches) = collect(having, &input, &setup).await? else {
-                    return Ok(None);
-                };
-                kept = Some(group_numbers(&batches)?);
-                df = ctx.read_table(Arc::new(MemTable::try_new(schema, vec![batches])?))?;
-            }
-            if plan.order_by.is_empty() {
-                df = df.sort(vec![column(GROUP_NUMBER).sort(true, false)])?;
-            }
-            let merged = match group.totals {
-                TotalsMode::AfterHaving => kept.as_deref(),
-                _ => None,
-            };
-            totals = groups.totals(keys.len(), merged)?;
-        }
+        let (groups, grouped, slot) =
+            grouped_rows(df, plan, group, &layout, &setup, options, &cut).await?;
+        (df, layout, totals) = (groups, grouped, slot);
     }
     df = order_and_limit(df, plan, &layout, &setup, options.output_row_limit)?;
     let projections = projections(plan, &layout, opts)?;
-    let totals = match totals {
-        None => None,
-        Some(totals) => {
-            // The totals row comes last, projected as the groups are.
-            let schema = grouped_schema(&layout, false);
-            let batch = rows_to_batch(&schema, &[totals]).map_err(DataFusionError::from)?;
-            let row = ctx
-                .read_table(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))?
-                .select(projections.clone())?;
-            let Some(row) = collect(row, &input, &setup).await? else {
-                return Ok(None);
-            };
-            row.into_iter().find(|b| b.num_rows() > 0)
-        }
-    };
     let rows = execute(df.select(projections)?, &setup)
         .await
         .map_err(query_error)?;
     let stages = setup.stages.clone();
-    Ok(Some(Results::new(
-        plan, rows, totals, input, limits, cut, stages,
-    )))
+    Ok(Results::new(plan, rows, totals, input, limits, cut, stages))
 }
 
 /// The physical plan DataFusion would run for `plan`, as indented text; nothing is read.
-/// Grouped queries show the whole pipeline in one plan (the run counts the groups between
-/// aggregation and HAVING); WITH TOTALS shows the plan to the aggregation of the groups'
-/// states (what follows runs over the groups, see [`super::totals`]).
 pub(crate) async fn explain(
     engine: &Engine,
     tables: &Tables,
@@ -398,40 +323,17 @@ pub(crate) async fn explain(
     if let Some(w) = &plan.where_clause {
         df = df.filter(lower(w, &layout, opts, Check::None)?)?;
     }
-    let mut prefix = String::new();
     if let Some(group) = &plan.group {
         let cut = Arc::new(AtomicBool::new(false));
-        let (aggregated, grouped, first_seen) =
-            aggregate_groups(df, plan, group, &layout, &setup, options, &cut).await?;
-        df = aggregated;
-        layout = grouped;
-        if group.totals != TotalsMode::None {
-            let when = match group.totals {
-                TotalsMode::AfterHaving => "after",
-                _ => "before",
-            };
-            prefix = format!(
-                "WithTotals: groups' states finished, then HAVING, ORDER BY, LIMIT and projection over the groups; totals merged {when} HAVING\n"
-            );
-        } else {
-            if let Some(h) = &group.having {
-                df = df.filter(lower(h, &layout, opts, Check::None)?)?;
-            }
-            // As the run does: the first groups come in the order they appeared.
-            if first_seen && plan.order_by.is_empty() {
-                df = df.sort(vec![column(ORDINAL).sort(true, false)])?;
-            }
-        }
+        (df, layout, _) = grouped_rows(df, plan, group, &layout, &setup, options, &cut).await?;
     }
-    if prefix.is_empty() {
-        df = order_and_limit(df, plan, &layout, &setup, options.output_row_limit)?;
-        df = df.select(projections(plan, &layout, opts)?)?;
-    }
+    df = order_and_limit(df, plan, &layout, &setup, options.output_row_limit)?;
+    df = df.select(projections(plan, &layout, opts)?)?;
     let physical = df.create_physical_plan().await?;
     let text = datafusion::physical_plan::displayable(physical.as_ref())
         .indent(true)
         .to_string();
-    Ok(prefix + &text)
+    Ok(text)
 }
 
 /// Grouping up to the aggregation: the groups (`g0`.., then `a0`.. values, or for WITH
@@ -447,18 +349,27 @@ async fn aggregate_groups(
     setup: &Setup,
     options: &SelectOptions,
     cut: &Arc<AtomicBool>,
-) -> Result<(DataFrame, Layout, bool)> {
+) -> Result<(DataFrame, Layout, Aggregated)> {
     let opts = setup.opts;
     let states = group.totals != TotalsMode::None;
     let first_seen = setup.truncate || setup.rerun || groups_in_scan_order(plan);
     let keys: Vec<Expr> = if first_seen {
-        let mut columns: Vec<Expr> = layout.iter().map(|(name, _)| column(name)).collect();
+        // The columns the aggregates read, by their names: the rest are not scanned.
+        let mut read = Vec::new();
+        for a in &group.aggregates {
+            for arg in &a.args {
+                arg.referenced_columns(&mut read);
+            }
+        }
+        read.sort_unstable();
+        read.dedup();
+        let mut columns: Vec<Expr> = read.iter().map(|&c| column(&layout[c].0)).collect();
         for (i, k) in group.keys.iter().enumerate() {
             columns.push(lower(k, layout, opts, Check::None)?.alias(format!("k{i}")));
         }
         let input = df.select(columns)?.create_physical_plan().await?;
         let admission = Admission {
-            keys: (layout.len()..layout.len() + group.keys.len()).collect(),
+            keys: (read.len()..read.len() + group.keys.len()).collect(),
             cap: match (plan.limit, plan.order_by.is_empty()) {
                 (Some(limit), true) => Some(plan.offset.saturating_add(limit)),
                 _ => None,
@@ -489,26 +400,142 @@ async fn aggregate_groups(
         .map(|(i, k)| (format!("g{i}"), k.ty))
         .collect();
     let mut aggregates = Vec::new();
+    let mut state_columns = Vec::new();
     for (i, a) in group.aggregates.iter().enumerate() {
-        aggregates.push(if states {
-            let args = a
-                .args
-                .iter()
-                .map(|e| lower(e, layout, opts, Check::None))
-                .collect::<Result<Vec<_>>>()?;
-            let types = a.args.iter().map(|e| e.ty).collect();
-            AggregateUDF::from(YtAggregate::states(a.function, types))
-                .call(args)
-                .alias(format!("s{i}"))
-        } else {
-            aggregate(a, layout, opts)?.alias(format!("a{i}"))
-        });
+        let state = StateColumns::of(a.function, native_average(a));
+        match state {
+            StateColumns::Encoded if states => {
+                // The value for the group's row, the state for the totals.
+                aggregates.push(aggregate(a, layout, opts)?.alias(format!("a{i}")));
+                let args = a
+                    .args
+                    .iter()
+                    .map(|e| lower(e, layout, opts, Check::None))
+                    .collect::<Result<Vec<_>>>()?;
+                let types = a.args.iter().map(|e| e.ty).collect();
+                aggregates.push(
+                    AggregateUDF::from(YtAggregate::states(a.function, types))
+                        .call(args)
+                        .alias(format!("s{i}")),
+                );
+            }
+            StateColumns::Average if states => {
+                aggregates.push(aggregate(a, layout, opts)?.alias(format!("a{i}")));
+                // YT's average state: the values' sum as a double, and their count.
+                let value = lower(&a.args[0], layout, opts, Check::None)?;
+                aggregates
+                    .push(sum(cast(value.clone(), DataType::Float64)).alias(format!("s{i}_sum")));
+                aggregates.push(count(value).alias(format!("s{i}_count")));
+            }
+            _ => aggregates.push(aggregate(a, layout, opts)?.alias(format!("a{i}"))),
+        }
+        state_columns.push(state);
         grouped.push((format!("a{i}"), a.ty));
     }
     if first_seen {
         aggregates.push(min(column(ORDINAL)).alias(ORDINAL));
     }
-    Ok((df.aggregate(keys, aggregates)?, grouped, first_seen))
+    let aggregated = Aggregated {
+        state_columns: if states { state_columns } else { Vec::new() },
+        first_seen,
+    };
+    Ok((df.aggregate(keys, aggregates)?, grouped, aggregated))
+}
+
+/// The grouped rows of `plan` (named by the returned layout: `g0`.., `a0`..), as one plan:
+/// the aggregation, the groups counted against the output row limit, HAVING, and for WITH
+/// TOTALS a [`TotalsExec`] before or after HAVING, whose slot holds the projected totals row
+/// once the groups are in.
+async fn grouped_rows(
+    df: DataFrame,
+    plan: &QueryPlan,
+    group: &GroupPlan,
+    layout: &Layout,
+    setup: &Setup,
+    options: &SelectOptions,
+    cut: &Arc<AtomicBool>,
+) -> Result<(DataFrame, Layout, Option<TotalsSlot>)> {
+    let opts = setup.opts;
+    let (
+        aggregated,
+        grouped,
+        Aggregated {
+            state_columns,
+            first_seen,
+        },
+    ) = aggregate_groups(df, plan, group, layout, setup, options, cut).await?;
+    let mut df = counted_groups(aggregated, setup, options.output_row_limit).await?;
+    let totals = (group.totals != TotalsMode::None).then(|| {
+        let totals = Totals {
+            keys: group.keys.iter().map(|k| k.ty).collect(),
+            aggregates: state_columns
+                .iter()
+                .copied()
+                .zip(group.aggregates.iter().map(|a| a.ty))
+                .collect(),
+            projections: plan.projections.iter().map(|p| p.expr.clone()).collect(),
+            opts,
+        };
+        (Arc::new(totals), TotalsSlot::default())
+    });
+    if let (Some(totals), TotalsMode::BeforeHaving) = (&totals, group.totals) {
+        df = with_totals(df, totals, setup).await?;
+    }
+    if let Some(h) = &group.having {
+        df = df.filter(lower(h, &grouped, opts, Check::None)?)?;
+    }
+    if let (Some(totals), TotalsMode::AfterHaving) = (&totals, group.totals) {
+        df = with_totals(df, totals, setup).await?;
+    }
+    // The first groups come in the order they appeared.
+    if first_seen && plan.order_by.is_empty() {
+        df = df.sort(vec![column(ORDINAL).sort(true, false)])?;
+    }
+    Ok((df, grouped, totals.map(|(_, slot)| slot)))
+}
+
+/// `groups` under a [`TotalsExec`] that merges their totals into `slot`.
+async fn with_totals(
+    groups: DataFrame,
+    (totals, slot): &(Arc<Totals>, TotalsSlot),
+    setup: &Setup,
+) -> Result<DataFrame> {
+    let groups = groups.create_physical_plan().await?;
+    let exec = TotalsExec::new(groups, totals.clone(), slot.clone());
+    Ok(setup
+        .ctx
+        .read_table(Arc::new(PlanTable::new(Arc::new(exec))))?)
+}
+
+/// The groups `aggregated` gives, under a [`GroupLimitExec`] that counts them (YT applies
+/// its output row limit to the groups before HAVING), as a table the rest of the plan reads.
+async fn counted_groups(
+    aggregated: DataFrame,
+    setup: &Setup,
+    output_row_limit: u64,
+) -> Result<DataFrame> {
+    let groups = aggregated.create_physical_plan().await?;
+    let counted = GroupLimitExec::new(groups, output_row_limit);
+    Ok(setup
+        .ctx
+        .read_table(Arc::new(PlanTable::new(Arc::new(counted))))?)
+}
+
+/// What [`aggregate_groups`] computed besides the groups' columns.
+struct Aggregated {
+    /// With WITH TOTALS, how each aggregate's state is read from its columns.
+    state_columns: Vec<StateColumns>,
+    /// Whether the groups carry the ordinal they first appeared at.
+    first_seen: bool,
+}
+
+/// Whether `call` is an average DataFusion's own `avg` computes (see [`aggregate`]).
+fn native_average(call: &AggregateCall) -> bool {
+    call.function == AggregateFunction::Avg
+        && matches!(
+            call.args.first().map(|a| a.ty),
+            Some(ValueType::Int64 | ValueType::Uint64 | ValueType::Double)
+        )
 }
 
 /// The output columns (`p0`..).
@@ -522,23 +549,6 @@ pub(super) fn projections(
         .enumerate()
         .map(|(i, p)| Ok(lower(&p.expr, layout, opts, Check::None)?.alias(format!("p{i}"))))
         .collect()
-}
-
-/// Runs `df` to its batches. Past a row limit a run not in scan order gives `None` without
-/// `fail_on_incomplete_result` (it is repeated in scan order); otherwise YT's limit error.
-async fn collect(df: DataFrame, input: &Input, setup: &Setup) -> Result<Option<Vec<RecordBatch>>> {
-    let batches = match execute(df, setup).await {
-        Ok(stream) => stream.try_collect::<Vec<_>>().await,
-        Err(e) => Err(e),
-    };
-    match batches {
-        Ok(batches) => Ok(Some(batches)),
-        Err(e) => match input.exceeded() {
-            Some(_) if !setup.truncate && !setup.fail => Ok(None),
-            Some(limit) if !setup.truncate => Err(limit),
-            _ => Err(query_error(e)),
-        },
-    }
 }
 
 /// Plans `df` and starts it, noting the plan among the run's stages.

@@ -15,6 +15,7 @@ pub(crate) mod conditional;
 pub(crate) mod conversion_calls;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
+pub(crate) mod group_limit;
 pub(crate) mod in_list;
 pub(crate) mod input;
 #[cfg(test)]

@@ -25,6 +25,7 @@ use dynql_ql::texpr::TExpr;
 use super::input::Input;
 use super::lower::{query_error, wire_columns};
 use super::stages::Stages;
+use super::totals::TotalsSlot;
 use crate::error::{Error, Result};
 use crate::select::Statistics;
 
@@ -41,8 +42,9 @@ pub(crate) enum Pulled {
 pub(crate) struct Results {
     /// The projected rows; `None` once they are all out or cut.
     rows: Option<SendableRecordBatchStream>,
-    /// WITH TOTALS: the totals row, projected, given after the rows.
-    totals: Option<RecordBatch>,
+    /// WITH TOTALS: where the totals row, projected, is once the groups are in; given after
+    /// the rows.
+    totals: Option<TotalsSlot>,
     schema: SchemaRef,
     types: Vec<ValueType>,
     input: Input,
@@ -68,7 +70,7 @@ impl Results {
     pub(super) fn new(
         plan: &QueryPlan,
         rows: SendableRecordBatchStream,
-        totals: Option<RecordBatch>,
+        totals: Option<TotalsSlot>,
         input: Input,
         limits: Limits,
         cut: Arc<AtomicBool>,
@@ -116,17 +118,28 @@ impl Results {
                 Some(Ok(batch)) => batch,
                 Some(Err(e)) => {
                     self.rows = None;
+                    let may_rerun = !self.truncate && !self.fail;
                     return match self.input.exceeded() {
-                        Some(_) if !self.truncate && !self.fail => Ok(Pulled::Rerun),
+                        Some(_) if may_rerun => Ok(Pulled::Rerun),
                         Some(limit) if !self.truncate => Err(limit),
-                        _ => Err(query_error(e)),
+                        _ => match query_error(e) {
+                            // More groups than the output row limit (`GroupLimitExec`).
+                            Error::LimitExceeded { what: "output" } if may_rerun => {
+                                Ok(Pulled::Rerun)
+                            }
+                            e => Err(e),
+                        },
                     };
                 }
                 None => {
                     // The plan (and its scans' channels) is dropped before the statistics
                     // wait for the reading tasks.
                     self.rows = None;
-                    match self.totals.take() {
+                    let totals = self
+                        .totals
+                        .take()
+                        .and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+                    match totals {
                         Some(totals) => totals,
                         None => return Ok(Pulled::End(self.finish().await)),
                     }

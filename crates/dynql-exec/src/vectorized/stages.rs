@@ -1,7 +1,6 @@
 //! The physical plans one run of a query executes, kept so that EXPLAIN ANALYZE can show
-//! them after the run with the metrics their operators gathered. A grouped query runs in
-//! stages (the aggregation, then HAVING, ORDER BY and the projection over the groups), so a
-//! run holds one or more plans, in the order they ran.
+//! them after the run with the metrics their operators gathered. A query runs as one plan;
+//! a run holds every plan it executes, in the order they ran.
 
 use std::sync::{Arc, Mutex};
 

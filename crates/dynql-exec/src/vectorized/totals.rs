@@ -1,160 +1,338 @@
-//! GROUP BY WITH TOTALS over the groups a lowered plan aggregated: the aggregation gives each
-//! group's key, its aggregates' states (encoded) and its ordinal (the order it first
-//! appeared in, [`super::first_groups`]); here the states are finished into the group rows
-//! and merged, in that order, into the totals row: null keys, then the aggregates of all
-//! groups (before HAVING) or of the groups HAVING keeps (after it).
+//! GROUP BY WITH TOTALS as a plan operator. The aggregation gives each group's key, its
+//! aggregates' values, the columns their states are rebuilt from ([`StateColumns`]) and its
+//! ordinal (the order it first appeared in, [`super::first_groups`]). [`TotalsExec`] sits
+//! on the groups before HAVING (totals of all groups) or after it (of the groups it keeps),
+//! holds them until the last has come, merges their states in the order the groups first
+//! appeared into the totals row (null keys, then the aggregates finished), projects that row
+//! as the groups are projected, and puts it in a [`TotalsSlot`] that the result gives after
+//! its last group; then it hands the groups on unchanged to ORDER BY, LIMIT and the
+//! projection. The whole query stays one DataFusion plan.
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use arrow::record_batch::RecordBatch;
-use datafusion::error::DataFusionError;
+use arrow::array::ArrayRef;
+use arrow::datatypes::{Field, Schema};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet, RecordOutput,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
 
-use dynql_core::arrow_convert::{arrow_field, arrow_type, batch_to_rows, rows_to_batch};
+use dynql_core::arrow_convert::batch_to_rows;
 use dynql_core::{Value, ValueType};
 use dynql_ql::aggregate::AggregateState;
-use dynql_ql::plan::GroupPlan;
+use dynql_ql::eval::EvalOptions;
+use dynql_ql::functions::AggregateFunction;
+use dynql_ql::texpr::TypedExpr;
 
+use super::budget::Budget;
+use super::evaluate::{evaluate, to_array, Batch};
+use super::first_groups::ORDINAL;
 use crate::error::{Error, Result};
+use crate::select::MAX_BATCH_STRING_BYTES;
 
-/// The column numbering the finished groups: HAVING's survivors are found by it.
-pub(crate) const GROUP_NUMBER: &str = "n";
-
-/// The aggregated groups of a WITH TOTALS query, in the order they first appeared.
-pub(crate) struct Groups {
-    /// Keys, then the aggregates finished.
-    pub(crate) rows: Vec<Vec<Value>>,
-    /// The aggregates' states, per group.
-    pub(crate) states: Vec<Vec<AggregateState>>,
+/// How a WITH TOTALS aggregation hands on one aggregate's state per group.
+///
+/// Most states are cheap to rebuild from columns DataFusion's own aggregates compute: the
+/// state of `sum`, `min`, `max` and `first` is their value, and that of a numeric `avg` is
+/// its sum and count. The others are computed as encoded [`AggregateState`]s, row by row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateColumns {
+    /// The aggregate's value (`a{i}`): the state of `function` holding it.
+    Finished(AggregateFunction),
+    /// The average (`a{i}`), the sum of the values as doubles (`s{i}_sum`) and their count
+    /// (`s{i}_count`).
+    Average,
+    /// The encoded state (`s{i}`), beside the value (`a{i}`).
+    Encoded,
 }
 
-impl Groups {
-    /// The groups in `batches` (columns `g0`.., `s0`.., then the ordinal), whose key types
-    /// are `keys`.
-    pub(crate) fn new(
-        batches: &[RecordBatch],
-        group: &GroupPlan,
-        keys: &[ValueType],
-    ) -> Result<Groups> {
-        let aggregates = group.aggregates.len();
-        let mut types = keys.to_vec();
-        types.extend(std::iter::repeat_n(ValueType::String, aggregates));
-        types.push(ValueType::Uint64);
-        let mut numbered = Vec::new();
-        for batch in batches {
-            let batch = super::lower::in_wire_types(batch, &types)?;
-            for row in batch_to_rows(&batch, &types) {
-                let mut values = row.into_iter();
-                let key: Vec<Value> = values.by_ref().take(keys.len()).collect();
-                let mut states = Vec::with_capacity(aggregates);
-                for state in values.by_ref().take(aggregates) {
-                    let Value::String(bytes) = state else {
-                        return Err(internal("a group without its aggregate state"));
-                    };
-                    states.push(AggregateState::decode(&bytes)?);
-                }
-                let Some(Value::Uint64(ordinal)) = values.next() else {
-                    return Err(internal("a group without its ordinal"));
+impl StateColumns {
+    /// The state columns of `call`, given whether its value is computed by DataFusion's
+    /// own average (`native_average`).
+    pub(crate) fn of(function: AggregateFunction, native_average: bool) -> StateColumns {
+        match function {
+            AggregateFunction::Sum
+            | AggregateFunction::Min
+            | AggregateFunction::Max
+            | AggregateFunction::First => StateColumns::Finished(function),
+            AggregateFunction::Avg if native_average => StateColumns::Average,
+            _ => StateColumns::Encoded,
+        }
+    }
+
+    /// The names of the columns the state of aggregate `i` is read from, with their YT
+    /// types (`finished`: the aggregate's own type).
+    fn columns(self, i: usize, finished: ValueType) -> Vec<(String, ValueType)> {
+        match self {
+            StateColumns::Finished(_) => vec![(format!("a{i}"), finished)],
+            StateColumns::Average => vec![
+                (format!("a{i}"), ValueType::Double),
+                (format!("s{i}_sum"), ValueType::Double),
+                (format!("s{i}_count"), ValueType::Int64),
+            ],
+            StateColumns::Encoded => vec![(format!("s{i}"), ValueType::String)],
+        }
+    }
+
+    /// The state of one group from its values of the columns.
+    fn state(self, values: &mut impl Iterator<Item = Value>) -> Result<AggregateState> {
+        Ok(match self {
+            StateColumns::Finished(function) => {
+                let mut state = AggregateState::new(function);
+                let value = values.next().unwrap_or(Value::Null);
+                state.update(std::slice::from_ref(&value))?;
+                state
+            }
+            StateColumns::Average => {
+                let _average = values.next();
+                let sum = match values.next() {
+                    Some(Value::Double(sum)) => sum,
+                    _ => 0.0,
                 };
-                numbered.push((ordinal, key, states));
+                let count = match values.next() {
+                    Some(Value::Int64(count)) => u64::try_from(count).unwrap_or(0),
+                    _ => 0,
+                };
+                AggregateState::Avg { sum, count }
+            }
+            StateColumns::Encoded => {
+                let Some(Value::String(bytes)) = values.next() else {
+                    return Err(internal("a group without its aggregate state"));
+                };
+                AggregateState::decode(&bytes)?
+            }
+        })
+    }
+}
+
+/// The projected totals row, once [`TotalsExec`] has seen every group (`None` inside when
+/// no group reached it).
+pub(crate) type TotalsSlot = Arc<Mutex<Option<RecordBatch>>>;
+
+/// What [`TotalsExec`] merges and how it projects the totals row.
+#[derive(Debug)]
+pub(crate) struct Totals {
+    /// The group keys' types.
+    pub(crate) keys: Vec<ValueType>,
+    /// Each aggregate's state columns and its type.
+    pub(crate) aggregates: Vec<(StateColumns, ValueType)>,
+    /// The query's projections, over the grouped rows (keys, then aggregates).
+    pub(crate) projections: Vec<TypedExpr>,
+    pub(crate) opts: EvalOptions,
+}
+
+impl Totals {
+    /// The totals row of `groups` (each the states of one group with its ordinal): the
+    /// states merged in ordinal order, finished, and projected; `None` without groups.
+    fn row(&self, mut groups: Vec<(u64, Vec<AggregateState>)>) -> Result<Option<RecordBatch>> {
+        groups.sort_by_key(|(ordinal, _)| *ordinal);
+        let mut groups = groups.into_iter();
+        let Some((_, mut merged)) = groups.next() else {
+            return Ok(None);
+        };
+        for (_, states) in groups {
+            for (a, b) in merged.iter_mut().zip(&states) {
+                a.merge(b)?;
             }
         }
-        numbered.sort_by_key(|(ordinal, _, _)| *ordinal);
-        let mut groups = Groups {
-            rows: Vec::with_capacity(numbered.len()),
-            states: Vec::with_capacity(numbered.len()),
+        let mut types = self.keys.clone();
+        types.extend(self.aggregates.iter().map(|(_, t)| *t));
+        let values = std::iter::repeat_n(Value::Null, self.keys.len())
+            .chain(merged.iter().map(AggregateState::finish));
+        let columns = types
+            .iter()
+            .zip(values)
+            .map(|(t, v)| to_array(*t, &[v]))
+            .collect::<dynql_ql::Result<Vec<ArrayRef>>>()?;
+        let budget = Budget::new(MAX_BATCH_STRING_BYTES, 1);
+        let input = Batch {
+            columns: &columns,
+            types: &types,
+            rows: 1,
+            budget: &budget,
         };
-        for (_, mut key, states) in numbered {
-            key.extend(states.iter().map(AggregateState::finish));
-            groups.rows.push(key);
-            groups.states.push(states);
+        let projected = self
+            .projections
+            .iter()
+            .map(|p| evaluate(p, input, self.opts))
+            .collect::<dynql_ql::Result<Vec<ArrayRef>>>()?;
+        let fields: Vec<Field> = projected
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Field::new(format!("p{i}"), c.data_type().clone(), true))
+            .collect();
+        Ok(Some(
+            RecordBatch::try_new_with_options(
+                Arc::new(Schema::new(fields)),
+                projected,
+                &RecordBatchOptions::new().with_row_count(Some(1)),
+            )
+            .map_err(DataFusionError::from)?,
+        ))
+    }
+
+    /// The states of the groups in `batch`, with their ordinals.
+    fn states_of(&self, batch: &RecordBatch) -> Result<Vec<(u64, Vec<AggregateState>)>> {
+        let mut columns: Vec<(String, ValueType)> = Vec::new();
+        for (i, (state, ty)) in self.aggregates.iter().enumerate() {
+            columns.extend(state.columns(i, *ty));
+        }
+        columns.push((ORDINAL.to_string(), ValueType::Uint64));
+        let schema = batch.schema();
+        let indices = columns
+            .iter()
+            .map(|(name, _)| schema.index_of(name))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(DataFusionError::from)?;
+        let read = batch.project(&indices).map_err(DataFusionError::from)?;
+        let types: Vec<ValueType> = columns.iter().map(|(_, t)| *t).collect();
+        let read = super::lower::in_wire_types(&read, &types)?;
+        let mut groups = Vec::with_capacity(read.num_rows());
+        for row in batch_to_rows(&read, &types) {
+            let mut values = row.into_iter();
+            let states = self
+                .aggregates
+                .iter()
+                .map(|(state, _)| state.state(&mut values))
+                .collect::<Result<Vec<_>>>()?;
+            let Some(Value::Uint64(ordinal)) = values.next() else {
+                return Err(internal("a group without its ordinal"));
+            };
+            groups.push((ordinal, states));
         }
         Ok(groups)
     }
+}
 
-    /// The group rows as one batch: `g0`.., `a0`.. in their wire types, then
-    /// [`GROUP_NUMBER`] (the group's position here).
-    pub(crate) fn batch(&self, layout: &[(String, ValueType)]) -> Result<RecordBatch> {
-        let schema = grouped_schema(layout, true);
-        let rows: Vec<Vec<Value>> = self
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(n, row)| {
-                let mut row = row.clone();
-                row.push(Value::Uint64(n as u64));
-                row
-            })
-            .collect();
-        Ok(rows_to_batch(&schema, &rows).map_err(DataFusionError::from)?)
-    }
+/// Passes its groups on once all have come, having put their totals row in its slot.
+#[derive(Debug)]
+pub(crate) struct TotalsExec {
+    input: Arc<dyn ExecutionPlan>,
+    totals: Arc<Totals>,
+    slot: TotalsSlot,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
 
-    /// The totals row over the groups numbered `kept` (all when `None`): null keys, then
-    /// the merged aggregates. `None` when no group is kept.
-    pub(crate) fn totals(&self, keys: usize, kept: Option<&[u64]>) -> Result<Option<Vec<Value>>> {
-        let kept: Vec<usize> = match kept {
-            Some(k) => {
-                let mut k: Vec<usize> = k.iter().map(|&n| n as usize).collect();
-                k.sort_unstable();
-                k
-            }
-            None => (0..self.states.len()).collect(),
+impl TotalsExec {
+    /// Over the groups of `input` (its partitions merged into one).
+    pub(crate) fn new(
+        input: Arc<dyn ExecutionPlan>,
+        totals: Arc<Totals>,
+        slot: TotalsSlot,
+    ) -> TotalsExec {
+        let input: Arc<dyn ExecutionPlan> = match input.output_partitioning().partition_count() {
+            1 => input,
+            _ => Arc::new(CoalescePartitionsExec::new(input)),
         };
-        let mut merged: Option<Vec<AggregateState>> = None;
-        for n in kept {
-            let states = self
-                .states
-                .get(n)
-                .ok_or_else(|| internal("a kept group that was not aggregated"))?;
-            match &mut merged {
-                None => merged = Some(states.clone()),
-                Some(m) => {
-                    for (a, b) in m.iter_mut().zip(states) {
-                        a.merge(b)?;
-                    }
-                }
-            }
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            Partitioning::UnknownPartitioning(1),
+            input.pipeline_behavior(),
+            input.boundedness(),
+        );
+        TotalsExec {
+            input,
+            totals,
+            slot,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
         }
-        Ok(merged.map(|states| {
-            let mut row = vec![Value::Null; keys];
-            row.extend(states.iter().map(AggregateState::finish));
-            row
-        }))
     }
 }
 
-/// The numbers of the groups in `batches` (their [`GROUP_NUMBER`] column).
-pub(crate) fn group_numbers(batches: &[RecordBatch]) -> Result<Vec<u64>> {
-    let mut numbers = Vec::new();
-    for batch in batches {
-        let column = batch
-            .schema()
-            .index_of(GROUP_NUMBER)
-            .map_err(DataFusionError::from)?;
-        let batch = batch.project(&[column]).map_err(DataFusionError::from)?;
-        for row in batch_to_rows(&batch, &[ValueType::Uint64]) {
-            if let Some(Value::Uint64(n)) = row.first() {
-                numbers.push(*n);
-            }
-        }
+impl DisplayAs for TotalsExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TotalsExec: aggregates={}", self.totals.aggregates.len())
     }
-    Ok(numbers)
 }
 
-/// The schema of grouped rows named by `layout`, with [`GROUP_NUMBER`] when `numbered`.
-pub(crate) fn grouped_schema(layout: &[(String, ValueType)], numbered: bool) -> SchemaRef {
-    let mut fields: Vec<Field> = layout
-        .iter()
-        .map(|(name, t)| match t {
-            // `any` keeps its type through the Arrow round trip.
-            ValueType::Any => arrow_field(name, *t, "any"),
-            t => Field::new(name, arrow_type(*t), true),
+impl ExecutionPlan for TotalsExec {
+    fn name(&self) -> &str {
+        "TotalsExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| DataFusionError::Internal("TotalsExec has one child".into()))?;
+        Ok(Arc::new(TotalsExec::new(
+            input,
+            self.totals.clone(),
+            self.slot.clone(),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(
+                "TotalsExec has one partition".into(),
+            ));
+        }
+        let input = self.input.execute(0, context)?;
+        let (totals, slot) = (self.totals.clone(), self.slot.clone());
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let elapsed = baseline.elapsed_compute().clone();
+        let groups = futures::stream::once(async move {
+            let batches: Vec<RecordBatch> = input.try_collect().await?;
+            let timer = elapsed.timer();
+            let mut states = Vec::new();
+            for batch in &batches {
+                states.extend(totals.states_of(batch).map_err(external)?);
+            }
+            let row = totals.row(states).map_err(external)?;
+            timer.done();
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = row;
+            Ok::<_, DataFusionError>(futures::stream::iter(batches.into_iter().map(Ok)))
         })
-        .collect();
-    if numbered {
-        fields.push(Field::new(GROUP_NUMBER, DataType::UInt64, false));
+        .try_flatten()
+        .map(move |batch| batch.map(|b| b.record_output(&baseline)));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.input.schema(),
+            groups,
+        )))
     }
-    Arc::new(Schema::new(fields))
+}
+
+fn external(e: Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
 }
 
 fn internal(what: &str) -> Error {
@@ -164,12 +342,12 @@ fn internal(what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynql_ql::ast::TotalsMode;
-    use dynql_ql::functions::AggregateFunction;
-    use dynql_ql::plan::AggregateCall;
-    use dynql_ql::texpr::{TExpr, TypedExpr};
+    use arrow::array::{BinaryArray, Int64Array, UInt64Array};
+    use arrow::datatypes::DataType;
+    use datafusion::datasource::memory::MemorySourceConfig;
+    use dynql_ql::texpr::TExpr;
 
-    fn states(f: AggregateFunction, values: &[Value]) -> Vec<u8> {
+    fn encoded(f: AggregateFunction, values: &[Value]) -> Vec<u8> {
         let mut s = AggregateState::new(f);
         for v in values {
             s.update(std::slice::from_ref(v)).unwrap();
@@ -177,60 +355,88 @@ mod tests {
         s.encode()
     }
 
-    #[test]
-    fn groups_come_in_the_order_they_appeared_and_totals_merge_the_kept_ones() {
-        let call = AggregateCall {
-            function: AggregateFunction::First,
-            args: vec![TypedExpr {
-                kind: TExpr::Column(1),
-                ty: ValueType::Int64,
-            }],
-            ty: ValueType::Int64,
-        };
-        let group = GroupPlan {
-            keys: vec![TypedExpr {
-                kind: TExpr::Column(0),
-                ty: ValueType::Int64,
-            }],
-            aggregates: vec![call],
-            having: None,
-            totals: TotalsMode::BeforeHaving,
-        };
+    /// Groups keyed by `g0`, with `first` as an encoded state and `sum` as its value, in
+    /// two partitions and out of their ordinal order.
+    fn groups() -> Arc<dyn ExecutionPlan> {
         let schema = Arc::new(Schema::new(vec![
             Field::new("g0", DataType::Int64, true),
+            Field::new("a0", DataType::Int64, true),
             Field::new("s0", DataType::Binary, true),
-            Field::new("o", DataType::UInt64, false),
+            Field::new("a1", DataType::Int64, true),
+            Field::new(ORDINAL, DataType::UInt64, false),
         ]));
-        let rows = vec![
-            vec![
-                Value::Int64(7),
-                Value::String(states(AggregateFunction::First, &[Value::Int64(30)])),
-                Value::Uint64(1),
+        let batch = |g: i64, first: i64, sum: i64, ordinal: u64| {
+            let state = encoded(AggregateFunction::First, &[Value::Int64(first)]);
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(vec![g])),
+                    Arc::new(Int64Array::from(vec![first])),
+                    Arc::new(BinaryArray::from(vec![state.as_slice()])),
+                    Arc::new(Int64Array::from(vec![sum])),
+                    Arc::new(UInt64Array::from(vec![ordinal])),
+                ],
+            )
+            .unwrap()
+        };
+        let partitions = vec![vec![batch(7, 30, 3, 1)], vec![batch(5, 10, 4, 0)]];
+        MemorySourceConfig::try_new_exec(&partitions, schema, None).unwrap()
+    }
+
+    fn totals() -> Arc<Totals> {
+        let column = |i, ty| TypedExpr::new(TExpr::Column(i), ty);
+        Arc::new(Totals {
+            keys: vec![ValueType::Int64],
+            aggregates: vec![
+                (StateColumns::Encoded, ValueType::Int64),
+                (
+                    StateColumns::Finished(AggregateFunction::Sum),
+                    ValueType::Int64,
+                ),
             ],
-            vec![
-                Value::Int64(5),
-                Value::String(states(AggregateFunction::First, &[Value::Int64(10)])),
-                Value::Uint64(0),
+            projections: vec![
+                column(0, ValueType::Int64),
+                column(1, ValueType::Int64),
+                column(2, ValueType::Int64),
             ],
-        ];
-        let batch = rows_to_batch(&schema, &rows).unwrap();
-        let groups = Groups::new(&[batch], &group, &[ValueType::Int64]).unwrap();
-        assert_eq!(
-            groups.rows,
-            vec![
-                vec![Value::Int64(5), Value::Int64(10)],
-                vec![Value::Int64(7), Value::Int64(30)],
-            ]
-        );
-        // `first` of the totals is the first group's.
-        assert_eq!(
-            groups.totals(1, None).unwrap(),
-            Some(vec![Value::Null, Value::Int64(10)])
-        );
-        assert_eq!(
-            groups.totals(1, Some(&[1])).unwrap(),
-            Some(vec![Value::Null, Value::Int64(30)])
-        );
-        assert_eq!(groups.totals(1, Some(&[])).unwrap(), None);
+            opts: EvalOptions::default(),
+        })
+    }
+
+    #[tokio::test]
+    async fn the_totals_merge_every_group_in_the_order_they_appeared_and_the_groups_pass() {
+        let slot = TotalsSlot::default();
+        let exec = TotalsExec::new(groups(), totals(), slot.clone());
+        let passed: Vec<RecordBatch> = exec
+            .execute(0, Arc::new(TaskContext::default()))
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(passed.iter().map(RecordBatch::num_rows).sum::<usize>(), 2);
+        let row = slot.lock().unwrap().take().expect("a totals row");
+        let values: Vec<Value> = (0..3)
+            .map(|c| {
+                dynql_core::arrow_convert::array_value(row.column(c).as_ref(), ValueType::Int64, 0)
+            })
+            .collect();
+        // Null key; `first` of the totals is the first group's (ordinal 0), the sums add.
+        assert_eq!(values, vec![Value::Null, Value::Int64(10), Value::Int64(7)]);
+    }
+
+    #[tokio::test]
+    async fn no_group_gives_no_totals_row() {
+        let schema = groups().schema();
+        let empty = MemorySourceConfig::try_new_exec(&[vec![]], schema, None).unwrap();
+        let slot = TotalsSlot::default();
+        let exec = TotalsExec::new(empty, totals(), slot.clone());
+        let passed: Vec<RecordBatch> = exec
+            .execute(0, Arc::new(TaskContext::default()))
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert!(passed.is_empty());
+        assert!(slot.lock().unwrap().is_none());
     }
 }

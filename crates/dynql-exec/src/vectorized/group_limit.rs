@@ -1,0 +1,192 @@
+//! YT's output row limit on groups, as a plan operator: YT counts the groups a query makes
+//! before HAVING drops any, and a query with more groups than `output_row_limit` fails
+//! (`fail_on_incomplete_result`) or, in a parallel run, is run again in scan order, where
+//! [`super::first_groups`] keeps the first groups (see [`super::results`]).
+//!
+//! [`GroupLimitExec`] sits on the aggregation's output and holds its groups until the last
+//! one is counted: no group reaches HAVING, ORDER BY or the projection above it (so no row
+//! reaches the reader) before the count is known to be within the limit. The groups are at
+//! most `output_row_limit` (YT's default is a million), and a grouped query's rows stay one
+//! DataFusion plan, aggregation to projection.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet, RecordOutput,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
+
+use crate::error::Error;
+
+/// Passes on the groups of its input, once all are counted and they are at most `limit`;
+/// more fail with [`Error::LimitExceeded`] for the output.
+#[derive(Debug)]
+pub(crate) struct GroupLimitExec {
+    input: Arc<dyn ExecutionPlan>,
+    limit: u64,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl GroupLimitExec {
+    /// Over `input` (its partitions merged into one).
+    pub(crate) fn new(input: Arc<dyn ExecutionPlan>, limit: u64) -> GroupLimitExec {
+        let input: Arc<dyn ExecutionPlan> = match input.output_partitioning().partition_count() {
+            1 => input,
+            _ => Arc::new(CoalescePartitionsExec::new(input)),
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            Partitioning::UnknownPartitioning(1),
+            input.pipeline_behavior(),
+            input.boundedness(),
+        );
+        GroupLimitExec {
+            input,
+            limit,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+}
+
+impl DisplayAs for GroupLimitExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GroupLimitExec: output_row_limit={}", self.limit)
+    }
+}
+
+impl ExecutionPlan for GroupLimitExec {
+    fn name(&self) -> &str {
+        "GroupLimitExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| DataFusionError::Internal("GroupLimitExec has one child".into()))?;
+        Ok(Arc::new(GroupLimitExec::new(input, self.limit)))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(
+                "GroupLimitExec has one partition".into(),
+            ));
+        }
+        let input = self.input.execute(0, context)?;
+        let limit = self.limit;
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let groups = futures::stream::once(async move {
+            let groups: Vec<RecordBatch> = input.try_collect().await?;
+            let count: usize = groups.iter().map(RecordBatch::num_rows).sum();
+            if count as u64 > limit {
+                return Err(DataFusionError::External(Box::new(Error::LimitExceeded {
+                    what: "output",
+                })));
+            }
+            Ok(futures::stream::iter(groups.into_iter().map(Ok)))
+        })
+        .try_flatten()
+        .map(move |batch| batch.map(|b| b.record_output(&baseline)));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.input.schema(),
+            groups,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::datasource::memory::MemorySourceConfig;
+
+    fn groups(partitions: &[&[i64]]) -> Arc<dyn ExecutionPlan> {
+        let schema = Arc::new(Schema::new(vec![Field::new("g0", DataType::Int64, true)]));
+        let partitions: Vec<Vec<RecordBatch>> = partitions
+            .iter()
+            .map(|rows| {
+                vec![RecordBatch::try_new(
+                    schema.clone(),
+                    vec![Arc::new(Int64Array::from(rows.to_vec()))],
+                )
+                .unwrap()]
+            })
+            .collect();
+        MemorySourceConfig::try_new_exec(&partitions, schema, None).unwrap()
+    }
+
+    async fn run(plan: GroupLimitExec) -> DfResult<Vec<i64>> {
+        let batches: Vec<RecordBatch> = plan
+            .execute(0, Arc::new(TaskContext::default()))?
+            .try_collect()
+            .await?;
+        let mut rows: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        rows.sort_unstable();
+        Ok(rows)
+    }
+
+    #[tokio::test]
+    async fn groups_within_the_limit_pass_and_more_fail_counted_over_every_partition() {
+        let plan = GroupLimitExec::new(groups(&[&[1, 2], &[3]]), 3);
+        assert_eq!(plan.properties().partitioning.partition_count(), 1);
+        assert_eq!(run(plan).await.unwrap(), vec![1, 2, 3]);
+        // Two partitions each within the limit, together past it.
+        let e = run(GroupLimitExec::new(groups(&[&[1, 2], &[3]]), 2))
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            crate::vectorized::lower::query_error(e),
+            Error::LimitExceeded { what: "output" }
+        ),);
+    }
+}
