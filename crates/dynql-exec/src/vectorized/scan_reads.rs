@@ -32,6 +32,11 @@ impl InputLimit {
         }
     }
 
+    /// The most rows that pass.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// Counts `rows` more and gives how many of them pass: all of them within the limit;
     /// past it `None` (the query fails), or when truncating the ones up to the limit.
     pub(crate) fn admit(&self, rows: u64) -> Option<u64> {

@@ -329,7 +329,13 @@ impl TabletScanExec {
         reads: ScanReads,
     ) -> TabletScanExec {
         let partitions = scan.partitions(in_key_order);
-        let ordering = match key_ordering(&scan, &columns, &schema) {
+        // DataFusion may end a read in the declared order early (a LIMIT over it, a sort
+        // it no longer needs), but YT sorts what ORDER BY asks unless it is a key prefix
+        // (`reads_in_key_order`, planned without DataFusion's help), reading every row up
+        // to the input row limit: the order is declared only where no limit can be met.
+        let ordering = match key_ordering(&scan, &columns, &schema)
+            .filter(|_| scan_cannot_pass(&scan, &limit))
+        {
             Some(ordering) => EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]),
             None => EquivalenceProperties::new(schema.clone()),
         };
@@ -603,6 +609,15 @@ impl ExecutionPlan for TabletScanExec {
             )
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
+    }
+}
+
+/// Whether `scan` gives at most `limit`'s rows, so that no early end of it can hide YT's
+/// input row limit.
+fn scan_cannot_pass(scan: &ScanSource, limit: &InputLimit) -> bool {
+    match scan {
+        ScanSource::Tablets(scan) => scan.most_rows() <= limit.limit(),
+        ScanSource::Files { .. } => limit.limit() == u64::MAX,
     }
 }
 
