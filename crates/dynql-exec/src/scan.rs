@@ -68,8 +68,9 @@ pub fn join_ranges(
             .collect(),
     )?;
     let rows = converter.convert_columns(&arrays)?;
-    // The distinct tuples (as Arrow rows encode them), each read as values once.
-    let mut seen = HashSet::new();
+    // The distinct tuples (as Arrow rows encode them), each read as values once. Every
+    // row is hashed: foldhash, not SipHash (no untrusted keys to defend from).
+    let mut seen = HashSet::with_hasher(foldhash::fast::FixedState::default());
     let mut set = HashSet::new();
     for (r, row) in rows.iter().enumerate() {
         if seen.insert(row) {

@@ -164,6 +164,18 @@ fn query() -> impl Strategy<Value = (String, bool)> {
                 false,
             )
         }),
+        // WITH TOTALS without `first`: the groups aggregate in parallel and the totals merge
+        // as they come.
+        (bool_expr(), int_expr(), -10i64..10, any::<bool>()).prop_map(|(w, v, h, nullable)| {
+            let key = if nullable { "g" } else { "k % 4" };
+            (
+                format!(
+                    "{key} as m, sum({v}) as s, max(x) as mx, min(g) as mg, avg(d) as a, \
+                     sum(1) as n from [//t] where {w} group by m with totals having n > {h}"
+                ),
+                false,
+            )
+        }),
         // Rows in key order up to a LIMIT: the scan stops once enough pass WHERE.
         (bool_expr(), 0u64..3, 1u64..12, any::<bool>()).prop_map(|(w, offset, limit, by_key)| (
             format!(

@@ -77,12 +77,12 @@ pub(super) fn if_call(
 ) -> Result<ArrayRef> {
     let condition = evaluate(&args[0], input, opts)?;
     let condition = condition.as_boolean();
-    let taken = |want: bool| {
-        BooleanBuffer::collect_bool(input.rows, |i| {
-            condition.is_valid(i) && condition.value(i) == want
-        })
+    // Whole words at a time: true and valid, false and valid.
+    let values = condition.values();
+    let (then_rows, else_rows) = match condition.nulls() {
+        Some(valid) => (values & valid.inner(), &!values & valid.inner()),
+        None => (values.clone(), !values),
     };
-    let (then_rows, else_rows) = (taken(true), taken(false));
     let target = arrow_type(e.ty);
     let then = branch_on(&args[1], &then_rows, &target, input, opts)?;
     let otherwise = branch_on(&args[2], &else_rows, &target, input, opts)?;

@@ -43,6 +43,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::group_limit::NULL_KEY_WITH_TOTALS;
 use crate::error::Error;
 
 /// The name of the group ordinal column [`FirstGroupsExec`] appends.
@@ -144,9 +145,7 @@ impl Groups {
             .collect();
         if self.admission.forbid_null_keys && keys.iter().any(|k| k.null_count() > 0) {
             return Err(DataFusionError::External(Box::new(Error::Query(
-                dynql_ql::Error::Runtime(
-                    "Null values are forbidden in group key when WITH TOTALS is used".into(),
-                ),
+                dynql_ql::Error::Runtime(NULL_KEY_WITH_TOTALS.into()),
             ))));
         }
         let rows = self.converter.convert_columns(&keys)?;

@@ -93,11 +93,17 @@ fn ordered_by_key_prefix(plan: &QueryPlan) -> bool {
             .all(|(i, (e, desc))| !desc && matches!(e.kind, TExpr::Column(c) if c == i))
 }
 
-/// Whether grouping keeps groups in the order they first appear: WITH TOTALS (which
-/// merges them in that order), or LIMIT without ORDER BY (the first groups are kept).
+/// Whether grouping keeps groups in the order they first appear: LIMIT without ORDER BY
+/// (the first groups are kept), or WITH TOTALS of a `first` aggregate (the totals take the
+/// first group's). Other totals merge states whose result does not depend on the order, so
+/// their groups are aggregated in parallel.
 pub(super) fn groups_in_scan_order(plan: &QueryPlan) -> bool {
     plan.group.as_ref().is_some_and(|g| {
-        g.totals != TotalsMode::None || (plan.limit.is_some() && plan.order_by.is_empty())
+        (plan.limit.is_some() && plan.order_by.is_empty())
+            || (g.totals != TotalsMode::None
+                && g.aggregates
+                    .iter()
+                    .any(|a| a.function == AggregateFunction::First))
     })
 }
 
@@ -189,15 +195,12 @@ fn aggregate(call: &AggregateCall, layout: &Layout, opts: EvalOptions) -> Result
         .map(|a| lower(a, layout, opts, Check::None))
         .collect::<Result<Vec<_>>>()?;
     let ty = call.args.first().map(|a| a.ty);
-    let numeric = matches!(
-        ty,
-        Some(ValueType::Int64 | ValueType::Uint64 | ValueType::Double)
-    );
+    let numeric = numeric_argument(call);
     let ordered = numeric || matches!(ty, Some(ValueType::Boolean | ValueType::String));
     let first = || args[0].clone();
     Ok(match call.function {
         AggregateFunction::Sum if numeric => sum(first()),
-        AggregateFunction::Avg if numeric => avg(first()),
+        AggregateFunction::Avg if native_average(call) => avg(first()),
         AggregateFunction::Min if ordered => min(first()),
         AggregateFunction::Max if ordered => max(first()),
         f => {
@@ -464,7 +467,14 @@ async fn grouped_rows(
             first_seen,
         },
     ) = aggregate_groups(df, plan, group, layout, setup, options, cut).await?;
-    let mut df = counted_groups(aggregated, setup, options.output_row_limit).await?;
+    // WITH TOTALS forbids null keys; without first groups no operator has seen the rows.
+    let null_free_keys = match group.totals {
+        TotalsMode::None => 0,
+        _ if first_seen => 0,
+        _ => group.keys.len(),
+    };
+    let mut df =
+        counted_groups(aggregated, setup, options.output_row_limit, null_free_keys).await?;
     let totals = (group.totals != TotalsMode::None).then(|| {
         let totals = Totals {
             keys: group.keys.iter().map(|k| k.ty).collect(),
@@ -474,6 +484,7 @@ async fn grouped_rows(
                 .zip(group.aggregates.iter().map(|a| a.ty))
                 .collect(),
             projections: plan.projections.iter().map(|p| p.expr.clone()).collect(),
+            by_ordinal: first_seen,
             opts,
         };
         (Arc::new(totals), TotalsSlot::default())
@@ -508,14 +519,16 @@ async fn with_totals(
 }
 
 /// The groups `aggregated` gives, under a [`GroupLimitExec`] that counts them (YT applies
-/// its output row limit to the groups before HAVING), as a table the rest of the plan reads.
+/// its output row limit to the groups before HAVING) and fails on a null in the first
+/// `null_free_keys` columns, as a table the rest of the plan reads.
 async fn counted_groups(
     aggregated: DataFrame,
     setup: &Setup,
     output_row_limit: u64,
+    null_free_keys: usize,
 ) -> Result<DataFrame> {
     let groups = aggregated.create_physical_plan().await?;
-    let counted = GroupLimitExec::new(groups, output_row_limit);
+    let counted = GroupLimitExec::new(groups, output_row_limit, null_free_keys);
     Ok(setup
         .ctx
         .read_table(Arc::new(PlanTable::new(Arc::new(counted))))?)
@@ -529,13 +542,18 @@ struct Aggregated {
     first_seen: bool,
 }
 
+/// Whether `call`'s first argument is a number: then DataFusion's `sum` and `avg` compute
+/// what YT's do (see [`aggregate`]).
+fn numeric_argument(call: &AggregateCall) -> bool {
+    matches!(
+        call.args.first().map(|a| a.ty),
+        Some(ValueType::Int64 | ValueType::Uint64 | ValueType::Double)
+    )
+}
+
 /// Whether `call` is an average DataFusion's own `avg` computes (see [`aggregate`]).
 fn native_average(call: &AggregateCall) -> bool {
-    call.function == AggregateFunction::Avg
-        && matches!(
-            call.args.first().map(|a| a.ty),
-            Some(ValueType::Int64 | ValueType::Uint64 | ValueType::Double)
-        )
+    call.function == AggregateFunction::Avg && numeric_argument(call)
 }
 
 /// The output columns (`p0`..).

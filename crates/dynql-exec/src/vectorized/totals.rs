@@ -17,17 +17,9 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::metrics::{
-    BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet, RecordOutput,
-};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
-    PlanProperties,
-};
-use futures::{StreamExt, TryStreamExt};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
 use dynql_core::arrow_convert::batch_to_rows;
 use dynql_core::{Value, ValueType};
@@ -39,6 +31,7 @@ use dynql_ql::texpr::TypedExpr;
 use super::budget::Budget;
 use super::evaluate::{evaluate, to_array, Batch};
 use super::first_groups::ORDINAL;
+use super::group_limit::{held_then_passed, one_partition};
 use crate::error::{Error, Result};
 use crate::select::MAX_BATCH_STRING_BYTES;
 
@@ -130,13 +123,19 @@ pub(crate) struct Totals {
     pub(crate) aggregates: Vec<(StateColumns, ValueType)>,
     /// The query's projections, over the grouped rows (keys, then aggregates).
     pub(crate) projections: Vec<TypedExpr>,
+    /// Whether the groups carry their ordinal ([`ORDINAL`]) and the states merge in its
+    /// order; without it (no `first` aggregate, whose totals take the first group's) the
+    /// merge's result does not depend on the order and the groups merge as they come.
+    pub(crate) by_ordinal: bool,
     pub(crate) opts: EvalOptions,
 }
 
 impl Totals {
-    /// The totals row of `groups` (each the states of one group with its ordinal): the
-    /// states merged in ordinal order, finished, and projected; `None` without groups.
+    /// The totals row of `groups` (each the states of one group with its ordinal, 0
+    /// without [`Totals::by_ordinal`]): the states merged in ordinal order, finished, and
+    /// projected; `None` without groups.
     fn row(&self, mut groups: Vec<(u64, Vec<AggregateState>)>) -> Result<Option<RecordBatch>> {
+        // Stable: groups without ordinals keep the order they came in.
         groups.sort_by_key(|(ordinal, _)| *ordinal);
         let mut groups = groups.into_iter();
         let Some((_, mut merged)) = groups.next() else {
@@ -189,7 +188,9 @@ impl Totals {
         for (i, (state, ty)) in self.aggregates.iter().enumerate() {
             columns.extend(state.columns(i, *ty));
         }
-        columns.push((ORDINAL.to_string(), ValueType::Uint64));
+        if self.by_ordinal {
+            columns.push((ORDINAL.to_string(), ValueType::Uint64));
+        }
         let schema = batch.schema();
         let indices = columns
             .iter()
@@ -207,8 +208,10 @@ impl Totals {
                 .iter()
                 .map(|(state, _)| state.state(&mut values))
                 .collect::<Result<Vec<_>>>()?;
-            let Some(Value::Uint64(ordinal)) = values.next() else {
-                return Err(internal("a group without its ordinal"));
+            let ordinal = match values.next() {
+                Some(Value::Uint64(ordinal)) => ordinal,
+                None if !self.by_ordinal => 0,
+                _ => return Err(internal("a group without its ordinal")),
             };
             groups.push((ordinal, states));
         }
@@ -233,21 +236,12 @@ impl TotalsExec {
         totals: Arc<Totals>,
         slot: TotalsSlot,
     ) -> TotalsExec {
-        let input: Arc<dyn ExecutionPlan> = match input.output_partitioning().partition_count() {
-            1 => input,
-            _ => Arc::new(CoalescePartitionsExec::new(input)),
-        };
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(input.schema()),
-            Partitioning::UnknownPartitioning(1),
-            input.pipeline_behavior(),
-            input.boundedness(),
-        );
+        let (input, properties) = one_partition(input);
         TotalsExec {
             input,
             totals,
             slot,
-            properties: Arc::new(properties),
+            properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
     }
@@ -310,24 +304,16 @@ impl ExecutionPlan for TotalsExec {
         let (totals, slot) = (self.totals.clone(), self.slot.clone());
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let elapsed = baseline.elapsed_compute().clone();
-        let groups = futures::stream::once(async move {
-            let batches: Vec<RecordBatch> = input.try_collect().await?;
-            let timer = elapsed.timer();
+        Ok(held_then_passed(input, baseline, move |batches| {
+            let _timer = elapsed.timer();
             let mut states = Vec::new();
-            for batch in &batches {
+            for batch in batches {
                 states.extend(totals.states_of(batch).map_err(external)?);
             }
             let row = totals.row(states).map_err(external)?;
-            timer.done();
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = row;
-            Ok::<_, DataFusionError>(futures::stream::iter(batches.into_iter().map(Ok)))
-        })
-        .try_flatten()
-        .map(move |batch| batch.map(|b| b.record_output(&baseline)));
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            self.input.schema(),
-            groups,
-        )))
+            Ok(())
+        }))
     }
 }
 
@@ -346,6 +332,7 @@ mod tests {
     use arrow::datatypes::DataType;
     use datafusion::datasource::memory::MemorySourceConfig;
     use dynql_ql::texpr::TExpr;
+    use futures::TryStreamExt;
 
     fn encoded(f: AggregateFunction, values: &[Value]) -> Vec<u8> {
         let mut s = AggregateState::new(f);
@@ -399,6 +386,7 @@ mod tests {
                 column(1, ValueType::Int64),
                 column(2, ValueType::Int64),
             ],
+            by_ordinal: true,
             opts: EvalOptions::default(),
         })
     }
@@ -438,5 +426,69 @@ mod tests {
             .unwrap();
         assert!(passed.is_empty());
         assert!(slot.lock().unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn groups_without_ordinals_merge_as_they_come() {
+        // `sum` and `max` in two partitions, no ordinal column: what a parallel
+        // aggregation WITH TOTALS gives.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("g0", DataType::Int64, true),
+            Field::new("a0", DataType::Int64, true),
+            Field::new("a1", DataType::Int64, true),
+        ]));
+        let batch = |g: Vec<i64>, sum: Vec<i64>, max: Vec<Option<i64>>| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(g)),
+                    Arc::new(Int64Array::from(sum)),
+                    Arc::new(Int64Array::from(max)),
+                ],
+            )
+            .unwrap()
+        };
+        let partitions = vec![
+            vec![batch(vec![1, 2], vec![5, 6], vec![Some(3), None])],
+            vec![batch(vec![3], vec![-1], vec![Some(9)])],
+        ];
+        let groups = MemorySourceConfig::try_new_exec(&partitions, schema, None).unwrap();
+        let column = |i, ty| TypedExpr::new(TExpr::Column(i), ty);
+        let totals = Arc::new(Totals {
+            keys: vec![ValueType::Int64],
+            aggregates: vec![
+                (
+                    StateColumns::Finished(AggregateFunction::Sum),
+                    ValueType::Int64,
+                ),
+                (
+                    StateColumns::Finished(AggregateFunction::Max),
+                    ValueType::Int64,
+                ),
+            ],
+            projections: vec![
+                column(0, ValueType::Int64),
+                column(1, ValueType::Int64),
+                column(2, ValueType::Int64),
+            ],
+            by_ordinal: false,
+            opts: EvalOptions::default(),
+        });
+        let slot = TotalsSlot::default();
+        let exec = TotalsExec::new(groups, totals, slot.clone());
+        let passed: Vec<RecordBatch> = exec
+            .execute(0, Arc::new(TaskContext::default()))
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(passed.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+        let row = slot.lock().unwrap().take().expect("a totals row");
+        let values: Vec<Value> = (0..3)
+            .map(|c| {
+                dynql_core::arrow_convert::array_value(row.column(c).as_ref(), ValueType::Int64, 0)
+            })
+            .collect();
+        assert_eq!(values, vec![Value::Null, Value::Int64(10), Value::Int64(9)]);
     }
 }
