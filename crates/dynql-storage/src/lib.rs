@@ -22,6 +22,7 @@ mod compact_source;
 pub mod compaction;
 pub mod compaction_policy;
 pub mod conflict;
+mod count;
 pub mod cypress;
 pub mod error;
 mod external_sort;

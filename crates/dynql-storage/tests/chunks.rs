@@ -136,6 +136,25 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             let got = rows_of(s.read_rows("//t", Timestamp::MAX).await.unwrap());
             prop_assert_eq!(&got, &model);
+            // Counting (rows dropped as they come) agrees with reading them all.
+            let weighed = s.count_rows("//t", Timestamp::MAX, true).await.unwrap();
+            let (_, read) = s.scan_ranges("//t", None, Timestamp::MAX).await.unwrap();
+            prop_assert_eq!(weighed.rows_read, model.len() as u64);
+            prop_assert_eq!(weighed.data_weight, read.data_weight);
+            let keys_only = s.count_rows("//t", Timestamp::MAX, false).await.unwrap();
+            prop_assert_eq!(keys_only.rows_read, model.len() as u64);
+            let (rows, keys) = s
+                .keys_at_even_steps("//t", Timestamp::MAX, 3)
+                .await
+                .unwrap();
+            let all: Vec<i64> = model.keys().copied().collect();
+            let expected: Vec<Vec<Value>> = (1..3u64)
+                .map(|i| i * rows / 3)
+                .filter(|&p| p < rows)
+                .map(|p| vec![Value::Int64(all[p as usize])])
+                .collect();
+            prop_assert_eq!(rows, model.len() as u64);
+            prop_assert_eq!(keys, expected);
         }
         let reopened = Store::open(&url).unwrap();
         for (ts, expected) in &history {

@@ -318,9 +318,10 @@ impl Database {
             }
             "chunk_count" => Yson::Int64(self.store().chunks(path).await?.len() as i64),
             "row_count" | "data_weight" => {
-                let (_, stats) = self
+                // Counted as the scan goes: the rows are not held.
+                let stats = self
                     .store()
-                    .scan_ranges(path, None, Timestamp::SYNC_LAST_COMMITTED)
+                    .count_rows(path, Timestamp::SYNC_LAST_COMMITTED, name == "data_weight")
                     .await?;
                 if name == "row_count" {
                     Yson::Int64(stats.rows_read as i64)

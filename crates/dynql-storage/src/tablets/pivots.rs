@@ -304,28 +304,18 @@ impl Store {
             schema.key_columns()[0].wire_type(),
             ValueType::Int64 | ValueType::Uint64
         );
-        let (tablets, _) = self.scan_ranges(path, None, Timestamp::MAX).await?;
-        let key_count = schema.key_column_count();
-        let keys: Vec<Vec<Value>> = tablets
-            .into_iter()
-            .flat_map(|t| t.rows)
-            .map(|mut r| {
-                r.truncate(key_count);
-                r
-            })
-            .collect();
-        if keys.is_empty() && integer_first {
+        // The keys at even steps through the rows, read without holding the table.
+        let (rows, keys) = self.keys_at_even_steps(path, Timestamp::MAX, count).await?;
+        if rows == 0 && integer_first {
             return uniform_pivots(schema, count);
         }
         let mut pivots: Vec<Vec<Value>> = vec![vec![]];
-        for i in 1..count {
-            if let Some(k) = keys[i * keys.len() / count..].first() {
-                if pivots
-                    .last()
-                    .is_none_or(|p| compare_rows(p, k) == std::cmp::Ordering::Less)
-                {
-                    pivots.push(k.clone());
-                }
+        for k in keys {
+            if pivots
+                .last()
+                .is_none_or(|p| compare_rows(p, &k) == std::cmp::Ordering::Less)
+            {
+                pivots.push(k);
             }
         }
         Ok(pivots)
