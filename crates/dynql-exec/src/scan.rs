@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
-use arrow::row::{RowConverter, SortField};
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{TableSchema, Value, ValueType};
 use dynql_ql::plan::{JoinPlan, QueryPlan};
@@ -49,39 +48,29 @@ pub fn main_table_ranges(
 /// For a join whose equations fix key columns of the foreign table: the key ranges that
 /// hold the foreign rows the rows already joined can match, inferred from `(fixed columns)
 /// IN (the distinct values the rows ask for)`, so computed key columns over the fixed ones
-/// are enumerated as in WHERE. `None` when that fixes no key prefix (the foreign table is
-/// read whole).
+/// are enumerated as in WHERE; the values are read at `distinct_rows` of `self_keys` (a row
+/// of each distinct tuple). `None` when that fixes no key prefix (the foreign table is read
+/// whole).
 pub fn join_ranges(
     join: &JoinPlan,
     foreign: &TableSchema,
     self_keys: &[ArrayRef],
+    distinct_rows: &[u32],
 ) -> Result<Option<Vec<KeyRange>>> {
     let fixed = fixed_columns(join);
     if fixed.is_empty() || !foreign.is_sorted() {
         return Ok(None);
     }
-    let arrays: Vec<ArrayRef> = fixed.iter().map(|&(i, _)| self_keys[i].clone()).collect();
-    let converter = RowConverter::new(
-        arrays
-            .iter()
-            .map(|a| SortField::new(a.data_type().clone()))
-            .collect(),
-    )?;
-    let rows = converter.convert_columns(&arrays)?;
-    // The distinct tuples (as Arrow rows encode them), each read as values once. Every
-    // row is hashed: foldhash, not SipHash (no untrusted keys to defend from).
-    let mut seen = HashSet::with_hasher(foldhash::fast::FixedState::default());
-    let mut set = HashSet::new();
-    for (r, row) in rows.iter().enumerate() {
-        if seen.insert(row) {
-            let key = fixed
+    // The rows of distinct tuples of every equation: their fixed values may still repeat.
+    let set: HashSet<Vec<Value>> = distinct_rows
+        .iter()
+        .map(|&r| {
+            fixed
                 .iter()
-                .zip(&arrays)
-                .map(|(&(i, _), a)| array_value(a.as_ref(), join.self_keys[i].ty, r))
-                .collect::<Vec<Value>>();
-            set.insert(key);
-        }
-    }
+                .map(|&(i, _)| array_value(self_keys[i].as_ref(), join.self_keys[i].ty, r as usize))
+                .collect()
+        })
+        .collect();
     if set.is_empty() {
         return Ok(Some(Vec::new()));
     }

@@ -149,3 +149,46 @@ async fn batches_asking_for_the_same_keys_share_their_lookup_and_each_counts_it(
         r.statistics
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_scans_only_the_main_columns_it_uses() {
+    let db = Database::open("memory://").unwrap();
+    tables(&db).await;
+    db.create_table_from_text(
+        "//tags",
+        "{dynamic=%true; schema=[{name=label; type=string; sort_order=ascending}; {name=tag; type=string}]}",
+    )
+    .await
+    .unwrap();
+    let tags = [
+        json!({"label": "user 111", "tag": "vip"}),
+        json!({"label": "user 222", "tag": "new"}),
+    ];
+    db.insert_json_rows("//tags", &tags).await.unwrap();
+    let options = SelectOptions::default();
+    // `amount` is read by nothing; the second join's equation reads the first's column.
+    let q = "tag, o from [//orders] join [//users] using id join [//tags] on name = label";
+    let r = db.select_rows(q, &options).await.unwrap();
+    assert_eq!(
+        r.rows,
+        vec![
+            vec![Value::string("vip"), Value::Int64(1)],
+            vec![Value::string("new"), Value::Int64(2)],
+        ]
+    );
+    let plan = db.explain_query(q, &options).await.unwrap().plan.unwrap();
+    let scan = plan
+        .lines()
+        .find(|l| l.contains("TabletScanExec: table=//orders"))
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(scan.contains("columns=[o, id]"), "{plan}");
+    // WHERE over a main column the output does not show: it is scanned too.
+    let r = db
+        .select_rows(
+            "tag from [//orders] join [//users] using id join [//tags] on name = label where amount > 10",
+            &options,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.rows, vec![vec![Value::string("new")]]);
+}

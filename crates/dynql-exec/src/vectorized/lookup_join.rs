@@ -12,20 +12,22 @@
 //! that batch's foreign rows, read from the same snapshot, and counts them again.
 //!
 //! Within a batch the join runs over Arrow arrays: the equation values are evaluated as
-//! arrays on both sides, encoded as Arrow rows (doubles made canonical first, so that values
-//! YT holds equal encode equally), matched through a hash index of the foreign rows, and the
-//! output is gathered with `take`; the rows it gives stay in the order of their left rows.
+//! arrays on both sides, each left row hashed once to the id of its distinct tuple, the
+//! foreign rows matched to those tuples ([`super::join_keys`]), and the output gathered with
+//! `take`; the rows it gives stay in the order of their left rows.
+//!
+//! The main table's scan reads only the columns the query and the equations use; the other
+//! columns of the joined row are absent from the operators' layout (their positions shift).
+//! Byte strings keep the layout the scan gives them (views).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
-use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use arrow::array::{ArrayRef, AsArray, UInt32Array};
 use arrow::compute::take;
-use arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef};
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use arrow::row::{Row, RowConverter, SortField};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -55,6 +57,7 @@ use dynql_storage::{KeyRange, Prefetch, Snapshot, Timestamp};
 
 use super::budget::Budget;
 use super::evaluate::{evaluate, Batch};
+use super::join_keys::LeftKeys;
 use super::scan_reads::InputLimit;
 use crate::error::{Error, Result};
 use crate::scan::{join_ranges, join_reads_by_key};
@@ -172,10 +175,23 @@ impl JoinedTable {
         for step in &steps {
             types.extend(step.schema.columns().iter().map(|c| c.wire_type()));
         }
+        // The main table's columns as its scan gives them (byte strings as views), the
+        // joined tables' in their wire types' Arrow types.
+        let main_schema = main.schema();
+        let joined = joined_schema(&types);
+        let fields: Vec<Field> = joined
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match main_schema.fields().get(i) {
+                Some(m) => f.as_ref().clone().with_data_type(m.data_type().clone()),
+                None => f.as_ref().clone(),
+            })
+            .collect();
         JoinedTable {
             main,
             steps: Arc::new(steps),
-            schema: joined_schema(&types),
+            schema: Arc::new(Schema::new(fields)),
             types,
             context,
         }
@@ -218,25 +234,66 @@ impl TableProvider for JoinedTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        // The main table's columns the query or an equation reads; the others are not
+        // scanned, and the joined row's layout leaves them out.
+        let main_width = self.main.schema().fields().len();
+        let mut used: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.types.len()).collect(),
+        };
+        for step in self.steps.iter() {
+            step.join
+                .self_keys
+                .iter()
+                .for_each(|k| k.referenced_columns(&mut used));
+        }
+        let mut scanned: Vec<usize> = used.into_iter().filter(|&c| c < main_width).collect();
+        scanned.sort_unstable();
+        scanned.dedup();
+        let kept = scanned.len();
+        let position = |c: usize| match c.checked_sub(main_width) {
+            // A joined table's column, after the scanned ones.
+            Some(joined) => kept + joined,
+            // Every main column a position is asked of is scanned.
+            None => scanned.partition_point(|&s| s < c),
+        };
+        let layout: Vec<usize> = scanned
+            .iter()
+            .copied()
+            .chain(main_width..self.types.len())
+            .collect();
+        let types: Vec<ValueType> = layout.iter().map(|&c| self.types[c]).collect();
+        let fields: Vec<Field> = layout
+            .iter()
+            .map(|&c| self.schema.field(c).clone())
+            .collect();
         // The equations may read any column joined so far: every one is kept until the last
         // join, which gives only the projected columns.
-        let mut plan = self.main.scan(state, None, &[], None).await?;
-        let mut width = plan.schema().fields().len();
+        let mut plan = self.main.scan(state, Some(&scanned), &[], None).await?;
+        let mut width = kept;
         for step in 0..self.steps.len() {
-            let left = self.types[..width].to_vec();
+            let left = types[..width].to_vec();
             width += self.steps[step].schema.columns().len();
             let last = step + 1 == self.steps.len();
             let columns: Vec<usize> = match projection {
-                Some(p) if last => p.clone(),
+                Some(p) if last => p.iter().map(|&c| position(c)).collect(),
                 _ => (0..width).collect(),
             };
+            let mut self_keys = self.steps[step].join.self_keys.clone();
+            self_keys
+                .iter_mut()
+                .for_each(|k| k.remap_columns(&position));
             plan = Arc::new(LookupJoinExec::new(
                 plan,
-                self.steps.clone(),
-                step,
-                left,
-                self.types[..width].to_vec(),
-                columns,
+                Layout {
+                    steps: self.steps.clone(),
+                    step,
+                    self_keys: Arc::new(self_keys),
+                    left,
+                    joined: types[..width].to_vec(),
+                    fields: fields[..width].to_vec(),
+                    columns,
+                },
                 self.context.clone(),
             ));
         }
@@ -244,18 +301,28 @@ impl TableProvider for JoinedTable {
     }
 }
 
+/// One join's place in the joined row's layout (see the module notes).
+#[derive(Debug, Clone)]
+struct Layout {
+    steps: Arc<Vec<JoinStep>>,
+    step: usize,
+    /// The step's equation sides over the input rows, at their positions in the layout.
+    self_keys: Arc<Vec<TypedExpr>>,
+    /// The YT types of the input rows and of the joined rows.
+    left: Vec<ValueType>,
+    joined: Vec<ValueType>,
+    /// The fields of the joined rows.
+    fields: Vec<Field>,
+    /// The joined columns given, in order.
+    columns: Vec<usize>,
+}
+
 /// Joins each batch of its input with the rows of one foreign table that match it (see the
 /// module notes), keeping the input's partitions and order.
 #[derive(Debug)]
 pub(crate) struct LookupJoinExec {
     input: Arc<dyn ExecutionPlan>,
-    steps: Arc<Vec<JoinStep>>,
-    step: usize,
-    /// The YT types of the input rows and of the joined rows.
-    left: Vec<ValueType>,
-    joined: Vec<ValueType>,
-    /// The joined columns given, in order.
-    columns: Vec<usize>,
+    layout: Layout,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     context: Arc<JoinContext>,
@@ -267,18 +334,14 @@ pub(crate) struct LookupJoinExec {
 impl LookupJoinExec {
     fn new(
         input: Arc<dyn ExecutionPlan>,
-        steps: Arc<Vec<JoinStep>>,
-        step: usize,
-        left: Vec<ValueType>,
-        joined: Vec<ValueType>,
-        columns: Vec<usize>,
+        layout: Layout,
         context: Arc<JoinContext>,
     ) -> LookupJoinExec {
-        let full = joined_schema(&joined);
         let schema = Arc::new(Schema::new(
-            columns
+            layout
+                .columns
                 .iter()
-                .map(|&c| full.field(c).clone())
+                .map(|&c| layout.fields[c].clone())
                 .collect::<Vec<_>>(),
         ));
         let properties = PlanProperties::new(
@@ -289,11 +352,7 @@ impl LookupJoinExec {
         );
         LookupJoinExec {
             input,
-            steps,
-            step,
-            left,
-            joined,
-            columns,
+            layout,
             schema,
             properties: Arc::new(properties),
             context,
@@ -305,7 +364,7 @@ impl LookupJoinExec {
 
 impl DisplayAs for LookupJoinExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let step = &self.steps[self.step];
+        let step = &self.layout.steps[self.layout.step];
         let lookup = if join_reads_by_key(&step.join, &step.schema) {
             "key prefixes"
         } else {
@@ -328,11 +387,7 @@ impl DisplayAs for LookupJoinExec {
 /// The part of a join that runs per batch, owned by the batch's future.
 #[derive(Clone)]
 struct Lookup {
-    steps: Arc<Vec<JoinStep>>,
-    step: usize,
-    left: Arc<Vec<ValueType>>,
-    joined: Arc<Vec<ValueType>>,
-    columns: Arc<Vec<usize>>,
+    layout: Arc<Layout>,
     schema: SchemaRef,
     context: Arc<JoinContext>,
     whole: Arc<OnceCell<Arc<RecordBatch>>>,
@@ -342,11 +397,14 @@ struct Lookup {
 
 impl Lookup {
     async fn join(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        let step = &self.steps[self.step];
+        let layout = &self.layout;
+        let step = &layout.steps[layout.step];
         let opts = self.context.opts;
-        let foreign_types = &self.joined[self.left.len()..];
-        let self_keys = evaluate_all(&step.join.self_keys, &batch, &self.left, opts)?;
-        let foreign: Arc<RecordBatch> = match join_ranges(&step.join, &step.schema, &self_keys)? {
+        let foreign_types = &layout.joined[layout.left.len()..];
+        let self_keys = evaluate_all(&layout.self_keys, &batch, &layout.left, opts)?;
+        let ids = LeftKeys::new(&self_keys)?;
+        let ranges = join_ranges(&step.join, &step.schema, &self_keys, ids.firsts())?;
+        let foreign: Arc<RecordBatch> = match ranges {
             Some(ranges) if ranges.is_empty() => {
                 Arc::new(RecordBatch::new_empty(joined_schema(foreign_types)))
             }
@@ -360,23 +418,26 @@ impl Lookup {
                 .clone(),
         };
         let (foreign, foreign_keys) = foreign_side(&step.join, &foreign, foreign_types, opts)?;
-        let (mut left_rows, mut foreign_rows) =
-            match_rows(&self_keys, &foreign_keys, step.join.left_outer)?;
-        let passed = self.context.output[self.step]
+        let matches = ids.match_rows(&self_keys, &foreign_keys, step.join.left_outer)?;
+        let (mut left_rows, mut foreign_rows) = (matches.left, matches.foreign);
+        let passed = self.context.output[layout.step]
             .admit(left_rows.len() as u64)
             .ok_or(Error::LimitExceeded { what: "output" })?;
         left_rows.truncate(passed as usize);
         foreign_rows.truncate(passed as usize);
+        // Every left row once, in order (each matched one foreign row): left columns as they are.
+        let every_row_once = left_rows.len() == batch.num_rows()
+            && left_rows.iter().enumerate().all(|(i, &r)| r as usize == i);
         let left_rows = UInt32Array::from(left_rows);
         let foreign_rows = UInt32Array::from(foreign_rows);
-        let width = self.left.len();
-        // The scan may give byte strings as views; the joined schema has them as `Binary`.
-        let columns = self
+        let width = layout.left.len();
+        let columns = layout
             .columns
             .iter()
             .zip(self.schema.fields())
             .map(|(&c, field)| {
                 let taken = match c < width {
+                    true if every_row_once => batch.column(c).clone(),
                     true => take(batch.column(c), &left_rows, None)?,
                     false => take(foreign.column(c - width), &foreign_rows, None)?,
                 };
@@ -395,7 +456,7 @@ impl Lookup {
 
     /// Reads the foreign rows of `ranges`, counting them as read.
     async fn read(&self, ranges: Option<&[KeyRange]>, types: &[ValueType]) -> Result<RecordBatch> {
-        let step = &self.steps[self.step];
+        let step = &self.layout.steps[self.layout.step];
         let batch = step
             .foreign
             .batch(ranges, self.context.timestamp, types)
@@ -469,11 +530,7 @@ impl ExecutionPlan for LookupJoinExec {
             .map_err(|_| DataFusionError::Internal("LookupJoinExec has one child".into()))?;
         Ok(Arc::new(LookupJoinExec::new(
             input,
-            self.steps.clone(),
-            self.step,
-            self.left.clone(),
-            self.joined.clone(),
-            self.columns.clone(),
+            self.layout.clone(),
             self.context.clone(),
         )))
     }
@@ -485,11 +542,7 @@ impl ExecutionPlan for LookupJoinExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context)?;
         let lookup = Lookup {
-            steps: self.steps.clone(),
-            step: self.step,
-            left: Arc::new(self.left.clone()),
-            joined: Arc::new(self.joined.clone()),
-            columns: Arc::new(self.columns.clone()),
+            layout: Arc::new(self.layout.clone()),
             schema: self.schema.clone(),
             context: self.context.clone(),
             whole: self.whole.clone(),
@@ -555,131 +608,4 @@ fn evaluate_all(
         .iter()
         .map(|e| evaluate(e, input, opts))
         .collect::<dynql_ql::Result<Vec<_>>>()?)
-}
-
-/// The pairs of rows whose equation values are equal (nulls equal nulls, -0.0 equals 0.0,
-/// NaN equals NaN, as YT's values compare), left rows in order, each with every match in
-/// foreign order, or with none (a null foreign index) when unmatched in a LEFT join.
-fn match_rows(
-    left: &[ArrayRef],
-    foreign: &[ArrayRef],
-    left_outer: bool,
-) -> Result<(Vec<u32>, Vec<Option<u32>>)> {
-    let rows = left.first().map_or(0, |a| a.len());
-    let canonical = |a: &[ArrayRef]| a.iter().map(canonical).collect::<Result<Vec<_>>>();
-    let (left, foreign) = (canonical(left)?, canonical(foreign)?);
-    let fields = left
-        .iter()
-        .map(|a| SortField::new(a.data_type().clone()))
-        .collect();
-    let converter = RowConverter::new(fields)?;
-    let left = converter.convert_columns(&left)?;
-    let foreign = converter.convert_columns(&foreign)?;
-    // Foreign rows by key, each key's rows in foreign order.
-    let mut index: HashMap<Row<'_>, Vec<u32>, foldhash::fast::FixedState> =
-        HashMap::with_capacity_and_hasher(foreign.num_rows(), Default::default());
-    for (i, key) in foreign.iter().enumerate() {
-        index.entry(key).or_default().push(i as u32);
-    }
-    let mut left_rows = Vec::with_capacity(rows);
-    let mut foreign_rows = Vec::with_capacity(rows);
-    for (i, key) in left.iter().enumerate() {
-        match index.get(&key) {
-            Some(matches) => {
-                for &m in matches {
-                    left_rows.push(i as u32);
-                    foreign_rows.push(Some(m));
-                }
-            }
-            None if left_outer => {
-                left_rows.push(i as u32);
-                foreign_rows.push(None);
-            }
-            None => {}
-        }
-    }
-    Ok((left_rows, foreign_rows))
-}
-
-/// Doubles with -0.0 as 0.0 and every NaN as one NaN, so that equal values (as YT compares
-/// them) encode equally; byte strings as `Binary` (the evaluator gives `Binary` or
-/// `BinaryView`, and both sides must encode alike); other arrays as they are.
-fn canonical(a: &ArrayRef) -> Result<ArrayRef> {
-    if let Some(d) = a.as_primitive_opt::<Float64Type>() {
-        return Ok(Arc::new(d.unary::<_, Float64Type>(|v| match v {
-            v if v.is_nan() => f64::NAN,
-            v if v == 0.0 => 0.0,
-            v => v,
-        })));
-    }
-    Ok(match a.data_type() {
-        DataType::BinaryView => arrow::compute::cast(a, &DataType::Binary)?,
-        _ => a.clone(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow::array::{BinaryArray, Float64Array, Int64Array};
-
-    fn pairs(left: &[ArrayRef], foreign: &[ArrayRef], outer: bool) -> Vec<(u32, Option<u32>)> {
-        let (l, f) = match_rows(left, foreign, outer).unwrap();
-        l.into_iter().zip(f).collect()
-    }
-
-    #[test]
-    fn equal_values_match_as_yt_compares_them() {
-        // -0.0 is 0.0, NaN is NaN, null is null.
-        let left: ArrayRef = Arc::new(Float64Array::from(vec![
-            Some(0.0),
-            Some(f64::NAN),
-            None,
-            Some(1.5),
-        ]));
-        let foreign: ArrayRef = Arc::new(Float64Array::from(vec![
-            Some(-0.0),
-            None,
-            Some(-f64::NAN),
-            Some(2.5),
-        ]));
-        assert_eq!(
-            pairs(&[left], &[foreign], false),
-            [(0, Some(0)), (1, Some(2)), (2, Some(1))]
-        );
-    }
-
-    #[test]
-    fn strings_match_whether_binary_or_views() {
-        let left: ArrayRef = Arc::new(arrow::array::BinaryViewArray::from_iter([
-            Some(b"a".as_slice()),
-            None,
-        ]));
-        let foreign: ArrayRef = Arc::new(BinaryArray::from_iter([None, Some(b"a".as_slice())]));
-        assert_eq!(
-            pairs(&[left], &[foreign], false),
-            [(0, Some(1)), (1, Some(0))]
-        );
-    }
-
-    #[test]
-    fn every_match_in_foreign_order_and_left_rows_in_order() {
-        let left: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(vec![2, 1, 3])),
-            Arc::new(BinaryArray::from_iter_values([b"b", b"a", b"c"])),
-        ];
-        let foreign: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(vec![1, 2, 1, 2])),
-            Arc::new(BinaryArray::from_iter_values([b"a", b"b", b"a", b"x"])),
-        ];
-        assert_eq!(
-            pairs(&left, &foreign, false),
-            [(0, Some(1)), (1, Some(0)), (1, Some(2))]
-        );
-        // LEFT: the unmatched row once, with no foreign row.
-        assert_eq!(
-            pairs(&left, &foreign, true),
-            [(0, Some(1)), (1, Some(0)), (1, Some(2)), (2, None)]
-        );
-    }
 }

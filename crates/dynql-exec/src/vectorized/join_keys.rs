@@ -1,0 +1,337 @@
+//! The equation values of a lookup join matched as YT compares them (nulls equal nulls,
+//! -0.0 equals 0.0, NaN equals NaN). A batch's rows are hashed once: each gets the id of its
+//! distinct tuple ([`LeftKeys`]), the distinct tuples name the foreign keys to read, and the
+//! foreign rows are matched to those few tuples rather than to every left row. A single byte
+//! string column (the usual join on a name) is hashed as bytes, whatever its Arrow layout
+//! (`Binary`, `Utf8` or views); other tuples are encoded as Arrow rows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::{DataType, Float64Type};
+use arrow::row::{Row, RowConverter, Rows, SortField};
+use foldhash::fast::FixedState;
+
+use crate::error::Result;
+
+/// A batch's equation values as ids of their distinct tuples.
+#[derive(Debug)]
+pub(crate) struct LeftKeys {
+    /// Per row, the id of its tuple.
+    ids: Vec<u32>,
+    /// Per id, the first row with that tuple.
+    firsts: Vec<u32>,
+}
+
+/// The left and foreign rows of a join's output, in order: left rows in order, each with
+/// every match in foreign order, or with none (a null foreign index) when unmatched in a
+/// LEFT join.
+pub(crate) struct Matches {
+    pub(crate) left: Vec<u32>,
+    pub(crate) foreign: Vec<Option<u32>>,
+}
+
+impl LeftKeys {
+    /// The ids of `keys`' tuples (one array per equation, all of one length).
+    pub(crate) fn new(keys: &[ArrayRef]) -> Result<LeftKeys> {
+        let rows = keys.first().map_or(0, |a| a.len());
+        let mut ids = Vec::with_capacity(rows);
+        let mut firsts = Vec::new();
+        // The id of a new tuple is the number of tuples seen before it.
+        let mut intern = |id: u32, row: usize| {
+            if id as usize == firsts.len() {
+                firsts.push(row as u32);
+            }
+            ids.push(id);
+        };
+        match single_bytes(keys) {
+            Some(bytes) => {
+                let mut seen: HashMap<Option<&[u8]>, u32, FixedState> = HashMap::default();
+                for row in 0..rows {
+                    let next = seen.len() as u32;
+                    intern(*seen.entry(bytes.get(row)).or_insert(next), row);
+                }
+            }
+            None => {
+                let (_, encoded) = encode(keys, None)?;
+                let mut seen: HashMap<Row<'_>, u32, FixedState> = HashMap::default();
+                for (row, key) in encoded.iter().enumerate() {
+                    let next = seen.len() as u32;
+                    intern(*seen.entry(key).or_insert(next), row);
+                }
+            }
+        }
+        Ok(LeftKeys { ids, firsts })
+    }
+
+    /// The first row of each distinct tuple, in order of first appearance.
+    pub(crate) fn firsts(&self) -> &[u32] {
+        &self.firsts
+    }
+
+    /// The pairs of rows whose tuples are equal: `left` are the arrays these ids were made
+    /// of, `foreign` the foreign side's (same types, but for byte string layouts).
+    pub(crate) fn match_rows(
+        &self,
+        left: &[ArrayRef],
+        foreign: &[ArrayRef],
+        left_outer: bool,
+    ) -> Result<Matches> {
+        // Per id, the foreign rows with its tuple, in foreign order.
+        let mut matched: Vec<Vec<u32>> = vec![Vec::new(); self.firsts.len()];
+        match (single_bytes(left), single_bytes(foreign)) {
+            (Some(left), Some(foreign)) => {
+                let ids: HashMap<Option<&[u8]>, u32, FixedState> = self
+                    .firsts
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &row)| (left.get(row as usize), id as u32))
+                    .collect();
+                for row in 0..foreign.len() {
+                    if let Some(&id) = ids.get(&foreign.get(row)) {
+                        matched[id as usize].push(row as u32);
+                    }
+                }
+            }
+            _ => {
+                // Only the distinct tuples of the left side are encoded.
+                let firsts = UInt32Array::from(self.firsts.clone());
+                let distinct = left
+                    .iter()
+                    .map(|a| Ok(take(a.as_ref(), &firsts, None)?))
+                    .collect::<Result<Vec<_>>>()?;
+                let (converter, distinct) = encode(&distinct, None)?;
+                let (_, foreign) = encode(foreign, Some(converter))?;
+                let ids: HashMap<Row<'_>, u32, FixedState> = distinct
+                    .iter()
+                    .enumerate()
+                    .map(|(id, key)| (key, id as u32))
+                    .collect();
+                for (row, key) in foreign.iter().enumerate() {
+                    if let Some(&id) = ids.get(&key) {
+                        matched[id as usize].push(row as u32);
+                    }
+                }
+            }
+        }
+        let mut out = Matches {
+            left: Vec::with_capacity(self.ids.len()),
+            foreign: Vec::with_capacity(self.ids.len()),
+        };
+        for (row, &id) in self.ids.iter().enumerate() {
+            match matched[id as usize].as_slice() {
+                [] if left_outer => {
+                    out.left.push(row as u32);
+                    out.foreign.push(None);
+                }
+                rows => {
+                    for &m in rows {
+                        out.left.push(row as u32);
+                        out.foreign.push(Some(m));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One byte string column, read as bytes whatever its layout.
+#[derive(Clone, Copy)]
+enum Bytes<'a> {
+    Binary(&'a arrow::array::BinaryArray),
+    BinaryView(&'a arrow::array::BinaryViewArray),
+    Utf8(&'a arrow::array::StringArray),
+    Utf8View(&'a arrow::array::StringViewArray),
+}
+
+impl<'a> Bytes<'a> {
+    #[inline]
+    fn get(self, row: usize) -> Option<&'a [u8]> {
+        macro_rules! value {
+            ($a:expr, $v:expr) => {
+                match $a.is_null(row) {
+                    true => None,
+                    false => Some($v),
+                }
+            };
+        }
+        match self {
+            Bytes::Binary(a) => value!(a, a.value(row)),
+            Bytes::BinaryView(a) => value!(a, a.value(row)),
+            Bytes::Utf8(a) => value!(a, a.value(row).as_bytes()),
+            Bytes::Utf8View(a) => value!(a, a.value(row).as_bytes()),
+        }
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Bytes::Binary(a) => a.len(),
+            Bytes::BinaryView(a) => a.len(),
+            Bytes::Utf8(a) => a.len(),
+            Bytes::Utf8View(a) => a.len(),
+        }
+    }
+}
+
+/// `keys` as [`Bytes`] when they are one byte string column.
+fn single_bytes(keys: &[ArrayRef]) -> Option<Bytes<'_>> {
+    let [column] = keys else {
+        return None;
+    };
+    Some(match column.data_type() {
+        DataType::Binary => Bytes::Binary(column.as_binary()),
+        DataType::BinaryView => Bytes::BinaryView(column.as_binary_view()),
+        DataType::Utf8 => Bytes::Utf8(column.as_string()),
+        DataType::Utf8View => Bytes::Utf8View(column.as_string_view()),
+        _ => return None,
+    })
+}
+
+/// `keys` made canonical (see [`canonical`]) and encoded as Arrow rows, by `converter` when
+/// given (the other side's), else by a new one for their types.
+fn encode(keys: &[ArrayRef], converter: Option<RowConverter>) -> Result<(RowConverter, Rows)> {
+    let keys = keys.iter().map(canonical).collect::<Result<Vec<_>>>()?;
+    let converter = match converter {
+        Some(c) => c,
+        None => RowConverter::new(
+            keys.iter()
+                .map(|a| SortField::new(a.data_type().clone()))
+                .collect(),
+        )?,
+    };
+    let rows = converter.convert_columns(&keys)?;
+    Ok((converter, rows))
+}
+
+/// Doubles with -0.0 as 0.0 and every NaN as one NaN, so that equal values (as YT compares
+/// them) encode equally; byte strings as `Binary` (so that both sides encode alike whatever
+/// their layout); other arrays as they are.
+fn canonical(a: &ArrayRef) -> Result<ArrayRef> {
+    if let Some(d) = a.as_primitive_opt::<Float64Type>() {
+        return Ok(Arc::new(d.unary::<_, Float64Type>(|v| match v {
+            v if v.is_nan() => f64::NAN,
+            v if v == 0.0 => 0.0,
+            v => v,
+        })));
+    }
+    Ok(match a.data_type() {
+        DataType::BinaryView | DataType::Utf8 | DataType::Utf8View => {
+            arrow::compute::cast(a, &DataType::Binary)?
+        }
+        _ => a.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{BinaryArray, BinaryViewArray, Float64Array, Int64Array, StringArray};
+
+    fn pairs(left: &[ArrayRef], foreign: &[ArrayRef], outer: bool) -> Vec<(u32, Option<u32>)> {
+        let keys = LeftKeys::new(left).unwrap();
+        let m = keys.match_rows(left, foreign, outer).unwrap();
+        m.left.into_iter().zip(m.foreign).collect()
+    }
+
+    #[test]
+    fn equal_values_match_as_yt_compares_them() {
+        // -0.0 is 0.0, NaN is NaN, null is null.
+        let left: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(0.0),
+            Some(f64::NAN),
+            None,
+            Some(1.5),
+        ]));
+        let foreign: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(-0.0),
+            None,
+            Some(-f64::NAN),
+            Some(2.5),
+        ]));
+        assert_eq!(
+            pairs(&[left], &[foreign], false),
+            [(0, Some(0)), (1, Some(2)), (2, Some(1))]
+        );
+    }
+
+    #[test]
+    fn strings_match_whether_binary_utf8_or_views() {
+        let left: ArrayRef = Arc::new(BinaryViewArray::from_iter([
+            Some(b"a".as_slice()),
+            None,
+            Some(b"a long value past twelve bytes".as_slice()),
+            Some(b"a".as_slice()),
+        ]));
+        let binary: ArrayRef = Arc::new(BinaryArray::from_iter([
+            None,
+            Some(b"a".as_slice()),
+            Some(b"a long value past twelve bytes".as_slice()),
+        ]));
+        let text: ArrayRef = Arc::new(StringArray::from(vec![
+            None,
+            Some("a"),
+            Some("a long value past twelve bytes"),
+        ]));
+        let expected = [(0, Some(1)), (1, Some(0)), (2, Some(2)), (3, Some(1))];
+        assert_eq!(pairs(&[left.clone()], &[binary], false), expected);
+        assert_eq!(pairs(&[left], &[text], false), expected);
+    }
+
+    #[test]
+    fn every_match_in_foreign_order_and_left_rows_in_order() {
+        let left: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![2, 1, 3, 1])),
+            Arc::new(BinaryViewArray::from_iter_values([b"b", b"a", b"c", b"a"])),
+        ];
+        let foreign: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1, 2, 1, 2])),
+            Arc::new(BinaryArray::from_iter_values([b"a", b"b", b"a", b"x"])),
+        ];
+        assert_eq!(
+            pairs(&left, &foreign, false),
+            [
+                (0, Some(1)),
+                (1, Some(0)),
+                (1, Some(2)),
+                (3, Some(0)),
+                (3, Some(2))
+            ]
+        );
+        // LEFT: the unmatched row once, with no foreign row.
+        assert_eq!(
+            pairs(&left, &foreign, true),
+            [
+                (0, Some(1)),
+                (1, Some(0)),
+                (1, Some(2)),
+                (2, None),
+                (3, Some(0)),
+                (3, Some(2))
+            ]
+        );
+    }
+
+    #[test]
+    fn equal_tuples_share_an_id_and_its_first_row() {
+        let keys: ArrayRef = Arc::new(BinaryViewArray::from_iter([
+            Some(b"x".as_slice()),
+            Some(b"y".as_slice()),
+            None,
+            Some(b"x".as_slice()),
+            None,
+        ]));
+        let ids = LeftKeys::new(&[keys]).unwrap();
+        assert_eq!(ids.ids, [0, 1, 2, 0, 2]);
+        assert_eq!(ids.firsts(), [0, 1, 2]);
+        let pair: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![Some(1), Some(1), None, Some(1)])),
+            Arc::new(Float64Array::from(vec![0.0, -0.0, 0.0, 1.0])),
+        ];
+        let ids = LeftKeys::new(&pair).unwrap();
+        assert_eq!(ids.ids, [0, 0, 1, 2]);
+        assert_eq!(ids.firsts(), [0, 2, 3]);
+    }
+}
