@@ -11,9 +11,10 @@ use crate::format::input_format;
 use crate::output::{stdout_is_terminal, tree_format, TreeFormat};
 use crate::row_input::{read_rows, special_doubles};
 
-/// Decoded row groups a single command keeps (enough for the lookups of a join, which read
-/// the same row groups batch after batch).
-const ONE_COMMAND_CACHE_BYTES: usize = 64 << 20;
+/// Decoded row groups a single command keeps: the lookups of a join read the same row groups
+/// batch after batch; a scan reads each once, and past this budget the cache lets in only
+/// what is read twice, so a full scan's memory is not held for nothing.
+const ONE_COMMAND_CACHE_BYTES: usize = 16 << 20;
 
 /// The shell keeps what it decodes for the statements after (the store's default).
 const SHELL_CACHE_BYTES: usize = 2 << 30;

@@ -1,12 +1,11 @@
 //! A cache of decoded chunks and row groups, shared by the clones of a
 //! [`Store`](crate::Store).
 //!
-//! Chunks are immutable, so a decoded unit is valid for as long as it is cached; eviction is
-//! least-recently-used by version count. Whole chunks serve merges over a whole table
+//! Chunks are immutable, so a decoded unit is valid for as long as it is cached; what is
+//! kept, evicted and admitted is [`crate::cache_entries`]'s. Whole chunks serve merges over a whole table
 //! (compaction, full reads, lookups); single row groups serve pruned scans, which read them
 //! with ranged requests after the file's footer.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arrow::array::ArrayRef;
@@ -21,6 +20,7 @@ use parquet::file::metadata::PageIndexPolicy;
 
 use dynql_core::{TableSchema, ValueType};
 
+use crate::cache_entries::{window_rows, Cached, Entries, Part, What, ALL_ROWS, WHOLE};
 use crate::chunk::{
     check_key_order, decode_versioned_chunk, decode_versions, ChunkRef, Cleanliness,
 };
@@ -42,160 +42,6 @@ const CACHED_FOOTERS: usize = 4096;
 
 /// Row groups whose page-index key segments are kept at most (a few KiB each).
 const CACHED_SEGMENTS: usize = 4096;
-
-/// The unit index of a whole chunk.
-const WHOLE: usize = usize::MAX;
-
-/// The rows of a unit that is a whole row group (or chunk).
-const ALL_ROWS: (usize, usize) = (0, usize::MAX);
-
-/// What a cache unit holds of a chunk or row group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum What {
-    /// Its versions as rows, for merges.
-    Versions,
-    /// Whether it is clean, found by decoding its version columns (for chunks that do not
-    /// record it).
-    Clean,
-    /// One table column, byte strings as views or as `Binary`.
-    Column { index: usize, views: bool },
-}
-
-/// A cached unit of one chunk: (row group or [`WHOLE`], what, the row window `[start, end)`
-/// of the row group, or [`ALL_ROWS`]).
-type Part = (usize, What, (usize, usize));
-
-/// A row window of a row group, or all of it.
-fn window_rows(window: &Option<std::ops::Range<usize>>) -> (usize, usize) {
-    window
-        .as_ref()
-        .map(|w| (w.start, w.end))
-        .unwrap_or(ALL_ROWS)
-}
-
-/// What a cache entry holds.
-#[derive(Clone)]
-enum Cached {
-    Versions(Arc<Vec<RowDelta>>),
-    /// Since when the unit is clean, if it is.
-    Clean(Option<u64>),
-    Column(ArrayRef),
-}
-
-impl Cached {
-    /// Estimated memory: Arrow's own count for arrays; for versions, a row of values plus
-    /// the vector headers.
-    fn bytes(&self) -> usize {
-        match self {
-            Cached::Versions(v) => v.iter().map(|d| 64 + d.values.len() * 40).sum(),
-            Cached::Clean(_) => 64,
-            Cached::Column(a) => a.get_array_memory_size(),
-        }
-    }
-}
-
-/// A parsed footer and the block hashes it holds (chunks with a checksum).
-type Footer = (ArrowReaderMetadata, Option<Arc<Vec<u64>>>);
-
-/// A map keyed by our own chunk paths (no untrusted keys to guard against).
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
-
-/// What is cached of one chunk.
-#[derive(Default)]
-struct ChunkEntries {
-    /// Its units, with when each was last used.
-    units: FastMap<Part, (Cached, u64)>,
-    /// The page index's key segments of its row groups, so that the many key ranges of one
-    /// scan (an IN list) are each a search over them.
-    segments: FastMap<usize, Option<Arc<KeySegments>>>,
-}
-
-/// The cache's contents, by chunk path first: a scan looks up several units of one row group
-/// at a time, and the path is hashed (and never copied) once for all of them.
-#[derive(Default)]
-struct Entries {
-    chunks: FastMap<String, ChunkEntries>,
-    /// Parsed footers, with the block hashes of chunks that have a checksum.
-    footers: FastMap<String, Footer>,
-    /// Units cached, over all chunks.
-    units: usize,
-    /// Row groups with key segments cached, over all chunks.
-    segments: usize,
-    bytes: usize,
-    tick: u64,
-}
-
-impl Entries {
-    /// The cached `parts` of chunk `path` (`None` where missing), marked as used now.
-    fn get_all(&mut self, path: &str, parts: impl Iterator<Item = Part>) -> Vec<Option<Cached>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let mut units = self.chunks.get_mut(path).map(|c| &mut c.units);
-        parts
-            .map(|part| {
-                let (v, used) = units.as_mut()?.get_mut(&part)?;
-                *used = tick;
-                Some(v.clone())
-            })
-            .collect()
-    }
-
-    /// The cached unit `part` of chunk `path`, marked as used now.
-    fn get(&mut self, path: &str, part: Part) -> Option<Cached> {
-        self.get_all(path, std::iter::once(part)).pop().flatten()
-    }
-
-    /// Whether unit `part` of chunk `path` is cached.
-    fn contains(&self, path: &str, part: &Part) -> bool {
-        self.chunks
-            .get(path)
-            .is_some_and(|c| c.units.contains_key(part))
-    }
-
-    /// Drops the least recently used unit.
-    fn evict_oldest(&mut self) {
-        let oldest = self
-            .chunks
-            .iter()
-            .flat_map(|(path, c)| {
-                c.units
-                    .iter()
-                    .map(move |(part, (_, used))| (*used, path, *part))
-            })
-            .min_by_key(|(used, _, _)| *used)
-            .map(|(_, path, part)| (path.clone(), part));
-        let Some((path, part)) = oldest else {
-            return;
-        };
-        if let Some(chunk) = self.chunks.get_mut(&path) {
-            if let Some((v, _)) = chunk.units.remove(&part) {
-                self.bytes -= v.bytes();
-                self.units -= 1;
-            }
-            if chunk.units.is_empty() && chunk.segments.is_empty() {
-                self.chunks.remove(&path);
-            }
-        }
-    }
-
-    /// What is cached of chunk `path`, made empty if nothing is.
-    fn chunk_mut(&mut self, path: &str) -> &mut ChunkEntries {
-        if !self.chunks.contains_key(path) {
-            self.chunks
-                .insert(path.to_string(), ChunkEntries::default());
-        }
-        self.chunks.get_mut(path).expect("inserted above")
-    }
-
-    /// Forgets every row group's key segments.
-    fn clear_segments(&mut self) {
-        self.chunks.retain(|_, c| {
-            c.segments.clear();
-            !c.units.is_empty()
-        });
-        self.segments = 0;
-    }
-}
 
 /// Decoded chunks and row groups by object path, up to a budget of bytes.
 pub(crate) struct ChunkCache {
@@ -241,22 +87,8 @@ impl ChunkCache {
     }
 
     fn insert(&self, path: &str, part: Part, value: Cached) {
-        let mut guard = self.lock();
-        let e = &mut *guard;
-        if self.budget == 0 {
-            return;
-        }
-        let size = value.bytes();
-        while e.bytes + size > self.budget && e.units > 0 {
-            e.evict_oldest();
-        }
-        e.tick += 1;
-        let tick = e.tick;
-        e.bytes += size;
-        e.units += 1;
-        if let Some((old, _)) = e.chunk_mut(path).units.insert(part, (value, tick)) {
-            e.bytes -= old.bytes();
-            e.units -= 1;
+        if self.budget > 0 {
+            self.lock().admit(self.budget, path, part, value);
         }
     }
 
@@ -797,22 +629,5 @@ mod tests {
         let some = ChunkCache::with_budget(1 << 20);
         some.insert("a", PART, Cached::Versions(Arc::default()));
         assert!(some.get_versions("a", PART).is_some());
-    }
-
-    #[test]
-    fn the_least_recently_used_unit_goes_first_and_its_chunk_with_it() {
-        let column = || Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![7i64; 1000])));
-        let size = column().bytes();
-        let cache = ChunkCache::with_budget(size * 5 / 2);
-        cache.insert("a", PART, column());
-        cache.insert("b", PART, column());
-        // "a" is used after "b" was cached: "b" is the one to go.
-        assert!(cache.get("a", PART).is_some());
-        cache.insert("c", PART, column());
-        assert!(cache.get("b", PART).is_none());
-        assert!(cache.get("a", PART).is_some() && cache.get("c", PART).is_some());
-        let e = cache.lock();
-        assert_eq!((e.units, e.bytes), (2, 2 * size));
-        assert!(!e.chunks.contains_key("b"));
     }
 }

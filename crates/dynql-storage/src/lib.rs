@@ -8,6 +8,7 @@
 pub mod bulk;
 mod bulk_chunk;
 mod bulk_upload;
+mod cache_entries;
 pub mod catalog;
 pub mod check;
 pub mod checkpoint;

@@ -1,0 +1,258 @@
+//! What the chunk cache ([`crate::chunk_cache`]) holds and its bookkeeping: units of a
+//! chunk by path, least-recently-used eviction by a budget of bytes, and admission. Once the
+//! budget is reached, a unit is admitted only when asked for a second time: a one-pass scan
+//! larger than the cache then leaves it as it was (and costs no eviction per row group),
+//! while units read again (a join's lookups, a query run again) still come in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+
+use crate::mvcc::RowDelta;
+use crate::page_index::KeySegments;
+
+/// Units remembered as asked for once and not admitted, at most (8 bytes each).
+const ASKED_ONCE: usize = 1 << 16;
+
+/// The unit index of a whole chunk.
+pub(crate) const WHOLE: usize = usize::MAX;
+
+/// The rows of a unit that is a whole row group (or chunk).
+pub(crate) const ALL_ROWS: (usize, usize) = (0, usize::MAX);
+
+/// What a cache unit holds of a chunk or row group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum What {
+    /// Its versions as rows, for merges.
+    Versions,
+    /// Whether it is clean, found by decoding its version columns (for chunks that do not
+    /// record it).
+    Clean,
+    /// One table column, byte strings as views or as `Binary`.
+    Column { index: usize, views: bool },
+}
+
+/// A cached unit of one chunk: (row group or [`WHOLE`], what, the row window `[start, end)`
+/// of the row group, or [`ALL_ROWS`]).
+pub(crate) type Part = (usize, What, (usize, usize));
+
+/// A row window of a row group, or all of it.
+pub(crate) fn window_rows(window: &Option<std::ops::Range<usize>>) -> (usize, usize) {
+    window
+        .as_ref()
+        .map(|w| (w.start, w.end))
+        .unwrap_or(ALL_ROWS)
+}
+
+/// What a cache entry holds.
+#[derive(Clone)]
+pub(crate) enum Cached {
+    Versions(Arc<Vec<RowDelta>>),
+    /// Since when the unit is clean, if it is.
+    Clean(Option<u64>),
+    Column(ArrayRef),
+}
+
+impl Cached {
+    /// Estimated memory: Arrow's own count for arrays; for versions, a row of values plus
+    /// the vector headers.
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Cached::Versions(v) => v.iter().map(|d| 64 + d.values.len() * 40).sum(),
+            Cached::Clean(_) => 64,
+            Cached::Column(a) => a.get_array_memory_size(),
+        }
+    }
+}
+
+/// A parsed footer and the block hashes it holds (chunks with a checksum).
+pub(crate) type Footer = (ArrowReaderMetadata, Option<Arc<Vec<u64>>>);
+
+/// A map keyed by our own chunk paths (no untrusted keys to guard against).
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
+/// What is cached of one chunk.
+#[derive(Default)]
+pub(crate) struct ChunkEntries {
+    /// Its units, with when each was last used.
+    pub(crate) units: FastMap<Part, (Cached, u64)>,
+    /// The page index's key segments of its row groups, so that the many key ranges of one
+    /// scan (an IN list) are each a search over them.
+    pub(crate) segments: FastMap<usize, Option<Arc<KeySegments>>>,
+}
+
+/// The cache's contents, by chunk path first: a scan looks up several units of one row group
+/// at a time, and the path is hashed (and never copied) once for all of them.
+#[derive(Default)]
+pub(crate) struct Entries {
+    pub(crate) chunks: FastMap<String, ChunkEntries>,
+    /// Parsed footers, with the block hashes of chunks that have a checksum.
+    pub(crate) footers: FastMap<String, Footer>,
+    /// Units cached, over all chunks.
+    pub(crate) units: usize,
+    /// Row groups with key segments cached, over all chunks.
+    pub(crate) segments: usize,
+    pub(crate) bytes: usize,
+    pub(crate) tick: u64,
+    /// Hashes of the units asked for once while the cache was full, not admitted.
+    pub(crate) asked_once: std::collections::HashSet<u64, foldhash::fast::FixedState>,
+}
+
+impl Entries {
+    /// The cached `parts` of chunk `path` (`None` where missing), marked as used now.
+    pub(crate) fn get_all(
+        &mut self,
+        path: &str,
+        parts: impl Iterator<Item = Part>,
+    ) -> Vec<Option<Cached>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let mut units = self.chunks.get_mut(path).map(|c| &mut c.units);
+        parts
+            .map(|part| {
+                let (v, used) = units.as_mut()?.get_mut(&part)?;
+                *used = tick;
+                Some(v.clone())
+            })
+            .collect()
+    }
+
+    /// The cached unit `part` of chunk `path`, marked as used now.
+    pub(crate) fn get(&mut self, path: &str, part: Part) -> Option<Cached> {
+        self.get_all(path, std::iter::once(part)).pop().flatten()
+    }
+
+    /// Whether unit `part` of chunk `path` is cached.
+    pub(crate) fn contains(&self, path: &str, part: &Part) -> bool {
+        self.chunks
+            .get(path)
+            .is_some_and(|c| c.units.contains_key(part))
+    }
+
+    /// Whether unit `part` of chunk `path` was asked for before (and not admitted then);
+    /// remembers that it now is, when not.
+    fn asked_before(&mut self, path: &str, part: &Part) -> bool {
+        use std::hash::BuildHasher;
+        let hash = foldhash::fast::FixedState::default().hash_one((path, part));
+        if self.asked_once.remove(&hash) {
+            return true;
+        }
+        if self.asked_once.len() >= ASKED_ONCE {
+            self.asked_once.clear();
+        }
+        self.asked_once.insert(hash);
+        false
+    }
+
+    /// Caches `value` as unit `part` of chunk `path` within `budget` bytes (a soft limit: a
+    /// single larger unit is still cached), evicting the least recently used units; once the
+    /// budget is reached, only a unit asked for before (see the module docs).
+    pub(crate) fn admit(&mut self, budget: usize, path: &str, part: Part, value: Cached) {
+        let size = value.bytes();
+        let full = self.bytes + size > budget && self.units > 0;
+        if full && !self.asked_before(path, &part) {
+            return;
+        }
+        while self.bytes + size > budget && self.units > 0 {
+            self.evict_oldest();
+        }
+        self.tick += 1;
+        let tick = self.tick;
+        self.bytes += size;
+        self.units += 1;
+        if let Some((old, _)) = self.chunk_mut(path).units.insert(part, (value, tick)) {
+            self.bytes -= old.bytes();
+            self.units -= 1;
+        }
+    }
+
+    /// Drops the least recently used unit.
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .chunks
+            .iter()
+            .flat_map(|(path, c)| {
+                c.units
+                    .iter()
+                    .map(move |(part, (_, used))| (*used, path, *part))
+            })
+            .min_by_key(|(used, _, _)| *used)
+            .map(|(_, path, part)| (path.clone(), part));
+        let Some((path, part)) = oldest else {
+            return;
+        };
+        if let Some(chunk) = self.chunks.get_mut(&path) {
+            if let Some((v, _)) = chunk.units.remove(&part) {
+                self.bytes -= v.bytes();
+                self.units -= 1;
+            }
+            if chunk.units.is_empty() && chunk.segments.is_empty() {
+                self.chunks.remove(&path);
+            }
+        }
+    }
+
+    /// What is cached of chunk `path`, made empty if nothing is.
+    pub(crate) fn chunk_mut(&mut self, path: &str) -> &mut ChunkEntries {
+        if !self.chunks.contains_key(path) {
+            self.chunks
+                .insert(path.to_string(), ChunkEntries::default());
+        }
+        self.chunks.get_mut(path).expect("inserted above")
+    }
+
+    /// Forgets every row group's key segments.
+    pub(crate) fn clear_segments(&mut self) {
+        self.chunks.retain(|_, c| {
+            c.segments.clear();
+            !c.units.is_empty()
+        });
+        self.segments = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PART: Part = (WHOLE, What::Versions, ALL_ROWS);
+
+    #[test]
+    fn the_least_recently_used_unit_goes_first_and_its_chunk_with_it() {
+        let column = || Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![7i64; 1000])));
+        let size = column().bytes();
+        let budget = size * 5 / 2;
+        let mut e = Entries::default();
+        e.admit(budget, "a", PART, column());
+        e.admit(budget, "b", PART, column());
+        // "a" is used after "b" was cached: "b" is the one to go.
+        assert!(e.get("a", PART).is_some());
+        // Asked for once while the cache is full, "c" is not let in; asked again, it is.
+        e.admit(budget, "c", PART, column());
+        assert!(!e.contains("c", &PART) && e.contains("b", &PART));
+        e.admit(budget, "c", PART, column());
+        assert!(!e.contains("b", &PART));
+        assert!(e.contains("a", &PART) && e.contains("c", &PART));
+        assert_eq!((e.units, e.bytes), (2, 2 * size));
+        assert!(!e.chunks.contains_key("b"));
+    }
+
+    #[test]
+    fn room_admits_at_once_and_a_unit_larger_than_the_budget_alone() {
+        let column =
+            |n: usize| Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![1i64; n])));
+        let mut e = Entries::default();
+        let big = column(10_000);
+        let budget = big.bytes() / 2;
+        // Nothing cached: the larger unit comes in on its first ask (a soft limit).
+        e.admit(budget, "big", PART, big);
+        assert!(e.contains("big", &PART));
+        // Full now: a one-pass read of many units leaves it as it was.
+        for i in 0..100 {
+            e.admit(budget, &format!("once{i}"), PART, column(10));
+        }
+        assert!(e.contains("big", &PART) && e.units == 1);
+    }
+}
