@@ -320,7 +320,7 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
         })
         .collect();
     if let Some(keys) = int64 {
-        return newest_of_many(&keys, newer);
+        return newest_of_many(&keys, |k: &i64| *k, newer);
     }
     let integers: Option<Vec<&[(u64, u64)]>> = layers
         .iter()
@@ -330,7 +330,9 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
         })
         .collect();
     if let Some(keys) = integers {
-        return newest_of_many(&keys, newer);
+        // Packed in one u128 (same order): a match is one integer comparison, not two.
+        let packed = |&(hi, lo): &(u64, u64)| (u128::from(hi) << 64) | u128::from(lo);
+        return newest_of_many(&keys, packed, newer);
     }
     let rows: Vec<Vec<arrow::row::Row<'_>>> = layers
         .iter()
@@ -340,30 +342,40 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
         })
         .collect();
     let keys: Vec<&[arrow::row::Row<'_>]> = rows.iter().map(Vec::as_slice).collect();
-    newest_of_many(&keys, newer)
+    newest_of_many(&keys, |row| *row, newer)
 }
 
-/// [`newest_per_key`] over `keys` (each layer's, sorted, each key once): a loser tree of the
-/// layers' next keys gives the least in about log2(layers) comparisons per row. Of equal
-/// keys (met one after another, by layer order) the one `newer` than the kept one replaces
-/// it: `newer((layer, row), (layer, row))`.
-fn newest_of_many<K: Ord>(
-    keys: &[&[K]],
+/// [`newest_per_key`] over `keys` (each layer's, sorted, each key once), compared as `head`
+/// gives them (in the same order): a loser tree of the layers' next keys gives the least in
+/// about log2(layers) comparisons per row. Of equal keys (met one after another, by layer
+/// order) the one `newer` than the kept one replaces it: `newer((layer, row), (layer, row))`.
+fn newest_of_many<T, K: Ord + Copy>(
+    keys: &[&[T]],
+    head: impl Fn(&T) -> K,
     newer: impl Fn((usize, usize), (usize, usize)) -> bool,
 ) -> Vec<Run> {
-    let k = keys.len();
-    if k == 0 {
+    // A layer that is through stands at the greatest key of all, marked through so that it
+    // comes after a layer still at that key: no Option to match in a match.
+    let Some(greatest) = keys.iter().filter_map(|l| l.last()).map(&head).max() else {
         return Vec::new();
-    }
+    };
+    let k = keys.len();
     let mut next = vec![0usize; k];
-    // Whether layer `a`'s next key comes before layer `b`'s; a layer that is through comes
-    // last, and equal keys by layer order, so that the order is total.
-    let before =
-        |next: &[usize], a: usize, b: usize| match (keys[a].get(next[a]), keys[b].get(next[b])) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(x), Some(y)) => x.cmp(y).then(a.cmp(&b)).is_lt(),
-        };
+    // Each layer's next key and whether it is through, kept at hand: a match reads two
+    // entries of this small array, not the layers' slices.
+    let mut heads: Vec<(K, bool)> = keys
+        .iter()
+        .map(|l| l.first().map_or((greatest, true), |key| (head(key), false)))
+        .collect();
+    // Whether layer `a`'s next key comes before layer `b`'s; equal keys by layer order, so
+    // that the order is total.
+    let before = |heads: &[(K, bool)], a: usize, b: usize| {
+        let ((x, x_through), (y, y_through)) = (heads[a], heads[b]);
+        x.cmp(&y)
+            .then(x_through.cmp(&y_through))
+            .then(a.cmp(&b))
+            .is_lt()
+    };
     // `tree[0]` is the winner; `tree[t]` for t in 1..k the loser of the match at node t,
     // whose children are nodes 2t and 2t+1, leaf `l` sitting at position k + l. A leaf's
     // winner climbs parking at nodes no one has reached yet, so every node plays once.
@@ -378,7 +390,7 @@ fn newest_of_many<K: Ord>(
                 winner = EMPTY;
                 break;
             }
-            if before(&next, tree[t], winner) {
+            if before(&heads, tree[t], winner) {
                 std::mem::swap(&mut tree[t], &mut winner);
             }
             t /= 2;
@@ -387,38 +399,48 @@ fn newest_of_many<K: Ord>(
             tree[0] = winner;
         }
     }
-    let total: usize = keys.iter().map(|k| k.len()).sum();
-    let mut out: Vec<(usize, usize)> = Vec::with_capacity(total);
-    loop {
+    // The runs are built as rows come (no list of rows in between). `last`: the key of the
+    // last row given, and that row (layer, row), the kept version of its key.
+    let mut runs: Vec<Run> = Vec::new();
+    let mut last: Option<(K, (usize, usize))> = None;
+    let total: usize = keys.iter().map(|l| l.len()).sum();
+    for _ in 0..total {
         let top = tree[0];
         let row = next[top];
-        let Some(key) = keys[top].get(row) else {
-            // The least layer is through: all are.
-            break;
-        };
-        match out.last_mut() {
-            Some(last) if keys[last.0][last.1] == *key => {
-                if newer((top, row), *last) {
-                    *last = (top, row);
+        let key = heads[top].0;
+        match last {
+            Some((last_key, kept)) if last_key == key => {
+                if newer((top, row), kept) {
+                    // The newer version takes the place of the kept one, the runs' last row.
+                    let run = runs.last_mut().expect("the kept row was given");
+                    debug_assert_eq!((run.layer, run.start + run.rows - 1), kept);
+                    run.rows -= 1;
+                    if run.rows == 0 {
+                        runs.pop();
+                    }
+                    push_row(&mut runs, top, row);
+                    last = Some((key, (top, row)));
                 }
             }
-            _ => out.push((top, row)),
+            _ => {
+                push_row(&mut runs, top, row);
+                last = Some((key, (top, row)));
+            }
         }
         next[top] += 1;
+        heads[top] = keys[top]
+            .get(next[top])
+            .map_or((greatest, true), |key| (head(key), false));
         // Replay the matches on the way from the leaf that moved to the root.
         let mut winner = top;
         let mut t = (top + k) / 2;
         while t > 0 {
-            if before(&next, tree[t], winner) {
+            if before(&heads, tree[t], winner) {
                 std::mem::swap(&mut tree[t], &mut winner);
             }
             t /= 2;
         }
         tree[0] = winner;
-    }
-    let mut runs = Vec::new();
-    for (layer, row) in out {
-        push_row(&mut runs, layer, row);
     }
     runs
 }
@@ -451,12 +473,19 @@ fn newest_of_two<K: Ord>(x: &[K], y: &[K], first_wins: impl Fn(usize, usize) -> 
         }
     }
     for (layer, rest, len) in [(0, i, x.len()), (1, j, y.len())] {
-        if rest < len {
-            runs.push(Run {
+        if rest == len {
+            continue;
+        }
+        // The rest of a layer may continue its last run (then one run is the whole layer).
+        match runs.last_mut() {
+            Some(run) if run.layer == layer && run.start + run.rows == rest => {
+                run.rows += len - rest
+            }
+            _ => runs.push(Run {
                 layer,
                 start: rest,
                 rows: len - rest,
-            });
+            }),
         }
     }
     runs
@@ -467,6 +496,7 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::array::Int64Array;
+    use arrow::datatypes::DataType;
 
     use super::*;
 
@@ -482,7 +512,133 @@ mod tests {
         (layer, k)
     }
 
+    /// Int64 keys, often equal across layers, and the extremes.
+    fn an_i64() -> impl proptest::strategy::Strategy<Value = i64> {
+        use proptest::strategy::Just;
+        proptest::prop_oneof![4 => -3i64..3, 1 => Just(i64::MIN), 1 => Just(i64::MAX)]
+    }
+
+    /// UInt64 keys, often equal across layers, and the extremes (1 << 63 where a sign flips).
+    fn a_u64() -> impl proptest::strategy::Strategy<Value = u64> {
+        use proptest::strategy::Just;
+        proptest::prop_oneof![4 => 0u64..3, 1 => Just(u64::MAX), 1 => Just(1 << 63)]
+    }
+
+    /// (layer, row) of each key's newest version across `layers` (each key-sorted, a
+    /// timestamp a row), in key order: a version replaces the kept one only when strictly
+    /// newer, so of equal timestamps the first layer's wins.
+    fn model<K: Ord + Copy>(layers: &[Vec<(K, u64)>]) -> Vec<(usize, usize)> {
+        let mut newest = std::collections::BTreeMap::new();
+        for (l, layer) in layers.iter().enumerate() {
+            for (r, &(key, t)) in layer.iter().enumerate() {
+                let kept = newest.entry(key).or_insert((t, l, r));
+                if t > kept.0 {
+                    *kept = (t, l, r);
+                }
+            }
+        }
+        newest.into_values().map(|(_, l, r)| (l, r)).collect()
+    }
+
+    /// (layer, row) of each row [`newest_per_key`] gives for layers of key `columns` (of
+    /// `types`) and `timestamps`, once for each kind of keys they can be compared as.
+    fn merged_every_way(
+        columns: &[Vec<ArrayRef>],
+        types: &[DataType],
+        timestamps: &[Vec<u64>],
+    ) -> Vec<Vec<(usize, usize)>> {
+        let packed: Vec<LayerKeys> = columns
+            .iter()
+            .map(|c| {
+                let mut keys = Vec::new();
+                assert!(crate::sort_keys::append_integer_keys(c, &mut keys));
+                LayerKeys::Integers(keys)
+            })
+            .collect();
+        let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
+        let converter = RowConverter::new(fields).unwrap();
+        let rows: Vec<LayerKeys> = columns
+            .iter()
+            .map(|c| LayerKeys::Rows(converter.convert_columns(c).unwrap()))
+            .collect();
+        [integer_keys(columns).unwrap(), packed, rows]
+            .into_iter()
+            .map(|keys| {
+                let layers: Vec<Layer> = keys
+                    .into_iter()
+                    .zip(timestamps)
+                    .map(|(keys, t)| Layer {
+                        keys,
+                        rows: (0, 0, 0..t.len()),
+                        timestamps: UInt64Array::from(t.clone()),
+                    })
+                    .collect();
+                let runs = newest_per_key(&layers);
+                // The runs as push_row leaves them: none empty, none continuing the one before.
+                let rows = rows_of(&runs);
+                let mut again = Vec::new();
+                for &(layer, row) in &rows {
+                    push_row(&mut again, layer, row);
+                }
+                assert_eq!(runs, again);
+                rows
+            })
+            .collect()
+    }
+
     proptest::proptest! {
+        /// Against the model, with up to a dozen layers, timestamps that tie, extreme keys, and
+        /// keys of one int64 column and of two columns (int64, uint64), compared every way.
+        #[test]
+        fn many_layers_merge_like_the_model(
+            layers in proptest::collection::vec(
+                proptest::collection::btree_map((an_i64(), a_u64()), 0u64..3, 0..40),
+                0..12,
+            ),
+        ) {
+            let two: Vec<Vec<((i64, u64), u64)>> = layers
+                .iter()
+                .map(|l| l.iter().map(|(&k, &t)| (k, t)).collect())
+                .collect();
+            let columns: Vec<Vec<ArrayRef>> = two
+                .iter()
+                .map(|l| {
+                    let a = Int64Array::from_iter_values(l.iter().map(|&((a, _), _)| a));
+                    let b = UInt64Array::from_iter_values(l.iter().map(|&((_, b), _)| b));
+                    vec![Arc::new(a) as ArrayRef, Arc::new(b) as ArrayRef]
+                })
+                .collect();
+            let timestamps: Vec<Vec<u64>> =
+                two.iter().map(|l| l.iter().map(|&(_, t)| t).collect()).collect();
+            let expected = model(&two);
+            let types = [DataType::Int64, DataType::UInt64];
+            for got in merged_every_way(&columns, &types, &timestamps) {
+                proptest::prop_assert_eq!(&got, &expected);
+            }
+            // The first column alone, each of its values once a layer.
+            let one: Vec<Vec<(i64, u64)>> = two
+                .iter()
+                .map(|l| {
+                    let mut l: Vec<(i64, u64)> = l.iter().map(|&((a, _), t)| (a, t)).collect();
+                    l.dedup_by_key(|&mut (a, _)| a);
+                    l
+                })
+                .collect();
+            let columns: Vec<Vec<ArrayRef>> = one
+                .iter()
+                .map(|l| {
+                    let a = Int64Array::from_iter_values(l.iter().map(|&(a, _)| a));
+                    vec![Arc::new(a) as ArrayRef]
+                })
+                .collect();
+            let timestamps: Vec<Vec<u64>> =
+                one.iter().map(|l| l.iter().map(|&(_, t)| t).collect()).collect();
+            let expected = model(&one);
+            for got in merged_every_way(&columns, &[DataType::Int64], &timestamps) {
+                proptest::prop_assert_eq!(&got, &expected);
+            }
+        }
+
         /// Against a map from key to its newest (timestamp, layer): every key once, in order,
         /// from the layer holding its newest version.
         #[test]
