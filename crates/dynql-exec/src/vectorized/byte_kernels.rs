@@ -1,5 +1,5 @@
 //! Predicates over byte-string arrays: any predicate a value at a time, and `is_prefix` of a
-//! literal decided on the views themselves.
+//! literal and equality with a short value decided on the views themselves.
 //!
 //! A `BinaryView` value's view is 16 bytes: its length (4), then either the whole value (up
 //! to 12 bytes, zero-padded) or its first 4 bytes and where the rest lies (buffer index and
@@ -57,6 +57,26 @@ pub(super) fn starts_with(array: &ArrayRef, prefix: &[u8]) -> ArrayRef {
         }
         _ => bytes_predicate(array, |b| b.starts_with(prefix)),
     }
+}
+
+/// The view of `value` when a view holds it inline (at most [`INLINE`] bytes): its length,
+/// then its bytes, zero-padded (Arrow requires the padding). Two inline values are equal
+/// exactly when their views are, and a longer value's view never equals an inline one (its
+/// length differs), so equality with a short value is one integer comparison per row.
+pub(super) fn inline_view(value: &[u8]) -> Option<u128> {
+    (value.len() <= INLINE).then(|| {
+        let mut bytes = [0u8; 16];
+        bytes[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+        bytes[4..4 + value.len()].copy_from_slice(value);
+        u128::from_le_bytes(bytes)
+    })
+}
+
+/// Whether each value of `array` equals the value whose view is `view` (an
+/// [`inline_view`]), 64 rows to a word; a null slot's bit means nothing.
+pub(super) fn views_equal(array: &BinaryViewArray, view: u128) -> BooleanBuffer {
+    let views = array.views();
+    BooleanBuffer::collect_bool(views.len(), |i| views[i] == view)
 }
 
 /// `starts_with` over views, for a prefix of at most [`INLINE`] bytes.
@@ -161,6 +181,35 @@ mod tests {
                     strings.value(i),
                     prefix
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn views_equal_a_short_value_exactly_when_the_values_are_equal() {
+        let values: [&[u8]; 7] = [
+            b"",
+            b"a",
+            b"ab",
+            b"a\0",
+            b"twelve bytes",
+            b"twelve bytes!",
+            b"a value longer than twelve bytes",
+        ];
+        let mut builder = BinaryViewBuilder::new().with_fixed_block_size(64);
+        for v in values {
+            builder.append_value(v);
+        }
+        builder.append_null();
+        let array = builder.finish();
+        for wanted in values {
+            let Some(view) = inline_view(wanted) else {
+                assert!(wanted.len() > INLINE);
+                continue;
+            };
+            let got = views_equal(&array, view);
+            for (i, v) in values.iter().enumerate() {
+                assert_eq!(got.value(i), *v == wanted, "{v:?} = {wanted:?}");
             }
         }
     }

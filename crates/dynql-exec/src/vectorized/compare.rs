@@ -19,6 +19,7 @@ use dynql_ql::eval::EvalOptions;
 use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_ql::Result;
 
+use super::byte_kernels::{inline_view, views_equal};
 use super::evaluate::{arrow_error, evaluate, row_by_row, runtime, Batch};
 
 /// `x BETWEEN` bounds of at most one value each, as the row evaluator compares the operand
@@ -222,12 +223,21 @@ fn string_with_literal(
     };
     let scalar = arrow::array::Scalar::new(one);
     let k = kernel(op);
-    let result = if literal_left {
-        k(&scalar, &a)
-    } else {
-        k(&a, &scalar)
-    }
-    .map_err(arrow_error)?;
+    let short = inline_view(literal).filter(|_| a.data_type() == &DataType::BinaryView);
+    let result = match (op, short) {
+        // Equality with a short literal: one comparison of views per row.
+        (BinaryOp::Eq | BinaryOp::NotEq, Some(view)) => {
+            let views = a.as_binary_view();
+            let equal = views_equal(views, view);
+            let values = match op {
+                BinaryOp::Eq => equal,
+                _ => !&equal,
+            };
+            BooleanArray::new(values, views.logical_nulls())
+        }
+        _ if literal_left => k(&scalar, &a).map_err(arrow_error)?,
+        _ => k(&a, &scalar).map_err(arrow_error)?,
+    };
     if opts.canonical_null_relations || result.null_count() == 0 {
         return Ok(Arc::new(result));
     }
@@ -340,6 +350,33 @@ mod tests {
         let budget = Budget::new(1, rows.len());
         evaluate_with(&e, &[s], &rows, &budget).unwrap();
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn short_literals_equal_views_as_the_row_evaluator_says() {
+        let s = ValueType::String;
+        let rows: Vec<Vec<Value>> = ["", "a", "alpha", "alphabet soup!", "alpha\0", "beta"]
+            .iter()
+            .map(|v| vec![Value::string(*v)])
+            .chain([vec![Value::Null]])
+            .collect();
+        let canonical = EvalOptions {
+            canonical_null_relations: true,
+        };
+        for literal in ["alpha", "", "alphabet soup!"] {
+            for op in [BinaryOp::Eq, BinaryOp::NotEq] {
+                let literal = || TypedExpr::literal(Value::string(literal), s);
+                for (l, r) in [(column(0, s), literal()), (literal(), column(0, s))] {
+                    let e = TypedExpr::new(
+                        TExpr::Binary(op, Box::new(l), Box::new(r)),
+                        ValueType::Boolean,
+                    );
+                    for opts in [EvalOptions::default(), canonical] {
+                        agree(&e, &[s], &rows, opts);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

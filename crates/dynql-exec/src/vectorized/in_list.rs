@@ -20,12 +20,17 @@ use dynql_ql::eval::EvalOptions;
 use dynql_ql::texpr::TypedExpr;
 use dynql_ql::Result;
 
+use super::byte_kernels::inline_view;
 use super::evaluate::{evaluate, runtime, Batch};
 
 type FastMap<K> = HashMap<K, u32, foldhash::fast::FixedState>;
 
 /// The id of a value that is not in the list at that position.
 pub(super) const ABSENT: u32 = u32::MAX;
+
+/// Lists of at most this many byte strings, each short enough for a view to hold, are
+/// searched by comparing views rather than through a hash of each row's value.
+const SHORT_LIST: usize = 8;
 
 /// Whether `operands IN (…)` runs here: operands of scalar types with a Value-free
 /// encoding (`any` and typed nulls keep the row path).
@@ -213,7 +218,26 @@ impl<'a> Members<'a> {
                 Some(s) => (0..rows).map(|i| look(i, m.get(s.value(i)))).collect(),
                 None => {
                     let s = a.as_binary_view();
-                    (0..rows).map(|i| look(i, m.get(s.value(i)))).collect()
+                    // A few short values are their views: compared as integers, not hashed.
+                    let short: Option<Vec<(u128, u32)>> = (m.len() <= SHORT_LIST)
+                        .then(|| {
+                            m.iter()
+                                .map(|(v, &id)| inline_view(v).map(|view| (view, id)))
+                                .collect()
+                        })
+                        .flatten();
+                    match short {
+                        Some(short) => {
+                            let views = s.views();
+                            (0..rows)
+                                .map(|i| {
+                                    let found = short.iter().find(|(v, _)| *v == views[i]);
+                                    look(i, found.map(|(_, id)| id))
+                                })
+                                .collect()
+                        }
+                        None => (0..rows).map(|i| look(i, m.get(s.value(i)))).collect(),
+                    }
                 }
             },
         }

@@ -3,6 +3,7 @@
 //! evaluator (the oracle) and checks that both give the same values or the same error.
 
 use arrow::array::ArrayRef;
+use arrow::datatypes::DataType;
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{Value, ValueType};
 use dynql_ql::eval::{evaluate as evaluate_row, EvalOptions};
@@ -133,26 +134,36 @@ pub(crate) fn evaluate_with(
     evaluate(e, batch, EvalOptions::default())
 }
 
-/// Evaluates `e` both ways over `rows` (one column per value) and checks they agree.
+/// Evaluates `e` both ways over `rows` (one column per value) and checks they agree, with
+/// byte strings both as `Binary` and as views (as a query's scan gives them).
 pub(crate) fn agree(e: &TypedExpr, types: &[ValueType], rows: &[Vec<Value>], opts: EvalOptions) {
-    let columns = columns_of(types, rows);
-    let budget = Budget::new(u64::MAX, rows.len());
-    let batch = Batch {
-        columns: &columns,
-        types,
-        rows: rows.len(),
-        budget: &budget,
-    };
-    let vectorised = evaluate(e, batch, opts);
     let by_row: Result<Vec<Value>> = rows.iter().map(|r| evaluate_row(e, r, opts)).collect();
-    match (vectorised, by_row) {
-        (Ok(a), Ok(b)) => {
-            let got: Vec<Value> = (0..rows.len())
-                .map(|i| array_value(a.as_ref(), e.ty, i))
-                .collect();
-            assert_eq!(got, b, "{e:?}");
+    let binary = columns_of(types, rows);
+    let views: Vec<ArrayRef> = binary
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Binary => arrow::compute::cast(c, &DataType::BinaryView).unwrap(),
+            _ => c.clone(),
+        })
+        .collect();
+    for columns in [binary, views] {
+        let budget = Budget::new(u64::MAX, rows.len());
+        let batch = Batch {
+            columns: &columns,
+            types,
+            rows: rows.len(),
+            budget: &budget,
+        };
+        let vectorised = evaluate(e, batch, opts);
+        match (vectorised, &by_row) {
+            (Ok(a), Ok(b)) => {
+                let got: Vec<Value> = (0..rows.len())
+                    .map(|i| array_value(a.as_ref(), e.ty, i))
+                    .collect();
+                assert_eq!(&got, b, "{e:?} over {columns:?}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("{e:?} over {columns:?}: vectorised {a:?}, row by row {b:?}"),
         }
-        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-        (a, b) => panic!("{e:?}: vectorised {a:?}, row by row {b:?}"),
     }
 }
