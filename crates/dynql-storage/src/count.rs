@@ -111,7 +111,7 @@ impl Store {
         let keys: Vec<usize> = (0..entry.schema.key_column_count()).collect();
         let columns = (!weigh && entry.schema.is_sorted()).then_some(&keys[..]);
         let ranges = [KeyRange::all()];
-        let mut drop = |_: usize, _: Piece| Ok(true);
+        let mut discard = |_: usize, _: Piece| Ok(true);
         self.scan_state_pieces(
             state,
             path,
@@ -122,7 +122,7 @@ impl Store {
             columns,
             None,
             None,
-            &mut FnSink(&mut drop),
+            &mut FnSink(&mut discard),
         )
         .await
     }
