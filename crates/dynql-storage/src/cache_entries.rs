@@ -2,7 +2,9 @@
 //! chunk by path, least-recently-used eviction by a budget of bytes, and admission. Once the
 //! budget is reached, a unit is admitted only when asked for a second time: a one-pass scan
 //! larger than the cache then leaves it as it was (and costs no eviction per row group),
-//! while units read again (a join's lookups, a query run again) still come in.
+//! while units read again (a join's lookups, a query run again) still come in. A reader that
+//! knows it will read a unit again (a row group reaching past the piece of a scan that reads
+//! it) has it admitted at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -148,11 +150,19 @@ impl Entries {
 
     /// Caches `value` as unit `part` of chunk `path` within `budget` bytes (a soft limit: a
     /// single larger unit is still cached), evicting the least recently used units; once the
-    /// budget is reached, only a unit asked for before (see the module docs).
-    pub(crate) fn admit(&mut self, budget: usize, path: &str, part: Part, value: Cached) {
+    /// budget is reached, only a unit asked for before or that the reader says it will read
+    /// again (see the module docs).
+    pub(crate) fn admit(
+        &mut self,
+        budget: usize,
+        path: &str,
+        part: Part,
+        value: Cached,
+        read_again: bool,
+    ) {
         let size = value.bytes();
         let full = self.bytes + size > budget && self.units > 0;
-        if full && !self.asked_before(path, &part) {
+        if full && !read_again && !self.asked_before(path, &part) {
             return;
         }
         while self.bytes + size > budget && self.units > 0 {
@@ -225,14 +235,14 @@ mod tests {
         let size = column().bytes();
         let budget = size * 5 / 2;
         let mut e = Entries::default();
-        e.admit(budget, "a", PART, column());
-        e.admit(budget, "b", PART, column());
+        e.admit(budget, "a", PART, column(), false);
+        e.admit(budget, "b", PART, column(), false);
         // "a" is used after "b" was cached: "b" is the one to go.
         assert!(e.get("a", PART).is_some());
         // Asked for once while the cache is full, "c" is not let in; asked again, it is.
-        e.admit(budget, "c", PART, column());
+        e.admit(budget, "c", PART, column(), false);
         assert!(!e.contains("c", &PART) && e.contains("b", &PART));
-        e.admit(budget, "c", PART, column());
+        e.admit(budget, "c", PART, column(), false);
         assert!(!e.contains("b", &PART));
         assert!(e.contains("a", &PART) && e.contains("c", &PART));
         assert_eq!((e.units, e.bytes), (2, 2 * size));
@@ -247,12 +257,15 @@ mod tests {
         let big = column(10_000);
         let budget = big.bytes() / 2;
         // Nothing cached: the larger unit comes in on its first ask (a soft limit).
-        e.admit(budget, "big", PART, big);
+        e.admit(budget, "big", PART, big, false);
         assert!(e.contains("big", &PART));
         // Full now: a one-pass read of many units leaves it as it was.
         for i in 0..100 {
-            e.admit(budget, &format!("once{i}"), PART, column(10));
+            e.admit(budget, &format!("once{i}"), PART, column(10), false);
         }
         assert!(e.contains("big", &PART) && e.units == 1);
+        // A unit its reader will read again comes in at once.
+        e.admit(budget, "again", PART, column(10), true);
+        assert!(e.contains("again", &PART));
     }
 }

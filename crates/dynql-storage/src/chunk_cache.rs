@@ -86,9 +86,10 @@ impl ChunkCache {
         }
     }
 
-    fn insert(&self, path: &str, part: Part, value: Cached) {
+    fn insert(&self, path: &str, part: Part, value: Cached, read_again: bool) {
         if self.budget > 0 {
-            self.lock().admit(self.budget, path, part, value);
+            self.lock()
+                .admit(self.budget, path, part, value, read_again);
         }
     }
 
@@ -110,7 +111,7 @@ impl ChunkCache {
         let mut versions = decode_versioned_chunk(&chunk.path, schema, bytes)?;
         chunk.stamp(&mut versions);
         let versions = Arc::new(versions);
-        self.insert(&chunk.path, part, Cached::Versions(versions.clone()));
+        self.insert(&chunk.path, part, Cached::Versions(versions.clone()), false);
         Ok(versions)
     }
 
@@ -143,7 +144,7 @@ impl ChunkCache {
         chunk.stamp(&mut versions);
         let versions = Arc::new(versions);
         check_key_order(&chunk.path, schema, &versions)?;
-        self.insert(&chunk.path, part, Cached::Versions(versions.clone()));
+        self.insert(&chunk.path, part, Cached::Versions(versions.clone()), false);
         Ok(versions)
     }
 
@@ -172,7 +173,7 @@ impl ChunkCache {
             .await?;
         // A bulk write's chunk is clean from its commit (its file holds placeholders).
         let clean = raw.clean_since.map(|t| chunk.commit_timestamp.unwrap_or(t));
-        self.insert(&chunk.path, part, Cached::Clean(clean));
+        self.insert(&chunk.path, part, Cached::Clean(clean), false);
         Ok(clean)
     }
 
@@ -182,7 +183,9 @@ impl ChunkCache {
     /// [`crate::row_group_decode::few_values_as_dictionary`]; `expanded` gives the views).
     /// Only the columns missing from the cache are decoded (Parquet's projection), and each
     /// is cached on its own, so queries reading other columns of the row group share them.
-    /// The chunk must record its row groups.
+    /// The chunk must record its row groups. `read_again`: the caller will ask for them
+    /// again (admitted at once, see [`crate::cache_entries`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn columns(
         &self,
         objects: &Arc<dyn ObjectStore>,
@@ -191,6 +194,7 @@ impl ChunkCache {
         rows: Option<std::ops::Range<usize>>,
         columns: &[usize],
         views: bool,
+        read_again: bool,
     ) -> Result<Vec<ArrayRef>> {
         let window = window_rows(&rows);
         let part = |c: usize| (index, What::Column { index: c, views }, window);
@@ -220,7 +224,7 @@ impl ChunkCache {
                 for (slot, _) in found.iter_mut().zip(columns).filter(|(_, &k)| k == c) {
                     *slot = Some(array.clone());
                 }
-                self.insert(&chunk.path, part(c), Cached::Column(array));
+                self.insert(&chunk.path, part(c), Cached::Column(array), read_again);
             }
         }
         found
@@ -555,7 +559,7 @@ mod tests {
             for views in [false, true] {
                 for columns in [vec![1], vec![2, 0], vec![1, 1, 2], vec![3, 1]] {
                     let got = cache
-                        .columns(&objects, &chunk, 1, window.clone(), &columns, views)
+                        .columns(&objects, &chunk, 1, window.clone(), &columns, views, false)
                         .await
                         .unwrap();
                     for (array, &c) in got.iter().zip(&columns) {
@@ -583,10 +587,12 @@ mod tests {
             .delete(&ObjectPath::from("c.parquet"))
             .await
             .unwrap();
-        let again = cache.columns(&objects, &chunk, 1, None, &[2], true).await;
+        let again = cache
+            .columns(&objects, &chunk, 1, None, &[2], true, false)
+            .await;
         assert!(again.is_ok());
         assert!(cache
-            .columns(&objects, &chunk, 0, None, &[2], true)
+            .columns(&objects, &chunk, 0, None, &[2], true, false)
             .await
             .is_err());
     }
@@ -623,11 +629,11 @@ mod tests {
     #[test]
     fn a_zero_budget_keeps_nothing_and_a_budget_keeps_what_fits() {
         let none = ChunkCache::with_budget(0);
-        none.insert("a", PART, Cached::Versions(Arc::default()));
+        none.insert("a", PART, Cached::Versions(Arc::default()), false);
         assert!(none.get_versions("a", PART).is_none());
 
         let some = ChunkCache::with_budget(1 << 20);
-        some.insert("a", PART, Cached::Versions(Arc::default()));
+        some.insert("a", PART, Cached::Versions(Arc::default()), false);
         assert!(some.get_versions("a", PART).is_some());
     }
 }

@@ -137,9 +137,11 @@ impl Store {
             if chunk.commit_timestamp.is_none() {
                 wanted.push(timestamp_column);
             }
+            // A row group reaching past the piece is read again by the next piece.
+            let again = !piece.upper.is_after(chunk.row_group_bound(g).1);
             let mut arrays = self
                 .cache
-                .columns(&self.objects, chunk, g, None, &wanted, views)
+                .columns(&self.objects, chunk, g, None, &wanted, views, again)
                 .await?;
             decoded += chunk.row_groups[g].rows;
             let keys: Vec<ArrayRef> = arrays
@@ -203,9 +205,11 @@ impl Store {
                 continue;
             }
             let (ci, g, ref range) = layers[run.layer].rows;
+            let chunk = &data.chunks[ci];
+            let again = !piece.upper.is_after(chunk.row_group_bound(g).1);
             let arrays = self
                 .cache
-                .columns(&self.objects, &data.chunks[ci], g, None, projection, views)
+                .columns(&self.objects, chunk, g, None, projection, views, again)
                 .await?;
             projected[run.layer] = Some(
                 arrays

@@ -589,9 +589,11 @@ impl Store {
                                 } else {
                                     key_columns.iter().chain(projection).copied().collect()
                                 };
+                                // A row group reaching past the piece is read again by the next.
+                                let again = !piece.upper.is_after(max);
                                 let mut arrays = self
                                     .cache
-                                    .columns(&self.objects, chunk, g, window, &wanted, views)
+                                    .columns(&self.objects, chunk, g, window, &wanted, views, again)
                                     .await?;
                                 let (lo, hi) = if whole {
                                     (0, rows)
