@@ -544,6 +544,18 @@ mod tests {
         newest.into_values().map(|(_, l, r)| (l, r)).collect()
     }
 
+    /// Each layer's key `columns` packed as integers ([`LayerKeys::Integers`]).
+    fn packed_keys(columns: &[Vec<ArrayRef>]) -> Vec<LayerKeys> {
+        columns
+            .iter()
+            .map(|c| {
+                let mut keys = Vec::new();
+                assert!(crate::sort_keys::append_integer_keys(c, &mut keys));
+                LayerKeys::Integers(keys)
+            })
+            .collect()
+    }
+
     /// (layer, row) of each row [`newest_per_key`] gives for layers of key `columns` (of
     /// `types`) and `timestamps`, once for each kind of keys they can be compared as.
     fn merged_every_way(
@@ -551,14 +563,7 @@ mod tests {
         types: &[DataType],
         timestamps: &[Vec<u64>],
     ) -> Vec<Vec<(usize, usize)>> {
-        let packed: Vec<LayerKeys> = columns
-            .iter()
-            .map(|c| {
-                let mut keys = Vec::new();
-                assert!(crate::sort_keys::append_integer_keys(c, &mut keys));
-                LayerKeys::Integers(keys)
-            })
-            .collect();
+        let packed = packed_keys(columns);
         let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
         let converter = RowConverter::new(fields).unwrap();
         let rows: Vec<LayerKeys> = columns
@@ -670,14 +675,7 @@ mod tests {
             proptest::prop_assert_eq!(&got, &expected);
             // The same merge over the keys as int64 values, and packed as integers.
             let columns: Vec<Vec<ArrayRef>> = key_columns.iter().map(|k| vec![k.clone()]).collect();
-            let packed: Vec<LayerKeys> = columns
-                .iter()
-                .map(|c| {
-                    let mut keys = Vec::new();
-                    assert!(crate::sort_keys::append_integer_keys(c, &mut keys));
-                    LayerKeys::Integers(keys)
-                })
-                .collect();
+            let packed = packed_keys(&columns);
             let mut as_integers = built;
             for keys in [integer_keys(&columns).unwrap(), packed] {
                 for (layer, keys) in as_integers.iter_mut().zip(keys) {
