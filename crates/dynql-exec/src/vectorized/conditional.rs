@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanArray, UInt32Array};
-use arrow::buffer::BooleanBuffer;
+use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::datatypes::DataType;
 
 use dynql_core::arrow_convert::arrow_type;
@@ -18,6 +18,7 @@ use dynql_ql::texpr::TypedExpr;
 use dynql_ql::Result;
 
 use super::evaluate::{arrow_error, evaluate, infallible, Batch};
+use super::pick::pick;
 
 /// `e` evaluated on the rows of `input` where `rows` is set: one value per input row, null
 /// where it is not set (or any value, where `e` cannot fail and ran on every row).
@@ -53,16 +54,12 @@ pub(super) fn evaluate_on(
         budget: input.budget,
     };
     let evaluated = evaluate(e, subset, opts)?;
-    // Back to one value per input row: null where the row was not evaluated.
-    let mut next = 0u32;
-    let indices: UInt32Array = (0..input.rows)
-        .map(|i| {
-            rows.value(i).then(|| {
-                next += 1;
-                next - 1
-            })
-        })
-        .collect();
+    // Back to one value per input row: null where the row was not evaluated (a null index).
+    let mut indices = vec![0u32; input.rows];
+    for (k, i) in rows.set_indices().enumerate() {
+        indices[i] = k as u32;
+    }
+    let indices = UInt32Array::new(indices.into(), Some(NullBuffer::new(rows.clone())));
     arrow::compute::take(evaluated.as_ref(), &indices, None).map_err(arrow_error)
 }
 
@@ -86,9 +83,7 @@ pub(super) fn if_call(
     let target = arrow_type(e.ty);
     let then = branch_on(&args[1], &then_rows, &target, input, opts)?;
     let otherwise = branch_on(&args[2], &else_rows, &target, input, opts)?;
-    let pick = BooleanArray::new(then_rows, None);
-    let picked =
-        arrow::compute::kernels::zip::zip(&pick, &then, &otherwise).map_err(arrow_error)?;
+    let picked = pick(&then_rows, &then, &otherwise)?;
     if condition.null_count() == 0 {
         return Ok(picked);
     }
@@ -154,8 +149,7 @@ pub(super) fn case(
     };
     // The branches' rows are disjoint, so the order of picking does not matter.
     for (taken, value) in branches {
-        let pick = BooleanArray::new(taken, None);
-        picked = arrow::compute::kernels::zip::zip(&pick, &value, &picked).map_err(arrow_error)?;
+        picked = pick(&taken, &value, &picked)?;
     }
     Ok(picked)
 }

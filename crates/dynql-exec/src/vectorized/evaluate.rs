@@ -286,10 +286,10 @@ pub(super) fn infallible(e: &TypedExpr) -> bool {
                 && children()
         }
         TExpr::Unary(_, x) => x.ty != ValueType::Any && children(),
-        TExpr::Binary(op, l, _) => {
+        TExpr::Binary(op, l, r) => {
             let safe_op = match op {
                 BinaryOp::And | BinaryOp::Or => true,
-                BinaryOp::Divide | BinaryOp::Modulo => false,
+                BinaryOp::Divide | BinaryOp::Modulo => l.ty == r.ty && safe_divisor(r),
                 op if op.is_comparison() => !matches!(l.ty, ValueType::Double | ValueType::Any),
                 BinaryOp::Concat => false,
                 _ => matches!(l.ty, ValueType::Int64 | ValueType::Uint64),
@@ -306,6 +306,16 @@ pub(super) fn infallible(e: &TypedExpr) -> bool {
     }
 }
 
+/// Whether integer division or modulo by `divisor` cannot fail: a literal that is neither 0
+/// nor -1 (`INT_MIN / -1` fails, as in YT).
+fn safe_divisor(divisor: &TypedExpr) -> bool {
+    match &divisor.kind {
+        TExpr::Literal(Value::Int64(d)) => *d != 0 && *d != -1,
+        TExpr::Literal(Value::Uint64(d)) => *d != 0,
+        _ => false,
+    }
+}
+
 /// Kleene AND (`and`) or OR over two boolean expressions; the right one is evaluated only
 /// on the rows the left one does not decide (false for AND, true for OR), as the row
 /// evaluator does, unless it cannot fail.
@@ -318,9 +328,16 @@ fn logical(
 ) -> Result<ArrayRef> {
     let left = evaluate(l, input, opts)?;
     let left = left.as_boolean();
-    let deciding = !and;
-    let decided = |i: usize| left.is_valid(i) && left.value(i) == deciding;
-    let undecided = BooleanBuffer::collect_bool(input.rows, |i| !decided(i));
+    // Undecided: null, or true for AND (false for OR); a word of rows at a time.
+    let open = if and {
+        left.values().clone()
+    } else {
+        !left.values()
+    };
+    let undecided = match left.nulls() {
+        Some(valid) => &open | &!valid.inner(),
+        None => open,
+    };
     let right = evaluate_on(r, &undecided, input, opts)?;
     let right = right.as_boolean();
     let result = if and {

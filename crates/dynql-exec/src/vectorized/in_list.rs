@@ -184,38 +184,28 @@ impl<'a> Members<'a> {
 
     /// The id of each row's value in `a` ([`ABSENT`] where the list does not hold it).
     pub(super) fn ids(&self, a: &ArrayRef) -> Vec<u32> {
-        let null = self.null.unwrap_or(ABSENT);
         let rows = a.len();
-        let look = |i: usize, found: Option<&u32>| {
-            if a.is_null(i) {
-                null
-            } else {
-                found.copied().unwrap_or(ABSENT)
-            }
-        };
-        match &self.values {
-            Values::Int64(m) => {
-                let p = a.as_primitive::<Int64Type>();
-                (0..rows).map(|i| look(i, m.get(&p.value(i)))).collect()
-            }
-            Values::Uint64(m) => {
-                let p = a.as_primitive::<UInt64Type>();
-                (0..rows).map(|i| look(i, m.get(&p.value(i)))).collect()
-            }
-            Values::Double(m) => {
-                let p = a.as_primitive::<Float64Type>();
-                (0..rows)
-                    .map(|i| look(i, m.get(&double_key(p.value(i)))))
-                    .collect()
-            }
+        // Every row is looked up by its slot's value, nulls included; null rows are then
+        // given the id of null, which keeps the lookup loops free of validity checks.
+        let mut ids = match &self.values {
+            Values::Int64(m) => lookup(m, a.as_primitive::<Int64Type>().values().iter().copied()),
+            Values::Uint64(m) => lookup(m, a.as_primitive::<UInt64Type>().values().iter().copied()),
+            Values::Double(m) => lookup(
+                m,
+                a.as_primitive::<Float64Type>()
+                    .values()
+                    .iter()
+                    .map(|&x| double_key(x)),
+            ),
             Values::Boolean(b) => {
                 let p = a.as_boolean();
-                (0..rows)
-                    .map(|i| look(i, b[usize::from(p.value(i))].as_ref()))
-                    .collect()
+                let id = |v: bool| b[usize::from(v)].unwrap_or(ABSENT);
+                p.values().iter().map(id).collect()
             }
             Values::Bytes(m) => match a.as_binary_opt::<i32>() {
-                Some(s) => (0..rows).map(|i| look(i, m.get(s.value(i)))).collect(),
+                Some(s) => (0..rows)
+                    .map(|i| m.get(s.value(i)).copied().unwrap_or(ABSENT))
+                    .collect(),
                 None => {
                     let s = a.as_binary_view();
                     // A few short values are their views: compared as integers, not hashed.
@@ -227,21 +217,45 @@ impl<'a> Members<'a> {
                         })
                         .flatten();
                     match short {
-                        Some(short) => {
-                            let views = s.views();
-                            (0..rows)
-                                .map(|i| {
-                                    let found = short.iter().find(|(v, _)| *v == views[i]);
-                                    look(i, found.map(|(_, id)| id))
-                                })
-                                .collect()
-                        }
-                        None => (0..rows).map(|i| look(i, m.get(s.value(i)))).collect(),
+                        Some(short) => s.views().iter().map(|&v| find_short(&short, v)).collect(),
+                        None => (0..rows)
+                            .map(|i| m.get(s.value(i)).copied().unwrap_or(ABSENT))
+                            .collect(),
                     }
                 }
             },
+        };
+        if let Some(nulls) = a.logical_nulls() {
+            let null = self.null.unwrap_or(ABSENT);
+            let null_rows = !nulls.inner();
+            for i in null_rows.set_indices() {
+                ids[i] = null;
+            }
         }
+        ids
     }
+}
+
+/// The id of each key in `m` ([`ABSENT`] where it holds none): a short list is searched
+/// by comparing every entry (no hash, no branch per entry), a longer one hashed.
+fn lookup<K: Copy + Eq + std::hash::Hash>(
+    m: &FastMap<K>,
+    keys: impl Iterator<Item = K>,
+) -> Vec<u32> {
+    if m.len() <= SHORT_LIST {
+        let short: Vec<(K, u32)> = m.iter().map(|(k, &id)| (*k, id)).collect();
+        keys.map(|k| find_short(&short, k)).collect()
+    } else {
+        keys.map(|k| m.get(&k).copied().unwrap_or(ABSENT)).collect()
+    }
+}
+
+/// The id paired with `key` in `short` (keys distinct), or [`ABSENT`].
+#[inline]
+fn find_short<K: Copy + Eq>(short: &[(K, u32)], key: K) -> u32 {
+    short
+        .iter()
+        .fold(ABSENT, |found, &(k, id)| if k == key { id } else { found })
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub(crate) mod lower;
 pub(crate) mod math_calls;
 pub(crate) mod null_calls;
 pub(crate) mod numeric_calls;
+pub(crate) mod pick;
 pub(crate) mod regex_calls;
 pub(crate) mod results;
 pub(crate) mod row_group_pruning;

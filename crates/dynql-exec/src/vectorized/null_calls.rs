@@ -1,10 +1,9 @@
 //! `if_null` and `coalesce` over arrays (issue 41): each row takes its first argument that is
-//! not null (null when all are), as the row evaluator does, chosen with Arrow's `zip` rather
-//! than value by value. The strings it keeps are charged to the batch's budget, as the row
-//! path charges the values it returns.
+//! not null (null when all are), as the row evaluator does, picked by validity
+//! ([`super::pick`]) rather than value by value. The strings it keeps are charged to the
+//! batch's budget, as the row path charges the values it returns.
 
 use arrow::array::{new_null_array, Array, ArrayRef, AsArray};
-use arrow::compute::kernels::zip::zip;
 use arrow::datatypes::DataType;
 
 use dynql_core::arrow_convert::arrow_type;
@@ -15,6 +14,7 @@ use dynql_ql::texpr::TypedExpr;
 use dynql_ql::Result;
 
 use super::evaluate::{arrow_error, evaluate, Batch};
+use super::pick::pick;
 
 /// Whether `f(args)` runs here: `if_null` and `coalesce` whose arguments all have the result's
 /// type (or are null literals).
@@ -40,10 +40,10 @@ pub(super) fn first_not_null(
         let next = as_type(evaluate(a, input, opts)?, &target)?;
         result = Some(match result {
             None => next,
-            Some(r) => {
-                let decided = arrow::compute::is_not_null(&r).map_err(arrow_error)?;
-                zip(&decided, &r, &next).map_err(arrow_error)?
-            }
+            Some(r) => match r.logical_nulls() {
+                Some(valid) => pick(valid.inner(), &r, &next)?,
+                None => r,
+            },
         });
     }
     let result = result.unwrap_or_else(|| new_null_array(&target, input.rows));

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, UInt32Array};
 use arrow::buffer::BooleanBuffer;
 
 use dynql_core::arrow_convert::{arrow_type, values_to_array};
@@ -125,8 +125,7 @@ pub(super) fn transform(
         otherwise = arrow::compute::cast(&otherwise, &target).map_err(arrow_error)?;
     }
     charge_picked(&otherwise, &unmatched, input)?;
-    let pick = BooleanArray::new(matched, None);
-    arrow::compute::kernels::zip::zip(&pick, &picked, &otherwise).map_err(arrow_error)
+    super::pick::pick(&matched, &picked, &otherwise)
 }
 
 #[cfg(test)]
