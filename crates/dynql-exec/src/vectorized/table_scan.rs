@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use arrow::array::{Array, AsArray};
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -408,7 +409,7 @@ impl DisplayAs for TabletScanExec {
             write!(f, ", prunes row groups by filter")?;
         }
         if !self.pushed.is_empty() {
-            write!(f, ", prunes row groups by top-k threshold")?;
+            write!(f, ", prunes row groups and rows by top-k threshold")?;
         }
         Ok(())
     }
@@ -462,8 +463,8 @@ impl ExecutionPlan for TabletScanExec {
     }
 
     /// Keeps the dynamic filters pushed in (top-k thresholds) to skip row groups by their
-    /// statistics; the filters stay where they are too, as rows of a row group that is read
-    /// are not filtered here.
+    /// statistics and to drop the rows of a batch they rule out; the filters stay where they
+    /// are too (the sort's own threshold moves between a batch's rows).
     fn handle_child_pushdown_result(
         &self,
         phase: FilterPushdownPhase,
@@ -540,18 +541,20 @@ impl ExecutionPlan for TabletScanExec {
         let limit = self.limit.clone();
         let out = schema.clone();
         let table = self.scan.name().to_string();
+        let pushed = self.pushed.clone();
         let span = tracing::debug_span!("scan", table = %table, partition);
         // Rows past the input limit end the stream (or fail it) only when more are asked
         // for: the rows up to the limit go first. The state is the stream still to read
         // (none after an error or the end) and whether rows were left over.
         let batches = futures::stream::unfold((Some(stream), false), move |(stream, over)| {
-            let (limit, projection, out, table, reads, metrics) = (
+            let (limit, projection, out, table, reads, metrics, pushed) = (
                 limit.clone(),
                 projection.clone(),
                 out.clone(),
                 table.clone(),
                 reads.clone(),
                 metrics.clone(),
+                pushed.clone(),
             );
             let span = span.clone();
             tracing::Instrument::instrument(
@@ -602,6 +605,7 @@ impl ExecutionPlan for TabletScanExec {
                     reads.data_weight.fetch_add(weight, Ordering::Relaxed);
                     metrics.data_weight.add(weight as usize);
                     let projected = project(&batch, &projection, &out, &table)
+                        .and_then(|b| within_thresholds(b, &pushed))
                         .map(|b| b.record_output(&metrics.baseline));
                     Some((projected, (Some(stream), passed < rows)))
                 },
@@ -610,6 +614,32 @@ impl ExecutionPlan for TabletScanExec {
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }
+}
+
+/// The rows of `batch` the dynamic filters pushed in (top-k thresholds, kept only where
+/// skipping rows is safe) still let through: the sort above would drop the others, and each
+/// batch it takes a row of is held whole until it compacts its rows (a copy of the top k per
+/// such batch, when a threshold lets a few rows of nearly every batch through).
+fn within_thresholds(
+    mut batch: RecordBatch,
+    pushed: &[Arc<dyn PhysicalExpr>],
+) -> DfResult<RecordBatch> {
+    for filter in pushed {
+        let rows = batch.num_rows();
+        if rows == 0 {
+            break;
+        }
+        let passed = filter.evaluate(&batch)?.into_array(rows)?;
+        let Some(passed) = passed.as_boolean_opt() else {
+            continue;
+        };
+        // A null is not a pass, as in a WHERE.
+        if passed.null_count() == 0 && passed.true_count() == rows {
+            continue;
+        }
+        batch = arrow::compute::filter_record_batch(&batch, passed)?;
+    }
+    Ok(batch)
 }
 
 /// Whether `scan` gives at most `limit`'s rows, so that no early end of it can hide YT's
@@ -698,4 +728,55 @@ fn project(
         columns,
         &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Float64Array, Int64Array};
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{binary, col, lit};
+
+    fn batch() -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Float64, true),
+        ]));
+        let columns: Vec<arrow::array::ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
+            Arc::new(Float64Array::from(vec![
+                Some(1.0),
+                None,
+                Some(3.0),
+                Some(0.5),
+            ])),
+        ];
+        RecordBatch::try_new(schema, columns).unwrap()
+    }
+
+    fn below(v: f64, batch: &RecordBatch) -> Arc<dyn PhysicalExpr> {
+        let schema = batch.schema();
+        binary(col("v", &schema).unwrap(), Operator::Lt, lit(v), &schema).unwrap()
+    }
+
+    #[test]
+    fn a_threshold_keeps_the_rows_it_lets_through_and_no_null() {
+        let b = batch();
+        let kept = within_thresholds(b.clone(), &[below(2.0, &b)]).unwrap();
+        let keys: &Int64Array = kept.column(0).as_primitive();
+        assert_eq!(keys.values().to_vec(), vec![1, 4]);
+        // Two thresholds: both must let a row through.
+        let kept = within_thresholds(b.clone(), &[below(2.0, &b), below(0.9, &b)]).unwrap();
+        assert_eq!(kept.num_rows(), 1);
+    }
+
+    #[test]
+    fn a_batch_a_threshold_lets_through_whole_is_given_as_it_is() {
+        let mut b = batch();
+        b = b.slice(2, 2);
+        let kept = within_thresholds(b.clone(), &[below(5.0, &b)]).unwrap();
+        assert!(Arc::ptr_eq(kept.column(1), b.column(1)));
+        let none = within_thresholds(b.clone(), &[]).unwrap();
+        assert_eq!(none.num_rows(), 2);
+    }
 }
