@@ -8,6 +8,11 @@
 //! the compaction policy leaves a tablet) merge with two pointers instead of a tournament tree; other
 //! keys are compared in Arrow's row format.
 //!
+//! A scan cuts a tablet's key range into pieces at every row group's first key, so a row group
+//! of one layer meets several pieces (with 8 layers, about 8): its columns are decoded once per
+//! scan and kept in [`SharedRowGroups`] until the pieces have passed it, not decoded again per
+//! piece nor pushed through the chunk cache (which a one-command read keeps small).
+//!
 //! Anything else (a dirty row group, versions in the dynamic store, a double key) goes
 //! through the row merge of [`crate::scan`], which resolves every kind of version.
 
@@ -74,6 +79,28 @@ fn integer_keys(keys: &[Vec<ArrayRef>]) -> Option<Vec<LayerKeys>> {
         .collect()
 }
 
+/// The decoded columns of the row groups the current piece of a scan meets, by (chunk index,
+/// row group, table column): kept for the next pieces, which meet the same row groups until
+/// the scan passes their last key.
+#[derive(Default)]
+pub(crate) struct SharedRowGroups {
+    columns: std::collections::HashMap<(usize, usize, usize), ArrayRef>,
+}
+
+impl SharedRowGroups {
+    /// Forgets the row groups `meeting` (the next piece's, in key order) leaves out: the
+    /// scan is past them (a row group's keys are one interval).
+    pub(crate) fn keep_only(&mut self, meeting: &[(usize, usize)]) {
+        self.columns
+            .retain(|(ci, g, _), _| meeting.contains(&(*ci, *g)));
+    }
+
+    /// Whether columns of row group `g` of chunk `ci` are kept.
+    fn holds(&self, ci: usize, g: usize) -> bool {
+        self.columns.keys().any(|&(c, r, _)| (c, r) == (ci, g))
+    }
+}
+
 /// What a piece's read asks for: the snapshot, the table columns (in that order) and whether
 /// byte strings come as views.
 pub(crate) struct PieceRead<'a> {
@@ -100,6 +127,7 @@ impl Store {
         meeting: &[(usize, usize)],
         piece: &KeyRange,
         read: PieceRead<'_>,
+        shared: &mut SharedRowGroups,
     ) -> Result<Option<MergedPiece>> {
         let PieceRead {
             timestamp,
@@ -137,13 +165,12 @@ impl Store {
             if chunk.commit_timestamp.is_none() {
                 wanted.push(timestamp_column);
             }
-            // A row group reaching past the piece is read again by the next piece.
-            let again = !piece.upper.is_after(chunk.row_group_bound(g).1);
+            if !shared.holds(ci, g) {
+                decoded += chunk.row_groups[g].rows;
+            }
             let mut arrays = self
-                .cache
-                .columns(&self.objects, chunk, g, None, &wanted, views, again)
+                .shared_columns(shared, (ci, g), &wanted, views, data)
                 .await?;
-            decoded += chunk.row_groups[g].rows;
             let keys: Vec<ArrayRef> = arrays
                 .drain(..key_count)
                 .map(|a| expanded(&a))
@@ -205,11 +232,8 @@ impl Store {
                 continue;
             }
             let (ci, g, ref range) = layers[run.layer].rows;
-            let chunk = &data.chunks[ci];
-            let again = !piece.upper.is_after(chunk.row_group_bound(g).1);
             let arrays = self
-                .cache
-                .columns(&self.objects, chunk, g, None, projection, views, again)
+                .shared_columns(shared, (ci, g), projection, views, data)
                 .await?;
             projected[run.layer] = Some(
                 arrays
@@ -243,6 +267,48 @@ impl Store {
             rows,
             decoded,
         }))
+    }
+
+    /// Table columns `columns` of row group `g` of chunk `ci` of `data`, decoded (or taken
+    /// from the chunk cache) only where `shared` does not hold them yet, and then held there.
+    async fn shared_columns(
+        &self,
+        shared: &mut SharedRowGroups,
+        (ci, g): (usize, usize),
+        columns: &[usize],
+        views: bool,
+        data: &TableData,
+    ) -> Result<Vec<ArrayRef>> {
+        let mut missing: Vec<usize> = columns
+            .iter()
+            .copied()
+            .filter(|&c| !shared.columns.contains_key(&(ci, g, c)))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            // Read again by the next pieces from `shared`, not from the cache: nothing
+            // asks the cache to keep it for this scan.
+            let arrays = self
+                .cache
+                .columns(
+                    &self.objects,
+                    &data.chunks[ci],
+                    g,
+                    None,
+                    &missing,
+                    views,
+                    false,
+                )
+                .await?;
+            for (c, array) in missing.into_iter().zip(arrays) {
+                shared.columns.insert((ci, g, c), array);
+            }
+        }
+        Ok(columns
+            .iter()
+            .map(|&c| shared.columns[&(ci, g, c)].clone())
+            .collect())
     }
 }
 

@@ -511,6 +511,7 @@ impl Store {
                 cuts.sort_by(|a, b| a.compare(b));
                 cuts.dedup_by(|a, b| a.compare(b).is_eq());
                 let mut lower = range.lower.clone();
+                let mut shared = crate::clean_merge::SharedRowGroups::default();
                 for upper in cuts.into_iter().chain(std::iter::once(range.upper.clone())) {
                     let piece = KeyRange {
                         lower: std::mem::replace(&mut lower, upper.clone()),
@@ -526,6 +527,7 @@ impl Store {
                             piece.meets_keys(min, max)
                         })
                         .collect();
+                    shared.keep_only(&meeting);
                     let new = meeting.iter().filter(|&&g| started.insert(g)).count();
                     if new > 0 {
                         sink.row_groups_started(new);
@@ -633,7 +635,14 @@ impl Store {
                             views: columnar == Some(true),
                         };
                         if let Some(merged) = self
-                            .merge_clean_row_groups(schema, data, &meeting, &piece, read)
+                            .merge_clean_row_groups(
+                                schema,
+                                data,
+                                &meeting,
+                                &piece,
+                                read,
+                                &mut shared,
+                            )
                             .await?
                         {
                             decoded.extend(meeting.iter().copied());
