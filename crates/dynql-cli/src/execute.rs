@@ -4,7 +4,9 @@
 use std::io::{Read, Write};
 
 use anyhow::{bail, Context, Result};
-use dynql::{Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson};
+use dynql::{
+    CacheAdmission, Database, LockMode, LookupOptions, SelectOptions, Timestamp, WriteOptions, Yson,
+};
 
 use crate::commands::{Cli, Command, InputFormat, SelectRowsArgs};
 use crate::format::input_format;
@@ -12,8 +14,8 @@ use crate::output::{stdout_is_terminal, tree_format, TreeFormat};
 use crate::row_input::{read_rows, special_doubles};
 
 /// Decoded row groups a single command keeps: the lookups of a join read the same row groups
-/// batch after batch; a scan reads each once, and past this budget the cache lets in only
-/// what is read twice, so a full scan's memory is not held for nothing.
+/// batch after batch; a scan reads each once, and the cache lets in only what is read twice
+/// (`CacheAdmission::SecondRead`), so a full scan's memory is not held for nothing.
 const ONE_COMMAND_CACHE_BYTES: usize = 16 << 20;
 
 /// The shell keeps what it decodes for the statements after (the store's default).
@@ -29,7 +31,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             let new_store = !Database::was_written(&url);
             let db = match cli.memory_limit {
                 None => Database::open(&url)?,
-                Some(limit) => crate::store::limited(&url, SHELL_CACHE_BYTES, limit)?,
+                Some(limit) => crate::store::limited(
+                    &url,
+                    SHELL_CACHE_BYTES,
+                    CacheAdmission::FirstRead,
+                    limit,
+                )?,
             };
             crate::shell::run(&db, &url, new_store).await
         }

@@ -4,7 +4,7 @@
 //! that was searched (a mistyped `--store` shows at once).
 
 use anyhow::Result;
-use dynql::Database;
+use dynql::{CacheAdmission, Database};
 
 use crate::commands::{Cli, Command};
 
@@ -84,9 +84,11 @@ pub fn open(
             missing: true,
         });
     }
+    // One command keeps only what it reads twice (see `ONE_COMMAND_CACHE_BYTES`).
+    let admission = CacheAdmission::SecondRead;
     let db = match memory_limit {
-        None => Database::open_with_chunk_cache(url, cache_bytes)?,
-        Some(limit) => limited(url, cache_bytes, limit)?,
+        None => Database::open(url)?.with_chunk_cache(cache_bytes, admission),
+        Some(limit) => limited(url, cache_bytes, admission, limit)?,
     };
     Ok(OpenStore {
         db,
@@ -96,11 +98,19 @@ pub fn open(
 }
 
 /// The store at `url` within `memory_limit` bytes: the chunk cache keeps at most a quarter
-/// of them (and at most `cache_bytes`), the queries' operators the rest.
-pub fn limited(url: &str, cache_bytes: usize, memory_limit: usize) -> Result<Database> {
+/// of them (and at most `cache_bytes`, admitted as `admission` says), the queries'
+/// operators the rest.
+pub fn limited(
+    url: &str,
+    cache_bytes: usize,
+    admission: CacheAdmission,
+    memory_limit: usize,
+) -> Result<Database> {
     let cache = cache_bytes.min(memory_limit / 4);
     let operators = (memory_limit - cache).max(1);
-    Ok(Database::open_with_chunk_cache(url, cache)?.with_memory_limit(operators)?)
+    Ok(Database::open(url)?
+        .with_chunk_cache(cache, admission)
+        .with_memory_limit(operators)?)
 }
 
 /// What a command that only reads says of a store never written.

@@ -4,7 +4,9 @@
 //! larger than the cache then leaves it as it was (and costs no eviction per row group),
 //! while units read again (a join's lookups, a query run again) still come in. A reader that
 //! knows it will read a unit again (a row group reaching past the piece of a scan that reads
-//! it) has it admitted at once.
+//! it) has it admitted at once. A cache for one command ([`CacheAdmission::SecondRead`])
+//! asks for the second read even while it has room: what one pass reads once is never read
+//! again there, and holding it would only add to the command's peak memory.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -72,6 +74,19 @@ impl Cached {
 /// A parsed footer and the block hashes it holds (chunks with a checksum).
 pub(crate) type Footer = (ArrowReaderMetadata, Option<Arc<Vec<u64>>>);
 
+/// When the chunk cache lets a decoded unit in (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheAdmission {
+    /// On its first read while the cache has room, on its second once it is full: a
+    /// session's next queries find what the last one read.
+    #[default]
+    FirstRead,
+    /// Only on its second read, or when its reader says it will read it again (a row
+    /// group shared by two pieces of a scan, a join's lookups): one command, whose single
+    /// pass over a table would otherwise fill the cache for nothing.
+    SecondRead,
+}
+
 /// A map keyed by our own chunk paths (no untrusted keys to guard against).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
@@ -100,6 +115,7 @@ pub(crate) struct Entries {
     pub(crate) tick: u64,
     /// Hashes of the units asked for once while the cache was full, not admitted.
     pub(crate) asked_once: std::collections::HashSet<u64, foldhash::fast::FixedState>,
+    pub(crate) admission: CacheAdmission,
 }
 
 impl Entries {
@@ -150,8 +166,8 @@ impl Entries {
 
     /// Caches `value` as unit `part` of chunk `path` within `budget` bytes (a soft limit: a
     /// single larger unit is still cached), evicting the least recently used units; once the
-    /// budget is reached, only a unit asked for before or that the reader says it will read
-    /// again (see the module docs).
+    /// budget is reached (or always, with [`CacheAdmission::SecondRead`]), only a unit asked
+    /// for before or that the reader says it will read again (see the module docs).
     pub(crate) fn admit(
         &mut self,
         budget: usize,
@@ -162,7 +178,8 @@ impl Entries {
     ) {
         let size = value.bytes();
         let full = self.bytes + size > budget && self.units > 0;
-        if full && !read_again && !self.asked_before(path, &part) {
+        let ask_twice = full || self.admission == CacheAdmission::SecondRead;
+        if ask_twice && !read_again && !self.asked_before(path, &part) {
             return;
         }
         while self.bytes + size > budget && self.units > 0 {
@@ -267,5 +284,25 @@ mod tests {
         // A unit its reader will read again comes in at once.
         e.admit(budget, "again", PART, column(10), true);
         assert!(e.contains("again", &PART));
+    }
+
+    #[test]
+    fn a_one_command_cache_admits_only_what_is_read_again() {
+        let column = || Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![1i64; 10])));
+        let mut e = Entries {
+            admission: CacheAdmission::SecondRead,
+            ..Entries::default()
+        };
+        let budget = 1 << 20;
+        // Room for all, yet a first read leaves nothing behind.
+        for i in 0..10 {
+            e.admit(budget, &format!("once{i}"), PART, column(), false);
+        }
+        assert_eq!((e.units, e.bytes), (0, 0));
+        // Read a second time, or said to be read again, a unit comes in.
+        e.admit(budget, "once3", PART, column(), false);
+        e.admit(budget, "shared", PART, column(), true);
+        assert!(e.contains("once3", &PART) && e.contains("shared", &PART));
+        assert_eq!(e.units, 2);
     }
 }

@@ -20,7 +20,9 @@ use parquet::file::metadata::PageIndexPolicy;
 
 use dynql_core::{TableSchema, ValueType};
 
-use crate::cache_entries::{window_rows, Cached, Entries, Part, What, ALL_ROWS, WHOLE};
+use crate::cache_entries::{
+    window_rows, CacheAdmission, Cached, Entries, Part, What, ALL_ROWS, WHOLE,
+};
 use crate::chunk::{
     check_key_order, decode_versioned_chunk, decode_versions, ChunkRef, Cleanliness,
 };
@@ -61,8 +63,16 @@ impl ChunkCache {
     /// A cache holding about `budget` bytes (a soft limit: a single larger unit is still
     /// cached, unless the budget is 0, which caches nothing).
     pub(crate) fn with_budget(budget: usize) -> ChunkCache {
+        ChunkCache::admitting(budget, CacheAdmission::FirstRead)
+    }
+
+    /// A cache of about `budget` bytes that lets units in as `admission` says.
+    pub(crate) fn admitting(budget: usize, admission: CacheAdmission) -> ChunkCache {
         ChunkCache {
-            entries: Mutex::default(),
+            entries: Mutex::new(Entries {
+                admission,
+                ..Entries::default()
+            }),
             budget,
             in_memory: Default::default(),
         }

@@ -67,6 +67,7 @@ mod weight;
 mod write;
 
 pub use bulk::BulkWrite;
+pub use cache_entries::CacheAdmission;
 pub use check::{CheckReport, Damage};
 pub use chunk::{ChunkRef, Cleanliness, RowGroupRef};
 pub use commit::MAX_READ_AHEAD_NANOS;

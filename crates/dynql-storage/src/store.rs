@@ -31,6 +31,7 @@ use object_store::ObjectStore;
 
 use dynql_core::Value;
 
+use crate::cache_entries::CacheAdmission;
 use crate::chunk_cache::ChunkCache;
 use crate::error::{Error, Result};
 
@@ -195,6 +196,14 @@ impl Store {
     /// group once, wants little kept, so that its memory stays bounded by what it streams.
     pub fn with_chunk_cache_bytes(mut self, bytes: usize) -> Store {
         self.cache = Arc::new(ChunkCache::with_budget(bytes));
+        self
+    }
+
+    /// Keeps at most `bytes` of decoded chunks and row groups for later reads, letting them
+    /// in as `admission` says: [`CacheAdmission::SecondRead`] for one command, which keeps
+    /// only what it reads twice (a join's lookups), not the row groups of a single pass.
+    pub fn with_chunk_cache(mut self, bytes: usize, admission: CacheAdmission) -> Store {
+        self.cache = Arc::new(ChunkCache::admitting(bytes, admission));
         self
     }
 

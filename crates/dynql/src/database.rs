@@ -5,7 +5,7 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::row::row_from_yson;
 use dynql_core::{TableSchema, Value, Yson};
 use dynql_ql::ComputedColumns;
-use dynql_storage::{RowValues, Store, Timestamp, WriteKind};
+use dynql_storage::{CacheAdmission, RowValues, Store, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
 use crate::results::LookupResult;
@@ -46,6 +46,21 @@ impl Database {
             store: Store::open(url)?.with_chunk_cache_bytes(bytes),
             engine: dynql_exec::Engine::new(None)?,
         })
+    }
+
+    /// This database keeping at most `bytes` of decoded row groups for later reads, letting
+    /// them in as `admission` says (see [`Store::with_chunk_cache`]): a program that runs
+    /// one query and exits wants [`CacheAdmission::SecondRead`].
+    ///
+    /// # Example
+    /// ```
+    /// use dynql::{CacheAdmission, Database};
+    /// let db = Database::open("memory://")?.with_chunk_cache(16 << 20, CacheAdmission::SecondRead);
+    /// # Ok::<(), dynql::Error>(())
+    /// ```
+    pub fn with_chunk_cache(mut self, bytes: usize, admission: CacheAdmission) -> Database {
+        self.store = self.store.with_chunk_cache(bytes, admission);
+        self
     }
 
     /// This database, its queries' operators (YT QL and SQL) holding at most `bytes` of

@@ -40,8 +40,8 @@ pub use dynql_exec::{Analysis, Explanation, FileTables, SelectOptions, Statistic
 pub use dynql_storage::cypress::{LockOptions, TakenLock};
 pub use dynql_storage::progress::{ProgressNow, ReadProgress};
 pub use dynql_storage::{
-    CheckReport, Damage, LockMode, LookupStatistics, RepairReport, Reshard, TabletCommand,
-    TabletState, Timestamp,
+    CacheAdmission, CheckReport, Damage, LockMode, LookupStatistics, RepairReport, Reshard,
+    TabletCommand, TabletState, Timestamp,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;
