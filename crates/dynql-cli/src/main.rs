@@ -39,7 +39,24 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Turns transparent huge pages off for this process. mimalloc asks the kernel for huge
+/// pages (2 MiB) where it may, and a thread that touches a few KiB of its heap then holds a
+/// whole one: on a full scan of 10M rows that was 30 of a command's 140 MB peak. A command's
+/// working set is small and short-lived, so TLB misses cost it less than that memory.
+#[cfg(target_os = "linux")]
+fn without_huge_pages() {
+    // SAFETY: PR_SET_THP_DISABLE takes integers only and reads or writes no memory of ours;
+    // a kernel without it fails the call, which changes nothing.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn without_huge_pages() {}
+
 fn main() -> ExitCode {
+    without_huge_pages();
     let parsed = match commands::Cli::try_parse() {
         // `dynql` alone is `dynql shell`: on a terminal it is interactive, and statements
         // piped to it run one after another (`echo 'get //t/@schema;' | dynql`), as duckdb
