@@ -292,6 +292,26 @@ mod tests {
     use super::super::kernel_tests::{agree, column, evaluate_with};
     use super::*;
 
+    /// `column 0 op literal` and `literal op column 0` over string `rows`, each checked
+    /// against the row evaluator with and without canonical null relations.
+    fn both_ways_agree(op: BinaryOp, literal: &Value, rows: &[Vec<Value>]) -> [TypedExpr; 2] {
+        let s = ValueType::String;
+        let literal = || TypedExpr::literal(literal.clone(), s);
+        let canonical = EvalOptions {
+            canonical_null_relations: true,
+        };
+        [(column(0, s), literal()), (literal(), column(0, s))].map(|(l, r)| {
+            let e = TypedExpr::new(
+                TExpr::Binary(op, Box::new(l), Box::new(r)),
+                ValueType::Boolean,
+            );
+            for opts in [EvalOptions::default(), canonical] {
+                agree(&e, &[s], rows, opts);
+            }
+            e
+        })
+    }
+
     #[test]
     fn string_literals_are_compared_without_a_copy_per_row() {
         let s = ValueType::String;
@@ -312,10 +332,7 @@ mod tests {
                 }]
             })
             .collect();
-        let literal = || TypedExpr::literal(Value::String(long.clone()), s);
-        let canonical = EvalOptions {
-            canonical_null_relations: true,
-        };
+        let literal = Value::String(long.clone());
         for op in [
             BinaryOp::Eq,
             BinaryOp::NotEq,
@@ -324,14 +341,7 @@ mod tests {
             BinaryOp::Greater,
             BinaryOp::GreaterOrEq,
         ] {
-            for (l, r) in [(column(0, s), literal()), (literal(), column(0, s))] {
-                let e = TypedExpr::new(
-                    TExpr::Binary(op, Box::new(l), Box::new(r)),
-                    ValueType::Boolean,
-                );
-                for opts in [EvalOptions::default(), canonical] {
-                    agree(&e, &[s], &rows, opts);
-                }
+            for e in both_ways_agree(op, &literal, &rows) {
                 // Nothing is charged: the literal is not copied.
                 let budget = Budget::new(1, rows.len());
                 evaluate_with(&e, &[s], &rows, &budget).unwrap();
@@ -360,21 +370,9 @@ mod tests {
             .map(|v| vec![Value::string(*v)])
             .chain([vec![Value::Null]])
             .collect();
-        let canonical = EvalOptions {
-            canonical_null_relations: true,
-        };
         for literal in ["alpha", "", "alphabet soup!"] {
             for op in [BinaryOp::Eq, BinaryOp::NotEq] {
-                let literal = || TypedExpr::literal(Value::string(literal), s);
-                for (l, r) in [(column(0, s), literal()), (literal(), column(0, s))] {
-                    let e = TypedExpr::new(
-                        TExpr::Binary(op, Box::new(l), Box::new(r)),
-                        ValueType::Boolean,
-                    );
-                    for opts in [EvalOptions::default(), canonical] {
-                        agree(&e, &[s], &rows, opts);
-                    }
-                }
+                both_ways_agree(op, &Value::string(literal), &rows);
             }
         }
     }

@@ -6,7 +6,7 @@
 //! to 0.0.
 //!
 //! The hot forms (columns, literals, comparisons and single-column BETWEEN ([`super::compare`]),
-//! arithmetic, AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, IN with a literal list
+//! arithmetic (integers: [`super::integer_arithmetic`]), AND/OR/NOT, IS NULL, compiled LIKE, `is_prefix`, IN with a literal list
 //! ([`super::in_list`]), `if` ([`super::conditional`]), regex functions of a literal pattern
 //! ([`super::regex_calls`]), the string functions `is_substr`, `is_prefix`, `lower`,
 //! `length`, `concat` ([`super::string_calls`]), `if_null` and `coalesce`
@@ -44,6 +44,7 @@ use super::compare::{between, comparison};
 use super::conditional::{case, case_applies, evaluate_on, if_call};
 use super::conversion_calls;
 use super::in_list;
+use super::integer_arithmetic::{integer_op, integer_op_by_literal};
 use super::math_calls;
 use super::null_calls;
 use super::numeric_calls;
@@ -363,11 +364,21 @@ fn arithmetic(
     );
     match (l.ty, r.ty) {
         (ValueType::Int64, ValueType::Int64) if integer => {
-            let (a, b) = (evaluate(l, input, opts)?, evaluate(r, input, opts)?);
+            let a = evaluate(l, input, opts)?;
+            if let TExpr::Literal(Value::Int64(q)) = &r.kind {
+                return integer_op_by_literal::<Int64Type>(op, &a, *q, Some(i64::MIN), |y| {
+                    y as u32
+                });
+            }
+            let b = evaluate(r, input, opts)?;
             integer_op::<Int64Type>(op, &a, &b, Some(i64::MIN), |y| y as u32)
         }
         (ValueType::Uint64, ValueType::Uint64) if integer => {
-            let (a, b) = (evaluate(l, input, opts)?, evaluate(r, input, opts)?);
+            let a = evaluate(l, input, opts)?;
+            if let TExpr::Literal(Value::Uint64(q)) = &r.kind {
+                return integer_op_by_literal::<UInt64Type>(op, &a, *q, None, |y| y as u32);
+            }
+            let b = evaluate(r, input, opts)?;
             integer_op::<UInt64Type>(op, &a, &b, None, |y| y as u32)
         }
         (ValueType::Double, ValueType::Double)
@@ -390,104 +401,6 @@ fn arithmetic(
         }
         _ => row_by_row(e, input, opts),
     }
-}
-
-/// Wrapping integer arithmetic; division and modulo fail as YT does on the first row that
-/// divides by zero (or `INT_MIN` by -1, for signed types).
-fn integer_op<T>(
-    op: BinaryOp,
-    a: &ArrayRef,
-    b: &ArrayRef,
-    min: Option<T::Native>,
-    shift: fn(T::Native) -> u32,
-) -> Result<ArrayRef>
-where
-    T: ArrowPrimitiveType,
-    T::Native: num_like::Integer,
-{
-    use num_like::Integer;
-    use BinaryOp::*;
-    let (x, y) = (a.as_primitive::<T>(), b.as_primitive::<T>());
-    if matches!(op, Divide | Modulo) {
-        for i in 0..x.len() {
-            if x.is_null(i) || y.is_null(i) {
-                continue;
-            }
-            let (p, q) = (x.value(i), y.value(i));
-            if q == T::Native::ZERO {
-                return Err(runtime("Division by zero"));
-            }
-            if Some(p) == min && q == T::Native::MINUS_ONE {
-                return Err(runtime("Division of INT_MIN by -1"));
-            }
-        }
-    }
-    let f = |p: T::Native, q: T::Native| -> T::Native {
-        match op {
-            Plus => p.wrapping_add(q),
-            Minus => p.wrapping_sub(q),
-            Multiply => p.wrapping_mul(q),
-            // Checked above for the rows with values; null rows hold arbitrary numbers.
-            Divide => p.checked_div(q).unwrap_or(T::Native::ZERO),
-            Modulo => p.checked_rem(q).unwrap_or(T::Native::ZERO),
-            BitAnd => p & q,
-            BitOr => p | q,
-            LeftShift => p.wrapping_shl(shift(q)),
-            _ => p.wrapping_shr(shift(q)),
-        }
-    };
-    let out: PrimitiveArray<T> = arrow::compute::binary(x, y, f).map_err(arrow_error)?;
-    Ok(Arc::new(out))
-}
-
-/// The integer operations [`integer_op`] needs, for `i64` and `u64`.
-mod num_like {
-    pub trait Integer:
-        Copy + PartialEq + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self>
-    {
-        const ZERO: Self;
-        const MINUS_ONE: Self;
-        fn wrapping_add(self, o: Self) -> Self;
-        fn wrapping_sub(self, o: Self) -> Self;
-        fn wrapping_mul(self, o: Self) -> Self;
-        fn checked_div(self, o: Self) -> Option<Self>;
-        fn checked_rem(self, o: Self) -> Option<Self>;
-        fn wrapping_shl(self, n: u32) -> Self;
-        fn wrapping_shr(self, n: u32) -> Self;
-    }
-
-    macro_rules! integer {
-        ($t:ty, $minus_one:expr) => {
-            impl Integer for $t {
-                const ZERO: Self = 0;
-                const MINUS_ONE: Self = $minus_one;
-                fn wrapping_add(self, o: Self) -> Self {
-                    <$t>::wrapping_add(self, o)
-                }
-                fn wrapping_sub(self, o: Self) -> Self {
-                    <$t>::wrapping_sub(self, o)
-                }
-                fn wrapping_mul(self, o: Self) -> Self {
-                    <$t>::wrapping_mul(self, o)
-                }
-                fn checked_div(self, o: Self) -> Option<Self> {
-                    <$t>::checked_div(self, o)
-                }
-                fn checked_rem(self, o: Self) -> Option<Self> {
-                    <$t>::checked_rem(self, o)
-                }
-                fn wrapping_shl(self, n: u32) -> Self {
-                    <$t>::wrapping_shl(self, n)
-                }
-                fn wrapping_shr(self, n: u32) -> Self {
-                    <$t>::wrapping_shr(self, n)
-                }
-            }
-        };
-    }
-    integer!(i64, -1);
-    // Unsigned types have no -1; u64::MAX never equals the (absent) INT_MIN check.
-    integer!(u64, u64::MAX);
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub(crate) mod first_groups;
 pub(crate) mod group_limit;
 pub(crate) mod in_list;
 pub(crate) mod input;
+pub(crate) mod integer_arithmetic;
 pub(crate) mod join_keys;
 #[cfg(test)]
 pub(crate) mod kernel_tests;

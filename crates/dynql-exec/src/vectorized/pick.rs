@@ -61,7 +61,13 @@ fn pick_primitive<T: ArrowPrimitiveType>(
     let mut row = 0;
     for word in chunks.iter() {
         let (x, y) = (&x[row..row + 64], &y[row..row + 64]);
-        values.extend((0..64).map(|j| if word >> j & 1 == 1 { x[j] } else { y[j] }));
+        // A word's rows picked into a fixed-size block first: a loop of known length with
+        // no capacity check, which the compiler turns into blends.
+        let mut picked = [T::Native::default(); 64];
+        for (j, out) in picked.iter_mut().enumerate() {
+            *out = if word >> j & 1 == 1 { x[j] } else { y[j] };
+        }
+        values.extend_from_slice(&picked);
         row += 64;
     }
     let rest = chunks.remainder_bits();
