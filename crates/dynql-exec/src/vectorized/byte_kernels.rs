@@ -75,19 +75,57 @@ pub(super) fn inline_view(value: &[u8]) -> Option<u128> {
 /// Whether each value of `array` equals the value whose view is `view` (an
 /// [`inline_view`]), 64 rows to a word; a null slot's bit means nothing.
 pub(super) fn views_equal(array: &BinaryViewArray, view: u128) -> BooleanBuffer {
-    let views = array.views();
-    BooleanBuffer::collect_bool(views.len(), |i| views[i] == view)
+    views_bits(array.views(), move |v| v == view)
+}
+
+/// A bit of `f` per view, 64 views to a word. `f` is taken by value and called over
+/// fixed-size chunks, so what it captures stays in registers and no row is bounds-checked
+/// (`BooleanBuffer::collect_bool` with a closure capturing by reference reloaded every
+/// capture for every row).
+fn views_bits(views: &[u128], f: impl Fn(u128) -> bool + Copy) -> BooleanBuffer {
+    let words = view_words(views, f);
+    BooleanBuffer::new(arrow::buffer::Buffer::from_vec(words), 0, views.len())
+}
+
+/// The words of [`views_bits`].
+fn view_words(views: &[u128], f: impl Fn(u128) -> bool + Copy) -> Vec<u64> {
+    let word = |chunk: &[u128]| {
+        chunk.iter().enumerate().fold(0u64, |word, (bit, &view)| {
+            word | (u64::from(f(view)) << bit)
+        })
+    };
+    let chunks = views.chunks_exact(64);
+    let rest = chunks.remainder();
+    let mut words: Vec<u64> = chunks.map(word).collect();
+    if !rest.is_empty() {
+        words.push(word(rest));
+    }
+    words
 }
 
 /// `starts_with` over views, for a prefix of at most [`INLINE`] bytes.
 ///
-/// A first pass decides every row from its view alone, 64 rows to a word and without
-/// branches (the compiler keeps it in registers): a short value, or any value when the prefix
-/// is at most 4 bytes, compares its inline bytes; a long value compares its first 4. A second
-/// pass compares the rest of the prefix in the buffers, only for long values that passed.
+/// A prefix of at most 4 bytes is decided from each view's low 64 bits alone. A longer one
+/// takes two passes: the first decides every row from its view alone, 64 rows to a word and
+/// without branches (the compiler keeps it in registers): a short value compares its inline
+/// bytes, a long value its first 4; the second compares the rest of the prefix in the
+/// buffers, only for long values that passed.
 fn views_start_with(array: &BinaryViewArray, prefix: &[u8]) -> BooleanBuffer {
     let n = prefix.len();
     debug_assert!(n <= INLINE);
+    let views = array.views();
+    if n <= 4 {
+        // Every view holds its value's first 4 bytes right after the length, inline or not:
+        // the low 64 bits of a view (length, first 4 bytes) decide its row.
+        let mut bytes = [0u8; 8];
+        bytes[4..4 + n].copy_from_slice(prefix);
+        let want = u64::from_le_bytes(bytes);
+        let (mask, n) = (((1u64 << (8 * n)) - 1) << 32, n as u32);
+        return views_bits(views, move |view| {
+            let view = view as u64;
+            (view as u32 >= n) & (view & mask == want)
+        });
+    }
     // The prefix where it sits in a view (after the 4 length bytes), and the mask of its
     // bytes; `head` masks the bytes a view of a long value holds (its first 4).
     let mut bytes = [0u8; 16];
@@ -95,33 +133,22 @@ fn views_start_with(array: &BinaryViewArray, prefix: &[u8]) -> BooleanBuffer {
     let want = u128::from_le_bytes(bytes);
     let mask = ((1u128 << (8 * n)) - 1) << 32;
     let head = mask & (u128::from(u32::MAX) << 32);
-    let views = array.views();
-    let decide = |view: u128| -> bool {
+    let mut words = view_words(views, move |view| {
         let len = view as u32 as usize;
         let long = len > INLINE;
         // Branch-free choice of the mask: the head of a long value, else the whole prefix.
         let m = if long { head } else { mask };
         (len >= n) & (view & m == want & m)
-    };
-    let mut words: Vec<u64> = views
-        .chunks(64)
-        .map(|chunk| {
-            chunk.iter().enumerate().fold(0u64, |word, (bit, &view)| {
-                word | (u64::from(decide(view)) << bit)
-            })
-        })
-        .collect();
-    if n > 4 {
-        // Long values whose first 4 bytes matched: the rest of the prefix from the buffer.
-        let buffers = array.data_buffers();
-        for (i, &view) in views.iter().enumerate() {
-            let (word, bit) = (i / 64, i % 64);
-            if view as u32 as usize > INLINE && words[word] & (1 << bit) != 0 {
-                let buffer = (view >> 64) as u32 as usize;
-                let offset = (view >> 96) as u32 as usize;
-                if buffers[buffer][offset + 4..offset + n] != prefix[4..] {
-                    words[word] &= !(1 << bit);
-                }
+    });
+    // Long values whose first 4 bytes matched: the rest of the prefix from the buffer.
+    let buffers = array.data_buffers();
+    for (i, &view) in views.iter().enumerate() {
+        let (word, bit) = (i / 64, i % 64);
+        if view as u32 as usize > INLINE && words[word] & (1 << bit) != 0 {
+            let buffer = (view >> 64) as u32 as usize;
+            let offset = (view >> 96) as u32 as usize;
+            if buffers[buffer][offset + 4..offset + n] != prefix[4..] {
+                words[word] &= !(1 << bit);
             }
         }
     }

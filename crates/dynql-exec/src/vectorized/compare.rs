@@ -364,7 +364,6 @@ mod tests {
 
     #[test]
     fn short_literals_equal_views_as_the_row_evaluator_says() {
-        let s = ValueType::String;
         let rows: Vec<Vec<Value>> = ["", "a", "alpha", "alphabet soup!", "alpha\0", "beta"]
             .iter()
             .map(|v| vec![Value::string(*v)])

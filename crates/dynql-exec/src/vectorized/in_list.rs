@@ -217,7 +217,7 @@ impl<'a> Members<'a> {
                         })
                         .flatten();
                     match short {
-                        Some(short) => s.views().iter().map(|&v| find_short(&short, v)).collect(),
+                        Some(short) => find_all_short(&short, s.views().iter().copied()),
                         None => (0..rows)
                             .map(|i| m.get(s.value(i)).copied().unwrap_or(ABSENT))
                             .collect(),
@@ -244,9 +244,35 @@ fn lookup<K: Copy + Eq + std::hash::Hash>(
 ) -> Vec<u32> {
     if m.len() <= SHORT_LIST {
         let short: Vec<(K, u32)> = m.iter().map(|(k, &id)| (*k, id)).collect();
-        keys.map(|k| find_short(&short, k)).collect()
+        find_all_short(&short, keys)
     } else {
         keys.map(|k| m.get(&k).copied().unwrap_or(ABSENT)).collect()
+    }
+}
+
+/// The id of each key in `short` (at most [`SHORT_LIST`] entries, keys distinct), or
+/// [`ABSENT`]: the list is copied into an array of its exact length first, so that the
+/// search of each key is unrolled into a few comparisons with no loop (a loop of a length
+/// known only at run time cost 4-5 ns a row).
+fn find_all_short<K: Copy + Eq>(short: &[(K, u32)], keys: impl Iterator<Item = K>) -> Vec<u32> {
+    fn fixed<K: Copy + Eq, const N: usize>(
+        short: &[(K, u32)],
+        keys: impl Iterator<Item = K>,
+    ) -> Vec<u32> {
+        let short: [(K, u32); N] = short.try_into().expect("a list of N entries");
+        keys.map(|k| find_short(&short, k)).collect()
+    }
+    match short.len() {
+        0 => keys.map(|_| ABSENT).collect(),
+        1 => fixed::<K, 1>(short, keys),
+        2 => fixed::<K, 2>(short, keys),
+        3 => fixed::<K, 3>(short, keys),
+        4 => fixed::<K, 4>(short, keys),
+        5 => fixed::<K, 5>(short, keys),
+        6 => fixed::<K, 6>(short, keys),
+        7 => fixed::<K, 7>(short, keys),
+        8 => fixed::<K, 8>(short, keys),
+        _ => keys.map(|k| find_short(short, k)).collect(),
     }
 }
 
@@ -344,6 +370,26 @@ mod tests {
                     &rows,
                     EvalOptions::default(),
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn lists_of_every_short_length_agree_with_the_row_evaluator() {
+        // One length per unrolled search, and lengths past them (hashed).
+        let (i, s) = (ValueType::Int64, ValueType::String);
+        let rows: Vec<Vec<Value>> = (-2..14)
+            .map(|x| vec![Value::Int64(x), Value::string(x.to_string())])
+            .chain([vec![Value::Null, Value::Null]])
+            .collect();
+        for n in 0..=10 {
+            let ints = (0..n).map(|x| vec![Value::Int64(x)]).collect();
+            let strings = (0..n).map(|x| vec![Value::string(x.to_string())]).collect();
+            for (operand, set) in [(column(0, i), ints), (column(1, s), strings)] {
+                for negated in [false, true] {
+                    let e = in_of(vec![operand.clone()], Vec::clone(&set), negated);
+                    agree(&e, &[i, s], &rows, EvalOptions::default());
+                }
             }
         }
     }
