@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, GenericByteViewArray, UInt32Array};
+use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::compute::take;
-use arrow::datatypes::{DataType, Float64Type};
+use arrow::datatypes::{ByteViewType, DataType, Float64Type};
 use arrow::row::{Row, RowConverter, Rows, SortField};
 use foldhash::fast::FixedState;
 
@@ -29,8 +30,18 @@ pub(crate) struct LeftKeys {
 /// every match in foreign order, or with none (a null foreign index) when unmatched in a
 /// LEFT join.
 pub(crate) struct Matches {
-    pub(crate) left: Vec<u32>,
-    pub(crate) foreign: Vec<Option<u32>>,
+    /// The left row of each output row; `None` when the output is every left row once, in
+    /// order (the usual lookup: each key has one foreign row), so the left columns are kept.
+    pub(crate) left: Option<Vec<u32>>,
+    /// The foreign row of each output row; null where a LEFT join's row matched nothing.
+    pub(crate) foreign: UInt32Array,
+}
+
+impl Matches {
+    /// The number of output rows.
+    pub(crate) fn len(&self) -> usize {
+        self.foreign.len()
+    }
 }
 
 impl LeftKeys {
@@ -47,6 +58,8 @@ impl LeftKeys {
             ids.push(id);
         };
         match single_bytes(keys) {
+            Some(Bytes::Utf8View(a)) => intern_views(a, intern),
+            Some(Bytes::BinaryView(a)) => intern_views(a, intern),
             Some(bytes) => {
                 let mut seen: HashMap<Option<&[u8]>, u32, FixedState> = HashMap::default();
                 for row in 0..rows {
@@ -116,25 +129,124 @@ impl LeftKeys {
                 }
             }
         }
-        let mut out = Matches {
-            left: Vec::with_capacity(self.ids.len()),
-            foreign: Vec::with_capacity(self.ids.len()),
-        };
+        Ok(self.output(&matched, left_outer))
+    }
+
+    /// The output rows, given each id's foreign rows.
+    fn output(&self, matched: &[Vec<u32>], left_outer: bool) -> Matches {
+        if matched.iter().all(|m| m.len() <= 1) {
+            return self.output_at_most_one(matched, left_outer);
+        }
+        let mut left = Vec::with_capacity(self.ids.len());
+        let mut foreign = Vec::with_capacity(self.ids.len());
+        let mut valid = Vec::new();
         for (row, &id) in self.ids.iter().enumerate() {
             match matched[id as usize].as_slice() {
                 [] if left_outer => {
-                    out.left.push(row as u32);
-                    out.foreign.push(None);
+                    left.push(row as u32);
+                    foreign.push(0);
+                    valid.resize(foreign.len() - 1, true);
+                    valid.push(false);
                 }
                 rows => {
                     for &m in rows {
-                        out.left.push(row as u32);
-                        out.foreign.push(Some(m));
+                        left.push(row as u32);
+                        foreign.push(m);
                     }
                 }
             }
         }
-        Ok(out)
+        let nulls = match valid.is_empty() {
+            true => None,
+            false => {
+                valid.resize(foreign.len(), true);
+                Some(NullBuffer::from(valid))
+            }
+        };
+        Matches {
+            left: Some(left),
+            foreign: UInt32Array::new(foreign.into(), nulls),
+        }
+    }
+
+    /// [`Self::output`] where each tuple has at most one foreign row (the usual lookup, by
+    /// the foreign key): at most one output row per left row, with no loop over matches.
+    fn output_at_most_one(&self, matched: &[Vec<u32>], left_outer: bool) -> Matches {
+        let first: Vec<u32> = matched
+            .iter()
+            .map(|m| m.first().map_or(0, |&r| r))
+            .collect();
+        let unmatched = matched.iter().any(Vec::is_empty);
+        if !unmatched || left_outer {
+            // Every left row once, in order: the foreign rows gathered per id, null where a
+            // LEFT join's row matched nothing.
+            let values: Vec<u32> = self.ids.iter().map(|&id| first[id as usize]).collect();
+            let nulls = unmatched.then(|| {
+                NullBuffer::from(BooleanBuffer::collect_bool(self.ids.len(), |row| {
+                    !matched[self.ids[row] as usize].is_empty()
+                }))
+            });
+            return Matches {
+                left: None,
+                foreign: UInt32Array::new(values.into(), nulls),
+            };
+        }
+        // An inner join that drops the unmatched rows: each row written, then kept by
+        // advancing past it, with no branch per row.
+        let found: Vec<bool> = matched.iter().map(|m| !m.is_empty()).collect();
+        let mut left = vec![0u32; self.ids.len()];
+        let mut foreign = vec![0u32; self.ids.len()];
+        let mut kept = 0;
+        for (row, &id) in self.ids.iter().enumerate() {
+            left[kept] = row as u32;
+            foreign[kept] = first[id as usize];
+            kept += usize::from(found[id as usize]);
+        }
+        left.truncate(kept);
+        foreign.truncate(kept);
+        Matches {
+            left: Some(left),
+            foreign: UInt32Array::from(foreign),
+        }
+    }
+}
+
+/// Interns each row of a view array as [`LeftKeys::new`] does. A view names its value: an
+/// inline one holds its bytes, a long one points at them, so equal views are equal values.
+/// Most rows (all, when the column was decoded from a dictionary) are matched by their 16
+/// bytes in a small direct-mapped cache (one multiply and one comparison); a view not there
+/// is looked up by its bytes and put there.
+fn intern_views<T: ByteViewType + ?Sized>(
+    a: &GenericByteViewArray<T>,
+    mut intern: impl FnMut(u32, usize),
+) {
+    const SLOTS: usize = 256;
+    const EMPTY: u32 = u32::MAX;
+    let slot = |view: u128| {
+        let folded = (view as u64) ^ ((view >> 64) as u64);
+        (folded.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % SLOTS
+    };
+    let mut cache = [(0u128, EMPTY); SLOTS];
+    let mut by_bytes: HashMap<Option<&[u8]>, u32, FixedState> = HashMap::default();
+    let views = a.views();
+    for row in 0..a.len() {
+        let next = by_bytes.len() as u32;
+        if a.is_null(row) {
+            intern(*by_bytes.entry(None).or_insert(next), row);
+            continue;
+        }
+        let view = views[row];
+        let s = slot(view);
+        let id = match cache[s] {
+            (cached, id) if id != EMPTY && cached == view => id,
+            _ => {
+                let bytes: &[u8] = a.value(row).as_ref();
+                let id = *by_bytes.entry(Some(bytes)).or_insert(next);
+                cache[s] = (view, id);
+                id
+            }
+        };
+        intern(id, row);
     }
 }
 
@@ -228,12 +340,17 @@ fn canonical(a: &ArrayRef) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{BinaryArray, BinaryViewArray, Float64Array, Int64Array, StringArray};
+    use arrow::array::{
+        BinaryArray, BinaryViewArray, Float64Array, Int64Array, StringArray, StringViewArray,
+    };
 
     fn pairs(left: &[ArrayRef], foreign: &[ArrayRef], outer: bool) -> Vec<(u32, Option<u32>)> {
         let keys = LeftKeys::new(left).unwrap();
         let m = keys.match_rows(left, foreign, outer).unwrap();
-        m.left.into_iter().zip(m.foreign).collect()
+        let rows = m
+            .left
+            .unwrap_or_else(|| (0..m.foreign.len() as u32).collect());
+        rows.into_iter().zip(m.foreign.iter()).collect()
     }
 
     #[test]
@@ -312,6 +429,75 @@ mod tests {
                 (3, Some(2))
             ]
         );
+    }
+
+    /// The pairs a nested loop gives: left rows in order, each with its equal foreign rows
+    /// in order (null equals null), or alone in a LEFT join when it has none.
+    fn nested_loop(
+        left: &[Option<u8>],
+        foreign: &[Option<u8>],
+        outer: bool,
+    ) -> Vec<(u32, Option<u32>)> {
+        let mut out = Vec::new();
+        for (i, l) in left.iter().enumerate() {
+            let found: Vec<_> = (0..foreign.len()).filter(|&j| foreign[j] == *l).collect();
+            if found.is_empty() && outer {
+                out.push((i as u32, None));
+            }
+            out.extend(found.into_iter().map(|j| (i as u32, Some(j as u32))));
+        }
+        out
+    }
+
+    /// Key `k` as text: short ones inline in their views, long ones in a data buffer.
+    fn text(k: u8) -> String {
+        match k % 2 {
+            0 => format!("k{k}"),
+            _ => format!("a key longer than twelve bytes, {k}"),
+        }
+    }
+
+    /// `keys` as string views: each value written once per row, or (`shared`) taken from a
+    /// dictionary of the distinct values, so that equal long values share one view.
+    fn views(keys: &[Option<u8>], shared: bool) -> ArrayRef {
+        let texts = keys.iter().map(|k| k.map(text));
+        if !shared {
+            return Arc::new(StringViewArray::from_iter(texts));
+        }
+        let dictionary = StringViewArray::from_iter_values((0..=u8::MAX).map(text));
+        let indices = UInt32Array::from_iter(keys.iter().map(|k| k.map(u32::from)));
+        take(&dictionary, &indices, None).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Invariant: the pairs are the nested loop's, for string views (shared or not, inline
+        /// or long) and for integers, in inner and LEFT joins; and the left rows are left out
+        /// exactly when they are every left row once, in order.
+        #[test]
+        fn matches_are_the_nested_loops(
+            left in proptest::collection::vec(proptest::option::weighted(0.9, 0u8..6), 0..40),
+            foreign in proptest::collection::vec(proptest::option::weighted(0.9, 0u8..8), 0..8),
+            shared: bool,
+            outer: bool,
+        ) {
+            let expected = nested_loop(&left, &foreign, outer);
+            let ints = |keys: &[Option<u8>]| -> ArrayRef {
+                Arc::new(Int64Array::from_iter(keys.iter().map(|k| k.map(i64::from))))
+            };
+            let sides = [
+                (views(&left, shared), views(&foreign, !shared)),
+                (ints(&left), ints(&foreign)),
+            ];
+            for (l, f) in sides {
+                let keys = LeftKeys::new(&[l.clone()]).unwrap();
+                let m = keys.match_rows(&[l.clone()], &[f.clone()], outer).unwrap();
+                let identity = expected.len() == left.len()
+                    && expected.iter().enumerate().all(|(i, &(r, _))| r as usize == i);
+                proptest::prop_assert_eq!(m.left.is_none(), identity);
+                proptest::prop_assert_eq!(pairs(&[l], &[f], outer), expected.clone());
+            }
+        }
     }
 
     #[test]

@@ -419,27 +419,25 @@ impl Lookup {
         };
         let (foreign, foreign_keys) = foreign_side(&step.join, &foreign, foreign_types, opts)?;
         let matches = ids.match_rows(&self_keys, &foreign_keys, step.join.left_outer)?;
-        let (mut left_rows, mut foreign_rows) = (matches.left, matches.foreign);
         let passed = self.context.output[layout.step]
-            .admit(left_rows.len() as u64)
-            .ok_or(Error::LimitExceeded { what: "output" })?;
-        left_rows.truncate(passed as usize);
-        foreign_rows.truncate(passed as usize);
-        // Every left row once, in order (each matched one foreign row): left columns as they are.
-        let every_row_once = left_rows.len() == batch.num_rows()
-            && left_rows.iter().enumerate().all(|(i, &r)| r as usize == i);
-        let left_rows = UInt32Array::from(left_rows);
-        let foreign_rows = UInt32Array::from(foreign_rows);
+            .admit(matches.len() as u64)
+            .ok_or(Error::LimitExceeded { what: "output" })? as usize;
+        let foreign_rows = matches.foreign.slice(0, passed);
+        // `None`: every left row once, in order, so the left columns are kept as they are.
+        let left_rows = matches.left.map(|mut rows| {
+            rows.truncate(passed);
+            UInt32Array::from(rows)
+        });
         let width = layout.left.len();
         let columns = layout
             .columns
             .iter()
             .zip(self.schema.fields())
             .map(|(&c, field)| {
-                let taken = match c < width {
-                    true if every_row_once => batch.column(c).clone(),
-                    true => take(batch.column(c), &left_rows, None)?,
-                    false => take(foreign.column(c - width), &foreign_rows, None)?,
+                let taken = match (c < width, &left_rows) {
+                    (true, None) => batch.column(c).slice(0, passed),
+                    (true, Some(rows)) => take(batch.column(c), rows, None)?,
+                    (false, _) => take(foreign.column(c - width), &foreign_rows, None)?,
                 };
                 match taken.data_type() == field.data_type() {
                     true => Ok(taken),
@@ -450,7 +448,7 @@ impl Lookup {
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),
             columns,
-            &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(left_rows.len())),
+            &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(passed)),
         )?)
     }
 
