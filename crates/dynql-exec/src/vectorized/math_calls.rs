@@ -19,7 +19,7 @@ use arrow::datatypes::{ArrowPrimitiveType, Float64Type, Int64Type, UInt64Type};
 use dynql_core::value::compare_doubles;
 use dynql_core::{Value, ValueType};
 use dynql_ql::eval::EvalOptions;
-use dynql_ql::functions::{call_scalar, gcd, ScalarFunction};
+use dynql_ql::functions::{call_scalar, gcd, MathFn, RoundFn, ScalarFunction};
 use dynql_ql::texpr::TypedExpr;
 use dynql_ql::Result;
 
@@ -60,12 +60,15 @@ pub(super) fn math_call(
         .collect::<Result<Vec<_>>>()?;
     let a = &arrays[0];
     Ok(match f {
-        S::Math(m) => map::<Float64Type, Float64Type>(a, |x| m.apply(x)),
+        S::Math(m) => math_kernel(m, a),
         S::Round(r) => {
-            let round = |x: f64| r.apply(x);
             let d = a.as_primitive::<Float64Type>();
+            if every_value_in_int64(d) {
+                return Ok(round_to_int64(r, d));
+            }
+            let round = |x: f64| r.apply(x);
             // Where the rounded value is outside int64 (or NaN), the row evaluator fails.
-            let fits = |x: f64| (-9.223372036854776e18..9.223372036854776e18).contains(&round(x));
+            let fits = |x: f64| INT64_RANGE.contains(&round(x));
             if let Some(i) = (0..d.len()).find(|&i| d.is_valid(i) && !fits(d.value(i))) {
                 call_scalar(f, &[Value::Double(d.value(i))], e.ty)?;
             }
@@ -89,6 +92,62 @@ pub(super) fn math_call(
         S::Greatest => greatest(e.ty, &arrays)?,
         _ => unreachable!("math_call of {f:?}: `applies` admits these forms only"),
     })
+}
+
+/// `m` of each value, the function chosen once per batch so that each loop inlines its own
+/// (`sqrt` is one instruction).
+fn math_kernel(m: MathFn, a: &ArrayRef) -> ArrayRef {
+    macro_rules! each {
+        ($($f:ident),*) => {
+            match m {
+                $(MathFn::$f => map::<Float64Type, Float64Type>(a, |x| MathFn::$f.apply(x)),)*
+            }
+        };
+    }
+    each!(Acos, Asin, Cos, Sin, Tan, Cot, Atan, Cbrt, Exp, Ln, Log10, Log2, Sqrt, Degrees, Radians)
+}
+
+/// The doubles [-2^63, 2^63): those whose every rounding is an int64 (NaN is outside).
+const INT64_RANGE: std::ops::Range<f64> = -9.223372036854776e18..9.223372036854776e18;
+
+/// Whether every valid value of `d` is in [`INT64_RANGE`] (branch-free without nulls).
+fn every_value_in_int64(d: &PrimitiveArray<Float64Type>) -> bool {
+    let inside = |x: f64| (x >= INT64_RANGE.start) & (x < INT64_RANGE.end);
+    match d.nulls() {
+        None => d.values().iter().fold(true, |all, &x| all & inside(x)),
+        Some(nulls) => (0..d.len()).all(|i| nulls.is_null(i) || inside(d.value(i))),
+    }
+}
+
+/// `r` of each value of `d`, all in [`INT64_RANGE`]: the floor, ceiling and roundings are
+/// whole-number arithmetic on the truncation (`x as i64`, exact here) rather than a call into
+/// the C library per value, which is what `f64::floor` is on baseline x86-64 (no `roundsd`).
+/// The sign of a zero is lost in int64 anyway. Slots under nulls may hold any double: the
+/// casts saturate and the arithmetic wraps, so they cannot fail.
+fn round_to_int64(r: RoundFn, d: &PrimitiveArray<Float64Type>) -> ArrayRef {
+    fn kernel(d: &PrimitiveArray<Float64Type>, f: impl Fn(f64) -> i64) -> ArrayRef {
+        Arc::new(d.unary::<_, Int64Type>(f))
+    }
+    match r {
+        RoundFn::Trunc => kernel(d, |x| x as i64),
+        RoundFn::Floor => kernel(d, |x| {
+            let t = x as i64;
+            t.wrapping_sub(i64::from(t as f64 > x))
+        }),
+        RoundFn::Ceil => kernel(d, |x| {
+            let t = x as i64;
+            t.wrapping_add(i64::from((t as f64) < x))
+        }),
+        // Halves away from zero; `x - t` is exact, the fraction of a double being one.
+        RoundFn::Round => kernel(d, |x| {
+            let t = x as i64;
+            let fraction = x - t as f64;
+            t.wrapping_add(i64::from(fraction >= 0.5))
+                .wrapping_sub(i64::from(fraction <= -0.5))
+        }),
+        RoundFn::Even => kernel(d, |x| RoundFn::Even.apply(x) as i64),
+        RoundFn::Sign => kernel(d, |x| RoundFn::Sign.apply(x) as i64),
+    }
 }
 
 /// `f` of each value (null where the value is null).
@@ -154,7 +213,6 @@ fn fold<T: ArrowPrimitiveType>(
 mod tests {
     use super::super::kernel_tests::{agree, column, edge_doubles as doubles};
     use super::*;
-    use dynql_ql::functions::{MathFn, RoundFn};
     use dynql_ql::texpr::TExpr;
     use proptest::prelude::*;
 
@@ -220,6 +278,85 @@ mod tests {
             cases.push(call(S::Greatest, vec![y, x.clone(), x], ty));
         }
         cases
+    }
+
+    /// Each rounding of `values` by the whole-number kernel, against the row function's.
+    fn roundings_agree(values: &[f64]) {
+        let d = PrimitiveArray::<Float64Type>::from(values.to_vec());
+        assert!(every_value_in_int64(&d));
+        for r in ROUND {
+            let got = round_to_int64(r, &d);
+            let got = got.as_primitive::<Int64Type>();
+            for (i, &x) in values.iter().enumerate() {
+                assert_eq!(got.value(i), r.apply(x) as i64, "{r:?}({x:e})");
+            }
+        }
+    }
+
+    #[test]
+    fn whole_number_roundings_agree_at_halves_and_bounds() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.49999999999999994,
+            -0.49999999999999994,
+            4503599627370495.5,
+            -4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            -9.223372036854776e18,
+            9.223372036854775e18,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+        ];
+        for n in -5..=5 {
+            let n = f64::from(n);
+            for x in [n, n + 0.5, n - 0.5, n + 1e-9, n - 1e-9, n + 0.25, n - 0.75] {
+                values.push(x);
+            }
+        }
+        roundings_agree(&values);
+        // Out of range, NaN included, the batch goes to the row path.
+        for x in [
+            f64::NAN,
+            f64::INFINITY,
+            9.223372036854776e18,
+            -1.8446744073709552e19,
+        ] {
+            assert!(!every_value_in_int64(&PrimitiveArray::from(vec![1.0, x])));
+        }
+        // A null slot's value (here -inf, which would wrap below i64::MIN) does not count.
+        let nulled = PrimitiveArray::<Float64Type>::new(
+            vec![1.5, f64::NEG_INFINITY].into(),
+            Some(NullBuffer::from(vec![true, false])),
+        );
+        assert!(every_value_in_int64(&nulled));
+        for r in ROUND {
+            let got = round_to_int64(r, &nulled);
+            assert!(got.is_null(1));
+            assert_eq!(
+                got.as_primitive::<Int64Type>().value(0),
+                r.apply(1.5) as i64
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Invariant: the whole-number roundings are the row function's over int64's range.
+        #[test]
+        fn whole_number_roundings_agree_over_int64s_range(
+            values in proptest::collection::vec(
+                prop_oneof![
+                    -9.223372036854775e18f64..9.223372036854775e18,
+                    -1e6f64..1e6,
+                    (-1000i32..1000).prop_map(|n| f64::from(n) / 2.0),
+                ],
+                1..64,
+            ),
+        ) {
+            roundings_agree(&values);
+        }
     }
 
     proptest! {

@@ -117,6 +117,7 @@ pub enum RoundFn {
 
 impl MathFn {
     /// The function of `x` (YT's, which is the C library's).
+    #[inline]
     pub fn apply(self, x: f64) -> f64 {
         match self {
             MathFn::Acos => x.acos(),
@@ -140,6 +141,7 @@ impl MathFn {
 
 impl RoundFn {
     /// `x` rounded to an integral double (the int64 range is checked by the caller).
+    #[inline]
     pub fn apply(self, x: f64) -> f64 {
         match self {
             RoundFn::Ceil => x.ceil(),
