@@ -36,7 +36,7 @@ pub use crate::external_sort::DEFAULT_SORT_MEMORY;
 use crate::key_search::partition_keys_from;
 use crate::log::Action;
 use crate::mvcc::WriteKind;
-use crate::scan::tablet_ranges;
+use crate::scan_plan::tablet_ranges;
 use crate::store::{RowValues, Store, LARGE_WRITE_ROWS};
 use crate::timestamp::Timestamp;
 

@@ -338,7 +338,7 @@ impl Store {
             .tables
             .iter()
             .filter(|(_, (e, d))| {
-                crate::compaction_policy::depth(&crate::scan::tablet_ranges(e), &d.chunks)
+                crate::compaction_policy::depth(&crate::scan_plan::tablet_ranges(e), &d.chunks)
                     > AUTO_COMPACTION_CHUNKS
                     || crate::compaction::periodic_compaction_due(e, d, now)
                     // Ordered tables whose retention allows deleting rows: compaction trims

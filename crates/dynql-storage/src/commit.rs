@@ -3,7 +3,8 @@
 //! writer means refresh and retry (so concurrent writers never lose a commit).
 
 use crate::error::{Error, Result};
-use crate::log::{self, Action, Append, CommitRecord};
+use crate::log::{Action, CommitRecord};
+use crate::log_store::{self, Append};
 use crate::store::*;
 use crate::timestamp::{Timestamp, COUNTER_BITS};
 
@@ -76,7 +77,7 @@ impl Store {
                 previous: state.last_record.clone().filter(|p| p.seq == state.seq),
                 lost: None,
             };
-            match log::append(self.objects.as_ref(), &record).await? {
+            match log_store::append(self.objects.as_ref(), &record).await? {
                 Append::Committed => {
                     self.refresh().await?;
                     return Ok((timestamp, Some(record.seq)));

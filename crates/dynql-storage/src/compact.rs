@@ -26,7 +26,7 @@ use crate::compact_source::{copies_clean_groups, in_range, ChunkSource, CleanGro
 use crate::compaction::{compact_recent_versions, compact_versions};
 use crate::error::Result;
 use crate::mvcc::RowDelta;
-use crate::scan::tablet_ranges;
+use crate::scan_plan::tablet_ranges;
 use crate::store::{Store, TableData, TableEntry};
 use crate::timestamp::Timestamp;
 

@@ -263,7 +263,7 @@ mod tests {
             .unwrap();
             let state = store.refresh().await.unwrap();
             let (entry, data) = state.table_data("//t").unwrap();
-            deepest = deepest.max(depth(&crate::scan::tablet_ranges(entry), &data.chunks));
+            deepest = deepest.max(depth(&crate::scan_plan::tablet_ranges(entry), &data.chunks));
         }
         let rows = store
             .read_rows("//t", crate::timestamp::Timestamp::MAX)
@@ -271,7 +271,7 @@ mod tests {
             .unwrap();
         let state = store.refresh().await.unwrap();
         let (entry, data) = state.table_data("//t").unwrap();
-        let depth_now = depth(&crate::scan::tablet_ranges(entry), &data.chunks);
+        let depth_now = depth(&crate::scan_plan::tablet_ranges(entry), &data.chunks);
         (rows, deepest, depth_now)
     }
 

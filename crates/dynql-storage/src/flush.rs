@@ -23,7 +23,7 @@ use crate::compact::Compacted;
 use crate::error::{Error, Result};
 use crate::log::Action;
 use crate::mvcc::RowDelta;
-use crate::scan::tablet_ranges;
+use crate::scan_plan::tablet_ranges;
 use crate::store::{State, Store, TableEntry};
 use crate::timestamp::Timestamp;
 

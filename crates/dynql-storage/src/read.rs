@@ -181,7 +181,7 @@ impl Store {
         // The larger room of the two settings (YT's deprecated per-tablet row count stays
         // honoured beside the ratio).
         let per_tablets = (entry.lookup_cache_rows_per_tablet as usize)
-            .saturating_mul(crate::scan::tablet_ranges(entry).len().max(1));
+            .saturating_mul(crate::scan_plan::tablet_ranges(entry).len().max(1));
         let capacity = ((entry.lookup_cache_rows_ratio * stored as f64) as usize).max(per_tablets);
         let hits = self
             .lookup_cache

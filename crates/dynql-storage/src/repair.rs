@@ -22,7 +22,8 @@ use object_store::ObjectStoreExt;
 
 use crate::check::CheckReport;
 use crate::error::{Error, Result};
-use crate::log::{self, Action, Append, CommitRecord, LostRecord};
+use crate::log::{self, Action, CommitRecord, LostRecord};
+use crate::log_store::{self, Append};
 use crate::store::Store;
 
 /// Where damaged files are set aside.
@@ -72,7 +73,7 @@ impl Store {
                     problem: lost.problem.clone(),
                 }),
             };
-            match log::append(self.objects.as_ref(), &record).await? {
+            match log_store::append(self.objects.as_ref(), &record).await? {
                 Append::Committed => repaired.push(format!(
                     "wrote a placeholder for lost log record {seq} ({}){}",
                     lost.problem,

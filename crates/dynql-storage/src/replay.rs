@@ -653,7 +653,8 @@ impl Store {
         // record after the older of the two newest checkpoints.
         let mut reloaded = false;
         let records = loop {
-            let read = log::read_after(self.objects.as_ref(), current.seq, reloaded).await;
+            let read =
+                crate::log_store::read_after(self.objects.as_ref(), current.seq, reloaded).await;
             let behind = match &read {
                 Err(Error::LogTruncated { .. }) => true,
                 Ok(entries) => match entries.iter().find_map(|e| match e {

@@ -56,7 +56,7 @@ pub struct TableScan {
     /// Rules clean row groups out by their statistics before they are decoded.
     row_group_filter: Option<Arc<dyn RowGroupFilter>>,
     /// The plan of a sorted table's scan, made once for its streams.
-    plan: Option<Arc<crate::scan::ScanPlan>>,
+    plan: Option<Arc<crate::scan_plan::ScanPlan>>,
     /// Slices of clean row groups smaller than this are handed on together, up to this many
     /// rows ([`TableScan::with_gathered_slices`]); 1: each on its own.
     gathered_slices: usize,
@@ -147,7 +147,7 @@ impl Snapshot {
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let mut made = None;
         let (tablets, planned, planned_versions) = if entry.schema.is_sorted() {
-            let plan = crate::scan::plan_scan(entry, data, &ranges, timestamp)?;
+            let plan = crate::scan_plan::plan_scan(entry, data, &ranges, timestamp)?;
             let tablets = plan.tablets.iter().map(|(t, _)| *t).collect();
             let versions = plan
                 .row_groups

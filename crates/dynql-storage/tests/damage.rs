@@ -4,7 +4,8 @@
 //! damaged table can be removed.
 
 use dynql_core::{TableSchema, Value};
-use dynql_storage::log::{self, Action, CommitRecord};
+use dynql_storage::log::{Action, CommitRecord};
+use dynql_storage::log_store;
 use dynql_storage::{Error, Store, TableOptions, Timestamp, WriteKind};
 
 fn sorted() -> TableSchema {
@@ -89,7 +90,7 @@ async fn a_record_that_does_not_apply_damages_only_its_table() {
         previous: None,
         lost: None,
     };
-    log::append(s_objects(&url).as_ref(), &record)
+    log_store::append(s_objects(&url).as_ref(), &record)
         .await
         .unwrap();
     assert_contained(&url, "//bad").await;
@@ -266,7 +267,7 @@ async fn a_damaged_table_takes_no_change_but_its_removal() {
         previous: None,
         lost: None,
     };
-    log::append(s_objects(&url).as_ref(), &record)
+    log_store::append(s_objects(&url).as_ref(), &record)
         .await
         .unwrap();
     let s = Store::open(&url).unwrap();

@@ -358,7 +358,7 @@ async fn a_reshard_during_the_bulk_write_leaves_its_rows_readable() {
     assert_eq!(latest(&store).await, now);
     let state = store.refresh().await.unwrap();
     let (entry, data) = state.table_data("//t").unwrap();
-    let tablets = crate::scan::tablet_ranges(entry);
+    let tablets = crate::scan_plan::tablet_ranges(entry);
     for chunk in &data.chunks {
         let inside = tablets
             .iter()

@@ -14,7 +14,8 @@ use parquet::file::properties::WriterProperties;
 
 use dynql_core::arrow_convert::table_arrow_schema;
 use dynql_core::{TableSchema, Value};
-use dynql_storage::scan::{batch_weight, tablet_ranges};
+use dynql_storage::scan::batch_weight;
+use dynql_storage::scan_plan::tablet_ranges;
 use dynql_storage::static_table::TableRead;
 use dynql_storage::{KeyBound, KeyRange, Timestamp};
 
