@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, GenericByteViewArray, UInt32Array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, GenericByteViewArray, NullBufferBuilder, UInt32Array,
+};
 use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::compute::take;
 use arrow::datatypes::{ByteViewType, DataType, Float64Type};
@@ -139,30 +141,25 @@ impl LeftKeys {
         }
         let mut left = Vec::with_capacity(self.ids.len());
         let mut foreign = Vec::with_capacity(self.ids.len());
-        let mut valid = Vec::new();
+        // Allocates a bitmap only once a LEFT join's row matches nothing.
+        let mut valid = NullBufferBuilder::new(self.ids.len());
         for (row, &id) in self.ids.iter().enumerate() {
             match matched[id as usize].as_slice() {
                 [] if left_outer => {
                     left.push(row as u32);
                     foreign.push(0);
-                    valid.resize(foreign.len() - 1, true);
-                    valid.push(false);
+                    valid.append_null();
                 }
                 rows => {
                     for &m in rows {
                         left.push(row as u32);
                         foreign.push(m);
                     }
+                    valid.append_n_non_nulls(rows.len());
                 }
             }
         }
-        let nulls = match valid.is_empty() {
-            true => None,
-            false => {
-                valid.resize(foreign.len(), true);
-                Some(NullBuffer::from(valid))
-            }
-        };
+        let nulls = valid.finish();
         Matches {
             left: Some(left),
             foreign: UInt32Array::new(foreign.into(), nulls),
