@@ -29,16 +29,17 @@ use dynql_core::{Value, ValueType};
 
 use crate::bulk_chunk::{check_bulk_rows, BulkChunkWriter};
 use crate::bulk_upload::{ChunkEncoding, ChunkUploads};
-use crate::chunk::{new_chunk_path, ChunkRef, ROW_GROUP_ROWS};
+use crate::chunk::{new_chunk_path, ROW_GROUP_ROWS};
 use crate::error::{Error, Result};
 use crate::external_sort::ExternalSorter;
 pub use crate::external_sort::DEFAULT_SORT_MEMORY;
-use crate::key_search::partition_keys_from;
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::key_search::partition_keys_from;
+use crate::kernel::mvcc::WriteKind;
+use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
-use crate::mvcc::WriteKind;
 use crate::scan_plan::tablet_ranges;
 use crate::store::{RowValues, Store, LARGE_WRITE_ROWS};
-use crate::timestamp::Timestamp;
 
 /// Rows per chunk of a bulk write at most (a tablet with more gets several chunks, their key
 /// ranges disjoint): what one chunk's encoder holds in memory.
@@ -52,7 +53,7 @@ pub struct BulkWrite {
     /// The schema the rows are checked against; the commit re-checks it.
     schema: dynql_core::TableSchema,
     /// The table as the write started: what staged rows are validated against.
-    entry: crate::store::TableEntry,
+    entry: crate::catalog::TableEntry,
     sort_memory: usize,
     /// The staged rows; `None` before the first and after they are written.
     sorter: Option<ExternalSorter>,
@@ -87,7 +88,7 @@ impl BulkWrite {
     }
 
     /// The table as the write started: the schema and retention staged rows must fit.
-    pub fn table(&self) -> &crate::store::TableEntry {
+    pub fn table(&self) -> &crate::catalog::TableEntry {
         &self.entry
     }
 
@@ -151,7 +152,7 @@ impl BulkWrite {
 impl BulkWrite {
     /// A bulk write into `entry` at `path` with nothing written yet; `converting`: of a static
     /// table's rows, for its conversion to a dynamic table.
-    fn new(path: &str, entry: crate::store::TableEntry, converting: bool) -> BulkWrite {
+    fn new(path: &str, entry: crate::catalog::TableEntry, converting: bool) -> BulkWrite {
         BulkWrite {
             path: path.to_string(),
             table_id: entry.id.clone(),
@@ -192,7 +193,7 @@ impl Store {
     pub(crate) fn start_conversion(
         &self,
         path: &str,
-        entry: &crate::store::TableEntry,
+        entry: &crate::catalog::TableEntry,
     ) -> BulkWrite {
         BulkWrite::new(path, entry.clone(), true)
     }
@@ -373,7 +374,7 @@ impl Store {
 
     /// The table of a bulk write, checked to be the one it started on (same id and schema)
     /// and still writable; its chunks are cut at its pivot keys of now.
-    async fn bulk_table(&self, bulk: &BulkWrite) -> Result<crate::store::TableEntry> {
+    async fn bulk_table(&self, bulk: &BulkWrite) -> Result<crate::catalog::TableEntry> {
         let entry = self.table(&bulk.path).await?;
         if entry.id != bulk.table_id {
             return Err(Error::NoSuchTable {

@@ -12,14 +12,12 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{TableSchema, Value, ValueType};
 
-use crate::chunk::{
-    keys_can_be_clean, kind_code, versioned_schema, ChunkEncoder, ChunkRef, Cleanliness,
-    RowGroupRef, ROW_GROUP_ROWS,
-};
-use crate::codec::CompressionCodec;
+use crate::chunk::{kind_code, versioned_schema, ChunkEncoder, ROW_GROUP_ROWS};
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::{keys_can_be_clean, ChunkRef, Cleanliness, RowGroupRef};
+use crate::kernel::codec::CompressionCodec;
+use crate::kernel::mvcc::WriteKind;
 use crate::key_filter::KeyFilterBuilder;
-use crate::mvcc::WriteKind;
 
 /// The key of row `row` of `rows` (key columns first, of `types`).
 pub(crate) fn key_at(rows: &RecordBatch, types: &[ValueType], row: usize) -> Vec<Value> {

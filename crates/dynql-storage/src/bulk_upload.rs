@@ -19,8 +19,8 @@ use object_store::ObjectStore;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::bulk_chunk::BulkChunkWriter;
-use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::ChunkRef;
 
 /// Batches of rows (merge batches, at most 16k rows each) a chunk's encoding thread may have
 /// queued: enough for the next chunk to start on the other core while this one finishes, few

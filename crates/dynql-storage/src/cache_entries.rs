@@ -14,8 +14,8 @@ use std::sync::Arc;
 use arrow::array::ArrayRef;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
-use crate::mvcc::RowDelta;
-use crate::page_index::KeySegments;
+use crate::kernel::mvcc::RowDelta;
+use crate::kernel::page_index::KeySegments;
 
 /// Units remembered as asked for once and not admitted, at most (8 bytes each).
 const ASKED_ONCE: usize = 1 << 16;

@@ -9,7 +9,7 @@ use dynql_core::{TableSchema, Value};
 
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::store::*;
+use crate::store::{fresh_id, Store};
 use crate::tablets::validate_tablets;
 
 /// Attributes given when a table is created, beyond its schema.
@@ -50,9 +50,9 @@ pub struct TableOptions {
     pub enable_key_filter_for_lookup: Option<bool>,
     /// `in_memory_mode` ([`crate::in_memory`]).
     pub in_memory_mode: Option<crate::in_memory::InMemoryMode>,
-    /// `compression_codec`: the codec of the table's chunks ([`crate::codec`]).
-    pub compression_codec: Option<crate::codec::CompressionCodec>,
-    /// `ttl`: `Interval("P1D") ON created_at` ([`crate::ttl`]).
+    /// `compression_codec`: the codec of the table's chunks ([`crate::kernel::codec`]).
+    pub compression_codec: Option<crate::kernel::codec::CompressionCodec>,
+    /// `ttl`: `Interval("P1D") ON created_at` ([`crate::kernel::ttl`]).
     pub ttl: Option<String>,
     /// Attributes dynql gives no meaning to, kept on the table (name to YSON text).
     pub custom_attributes: BTreeMap<String, String>,
@@ -75,7 +75,7 @@ pub struct TableEntry {
     pub tablet_count: usize,
     /// Pivot keys, one per tablet (sorted tables).
     #[serde(default)]
-    pub pivot_keys: Vec<crate::key_range::PivotKey>,
+    pub pivot_keys: Vec<crate::kernel::key_range::PivotKey>,
     /// Version retention applied by compaction.
     #[serde(default)]
     pub retention: crate::compaction::Retention,
@@ -141,16 +141,16 @@ pub struct TableEntry {
     )]
     pub in_memory_mode: crate::in_memory::InMemoryMode,
     /// `compression_codec`: the codec new chunks of the table are written with
-    /// ([`crate::codec::CompressionCodec`]); absent (tables made before it, or left at the
-    /// default) means [`crate::codec::CompressionCodec::DEFAULT`].
+    /// ([`crate::kernel::codec::CompressionCodec`]); absent (tables made before it, or left at the
+    /// default) means [`crate::kernel::codec::CompressionCodec::DEFAULT`].
     #[serde(
         default,
-        skip_serializing_if = "crate::codec::CompressionCodec::is_default"
+        skip_serializing_if = "crate::kernel::codec::CompressionCodec::is_default"
     )]
-    pub compression_codec: crate::codec::CompressionCodec,
-    /// `ttl`: rows expire a time after the value of a column ([`crate::ttl`]).
+    pub compression_codec: crate::kernel::codec::CompressionCodec,
+    /// `ttl`: rows expire a time after the value of a column ([`crate::kernel::ttl`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl: Option<crate::ttl::ColumnTtl>,
+    pub ttl: Option<crate::kernel::ttl::ColumnTtl>,
     /// Custom attributes (`set //t/@NAME`): name to YSON text.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub custom_attributes: BTreeMap<String, String>,
@@ -382,11 +382,11 @@ pub(crate) fn set_attribute(
             }
         },
         "compression_codec" => match value {
-            AttributeValue::Text(t) => next.compression_codec = crate::codec::CompressionCodec::parse(t)?,
+            AttributeValue::Text(t) => next.compression_codec = crate::kernel::codec::CompressionCodec::parse(t)?,
             _ => {
                 return Err(Error::Invalid(format!(
                     "Attribute \"compression_codec\" must be a codec name: {}",
-                    crate::codec::YT_CODEC_NAMES
+                    crate::kernel::codec::YT_CODEC_NAMES
                 )))
             }
         },
@@ -477,14 +477,14 @@ fn removed_error(name: &str) -> Error {
 }
 
 /// Checks a `ttl` expression against a table's schema: TTL is for sorted tables.
-fn table_ttl(schema: &TableSchema, text: &str) -> Result<crate::ttl::ColumnTtl> {
+fn table_ttl(schema: &TableSchema, text: &str) -> Result<crate::kernel::ttl::ColumnTtl> {
     if !schema.is_sorted() {
         return Err(Error::Invalid(
             "Attribute \"ttl\" is for sorted tables: an ordered table's rows leave by trimming"
                 .into(),
         ));
     }
-    crate::ttl::ColumnTtl::parse(text, schema)
+    crate::kernel::ttl::ColumnTtl::parse(text, schema)
 }
 
 /// An attribute value as YSON: text is parsed as YSON (maps and lists are set as their

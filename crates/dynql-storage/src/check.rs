@@ -192,7 +192,7 @@ impl Store {
     /// and snapshot locks hold (shared ones once).
     async fn check_static_chunks(
         &self,
-        state: &crate::store::State,
+        state: &crate::state::State,
         report: &mut CheckReport,
     ) -> Result<()> {
         let mut chunks: BTreeMap<String, (crate::static_table::StaticChunk, Vec<String>)> =
@@ -246,7 +246,7 @@ fn verify_chunk_bytes(
     bytes: bytes::Bytes,
 ) -> std::result::Result<(), String> {
     if let Some(c) = &chunk.checksum {
-        crate::checksum::verify_chunk(&chunk.path, &bytes, c).map_err(|e| e.to_string())?;
+        crate::kernel::checksum::verify_chunk(&chunk.path, &bytes, c).map_err(|e| e.to_string())?;
     }
     let mut versions = crate::chunk::decode_versioned_chunk(&chunk.path, schema, bytes)
         .map_err(|e| e.to_string())?;

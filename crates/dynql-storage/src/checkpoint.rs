@@ -21,15 +21,15 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::chunk::{
-    decode_chunk, decode_versions, key_from_text, key_text, new_chunk_path, write_versioned_chunk,
-    ChunkRef,
-};
+use crate::catalog::TableEntry;
+use crate::chunk::{decode_chunk, decode_versions, new_chunk_path, write_versioned_chunk};
 use crate::conflict::{LockDelta, LockMode};
 use crate::error::{Error, Result};
-use crate::mvcc::{RowDelta, WriteKind};
-use crate::store::{KeyOrd, State, Store, TableData, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::kernel::chunk_ref::{key_from_text, key_text, ChunkRef};
+use crate::kernel::mvcc::{RowDelta, WriteKind};
+use crate::kernel::timestamp::Timestamp;
+use crate::state::{KeyOrd, State, TableData};
+use crate::store::Store;
 use dynql_core::Value;
 
 pub(crate) const CHECKPOINT_DIR: &str = "_checkpoints";
@@ -67,7 +67,7 @@ struct TableCheckpoint {
     chunk: Option<String>,
     /// How to verify the tail chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    chunk_checksum: Option<crate::checksum::ChunkChecksum>,
+    chunk_checksum: Option<crate::kernel::checksum::ChunkChecksum>,
     /// The table's key-sorted chunks, oldest first.
     #[serde(default)]
     chunks: Vec<ChunkRef>,
@@ -130,7 +130,7 @@ async fn read_manifest(objects: &dyn ObjectStore, location: &ObjectPath) -> Resu
     let body = if bytes.first() == Some(&b'{') {
         &bytes[..]
     } else {
-        crate::checksum::unframe(location.as_ref(), &bytes)?
+        crate::kernel::checksum::unframe(location.as_ref(), &bytes)?
     };
     serde_json::from_slice(body).map_err(|e| Error::Corrupt {
         path: location.to_string(),
@@ -262,7 +262,7 @@ async fn load(objects: &dyn ObjectStore, seq: u64, location: &ObjectPath) -> Res
                 .bytes()
                 .await?;
             if let Some(c) = &t.chunk_checksum {
-                crate::checksum::verify_chunk(chunk, &bytes, c)?;
+                crate::kernel::checksum::verify_chunk(chunk, &bytes, c)?;
             }
             for batch in decode_chunk(chunk, bytes)? {
                 stored.extend(decode_versions(chunk, &schema, &batch)?);
@@ -441,7 +441,7 @@ impl Store {
             last_record: state.last_record.clone(),
         };
         let body = serde_json::to_vec(&manifest).map_err(|e| Error::Invalid(e.to_string()))?;
-        let bytes = crate::checksum::frame(&body);
+        let bytes = crate::kernel::checksum::frame(&body);
         let opts = PutOptions {
             mode: PutMode::Create,
             ..Default::default()

@@ -23,17 +23,16 @@ use dynql_core::{TableSchema, ValueType};
 use crate::cache_entries::{
     window_rows, CacheAdmission, Cached, Entries, Part, What, ALL_ROWS, WHOLE,
 };
-use crate::chunk::{
-    check_key_order, decode_versioned_chunk, decode_versions, ChunkRef, Cleanliness,
-};
+use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions};
 use crate::error::{Error, Result};
-use crate::mvcc::RowDelta;
+use crate::kernel::chunk_ref::{ChunkRef, Cleanliness};
+use crate::kernel::mvcc::RowDelta;
+use crate::kernel::page_index::KeySegments;
+use crate::kernel::row_group_filter::{column_statistics, ColumnStatistics};
 use crate::object_file::ObjectFile;
-use crate::page_index::KeySegments;
 use crate::row_group_decode::{
     few_values_as_dictionary, inspect_raw, one_batch, row_group_reader, views_schema, RawRowGroup,
 };
-use crate::row_group_filter::{column_statistics, ColumnStatistics};
 
 /// Memory the cache may hold by default, estimated (a soft limit: a single larger unit is
 /// still cached).
@@ -159,7 +158,7 @@ impl ChunkCache {
     }
 
     /// Since when row group `index` of `chunk` (or its row window `rows`) is clean, if it is
-    /// ([`crate::chunk::clean_since`]): as the chunk records it, or else found by decoding
+    /// ([`crate::kernel::chunk_ref::clean_since`]): as the chunk records it, or else found by decoding
     /// its version columns (once: the answer is cached).
     pub(crate) async fn clean_since(
         &self,
@@ -304,7 +303,7 @@ impl ChunkCache {
     }
 
     /// The statistics of table columns `columns` (of wire types `types`) in row group
-    /// `index` of `chunk`, from its footer (see [`crate::row_group_filter`]).
+    /// `index` of `chunk`, from its footer (see [`crate::kernel::row_group_filter`]).
     pub(crate) async fn statistics(
         &self,
         objects: &Arc<dyn ObjectStore>,
@@ -331,7 +330,7 @@ impl ChunkCache {
     }
 
     /// The rows of clean row group `index` of `chunk` whose pages `filter` may want (see
-    /// [`crate::page_filter`]), when that is at most half of the row group (`None`: read it
+    /// [`crate::kernel::page_filter`]), when that is at most half of the row group (`None`: read it
     /// whole). `columns` are the filter's table columns with their types, `known` their
     /// row-group statistics.
     pub(crate) async fn filter_window(
@@ -339,14 +338,19 @@ impl ChunkCache {
         objects: &Arc<dyn ObjectStore>,
         chunk: &ChunkRef,
         index: usize,
-        filter: &dyn crate::row_group_filter::RowGroupFilter,
+        filter: &dyn crate::kernel::row_group_filter::RowGroupFilter,
         columns: &[(usize, ValueType)],
         known: &[ColumnStatistics],
     ) -> Result<Option<std::ops::Range<usize>>> {
         let (footer, _) = self.footer(objects, chunk).await?;
         // A chunk's Parquet columns start with the table's, in schema order.
-        let window =
-            crate::page_filter::filter_window(footer.metadata(), index, filter, columns, known);
+        let window = crate::kernel::page_filter::filter_window(
+            footer.metadata(),
+            index,
+            filter,
+            columns,
+            known,
+        );
         Ok(worth_a_window(chunk, index, window))
     }
 
@@ -435,7 +439,7 @@ impl ChunkCache {
                 // The footer was read through the verifying reader: its block hashes are
                 // the ones to check the data against.
                 let blocks = match &chunk.checksum {
-                    Some(c) => Some(Arc::new(crate::checksum::footer_block_hashes(
+                    Some(c) => Some(Arc::new(crate::kernel::checksum::footer_block_hashes(
                         &chunk.path,
                         f.metadata(),
                         c,
@@ -514,8 +518,8 @@ mod tests {
         rows: i64,
         dirty: bool,
     ) -> (TableSchema, ChunkRef) {
-        use crate::mvcc::WriteKind;
-        use crate::timestamp::Timestamp;
+        use crate::kernel::mvcc::WriteKind;
+        use crate::kernel::timestamp::Timestamp;
         let schema = TableSchema::parse(
             "[{name=k;type=int64;sort_order=ascending};{name=v;type=string};{name=n;type=int64};\
               {name=c;type=string}]",

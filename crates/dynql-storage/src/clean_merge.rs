@@ -25,11 +25,12 @@ use arrow::row::{RowConverter, Rows, SortField};
 use dynql_core::{TableSchema, ValueType};
 
 use crate::error::Result;
-use crate::key_range::KeyRange;
-use crate::key_search::{partition_keys, partition_keys_from};
+use crate::kernel::key_range::KeyRange;
+use crate::kernel::key_search::{partition_keys, partition_keys_from};
+use crate::kernel::timestamp::Timestamp;
 use crate::row_group_decode::expanded;
-use crate::store::{Store, TableData};
-use crate::timestamp::Timestamp;
+use crate::state::TableData;
+use crate::store::Store;
 
 /// One clean row group's rows within a piece: their keys and commit timestamps, and where
 /// they are (chunk index, row group, rows of the row group).
@@ -135,7 +136,7 @@ impl Store {
             views,
         } = read;
         let key_count = schema.key_column_count();
-        if !crate::chunk::keys_can_be_clean(schema) {
+        if !crate::kernel::chunk_ref::keys_can_be_clean(schema) {
             return Ok(None);
         }
         for &(ci, g) in meeting {

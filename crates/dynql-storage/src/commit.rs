@@ -3,10 +3,11 @@
 //! writer means refresh and retry (so concurrent writers never lose a commit).
 
 use crate::error::{Error, Result};
+use crate::kernel::timestamp::{Timestamp, COUNTER_BITS};
 use crate::log::{Action, CommitRecord};
 use crate::log_store::{self, Append};
-use crate::store::*;
-use crate::timestamp::{Timestamp, COUNTER_BITS};
+use crate::state::State;
+use crate::store::{Store, CHECKPOINT_INTERVAL, MAX_COMMIT_ATTEMPTS};
 
 /// How far ahead of the clock a read timestamp may be: the read waits that long at most (see
 /// [`Store::settle_read_timestamp`]).

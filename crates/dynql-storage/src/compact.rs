@@ -18,17 +18,19 @@ use arrow::array::{Array, UInt64Array};
 use dynql_core::TableSchema;
 
 use crate::bulk::BULK_CHUNK_ROWS;
-use crate::chunk::{
-    clean_since, compare_version_keys, encode_versions, nan_columns, new_chunk_path, version_key,
-    ChunkEncoder, ChunkRef, Cleanliness, RowGroupRef, ROW_GROUP_ROWS,
-};
+use crate::catalog::TableEntry;
+use crate::chunk::{encode_versions, new_chunk_path, ChunkEncoder, ROW_GROUP_ROWS};
 use crate::compact_source::{copies_clean_groups, in_range, ChunkSource, CleanGroup, Head};
 use crate::compaction::{compact_recent_versions, compact_versions};
 use crate::error::Result;
-use crate::mvcc::RowDelta;
+use crate::kernel::chunk_ref::{
+    clean_since, compare_version_keys, nan_columns, version_key, ChunkRef, Cleanliness, RowGroupRef,
+};
+use crate::kernel::mvcc::RowDelta;
+use crate::kernel::timestamp::Timestamp;
 use crate::scan_plan::tablet_ranges;
-use crate::store::{Store, TableData, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::state::TableData;
+use crate::store::Store;
 
 /// Versions written as one chunk, a row group at a time (see the module docs).
 pub(crate) struct VersionChunkWriter {
@@ -50,7 +52,7 @@ impl VersionChunkWriter {
         path: String,
         schema: &TableSchema,
         key_filters: Vec<(usize, u8)>,
-        codec: crate::codec::CompressionCodec,
+        codec: crate::kernel::codec::CompressionCodec,
     ) -> Result<VersionChunkWriter> {
         Ok(VersionChunkWriter {
             key_filter: crate::key_filter::KeyFilterBuilder::new(key_filters),
@@ -337,7 +339,7 @@ impl Store {
                             sources[i].next_head(self, schema).await?
                         };
                     }
-                    crate::mvcc::put_in_commit_order(&mut history);
+                    crate::kernel::mvcc::put_in_commit_order(&mut history);
                     let kept = match what {
                         Compacted::Whole(_) => {
                             // An expired row's tombstone (at its expiry) is no conflict
@@ -346,7 +348,7 @@ impl Store {
                                 .ttl
                                 .as_ref()
                                 .and_then(|ttl| {
-                                    crate::ttl::expire(
+                                    crate::kernel::ttl::expire(
                                         schema,
                                         ttl,
                                         &mut history,
@@ -404,9 +406,10 @@ mod tests {
     use dynql_core::Value;
 
     use super::*;
+    use crate::catalog::TableOptions;
     use crate::compaction::Retention;
-    use crate::mvcc::WriteKind;
-    use crate::store::{RowValues, TableOptions, LARGE_WRITE_ROWS};
+    use crate::kernel::mvcc::WriteKind;
+    use crate::store::{RowValues, LARGE_WRITE_ROWS};
     use crate::tablets::{Reshard, TabletCommand};
 
     fn row(k: i64, v: i64) -> RowValues {

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use arrow::array::{Array, RecordBatch, UInt64Array};
 use dynql_core::{compare_rows, compare_values, TableSchema, Value};
 
-use crate::chunk::{
-    check_key_order, compare_version_keys, decode_versions, version_key, versioned_schema,
-    ChunkRef, Cleanliness, RowGroupRef, ROW_GROUP_ROWS,
-};
+use crate::chunk::{check_key_order, decode_versions, versioned_schema, ROW_GROUP_ROWS};
 use crate::compaction::Retention;
 use crate::error::Result;
-use crate::mvcc::RowDelta;
+use crate::kernel::chunk_ref::{
+    compare_version_keys, version_key, ChunkRef, Cleanliness, RowGroupRef,
+};
+use crate::kernel::mvcc::RowDelta;
 use crate::scan::KeyRange;
 use crate::store::Store;
 

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use dynql_core::{TableSchema, Value};
 
-use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
-use crate::timestamp::Timestamp;
+use crate::kernel::mvcc::{resolve_versions, RowDelta, WriteKind};
+use crate::kernel::timestamp::Timestamp;
 
 /// Retention settings of a table (YT attributes; times in milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,8 +72,8 @@ impl Retention {
 /// full compaction (ever, for a table never compacted) is at least the period old, and it has
 /// stored data.
 pub(crate) fn periodic_compaction_due(
-    entry: &crate::store::TableEntry,
-    data: &crate::store::TableData,
+    entry: &crate::catalog::TableEntry,
+    data: &crate::state::TableData,
     now: Timestamp,
 ) -> bool {
     entry.auto_compaction_period.is_some_and(|period| {
@@ -85,7 +85,8 @@ pub(crate) fn periodic_compaction_due(
 }
 
 pub fn timestamp_ms(t: Timestamp) -> u64 {
-    t.unix_seconds() * 1000 + (t.0 & ((1 << crate::timestamp::COUNTER_BITS) - 1)) / 1_000_000
+    t.unix_seconds() * 1000
+        + (t.0 & ((1 << crate::kernel::timestamp::COUNTER_BITS) - 1)) / 1_000_000
 }
 
 /// The versions of one row (commit order) after compaction at `now`, retention applied per
@@ -111,7 +112,7 @@ pub fn compact_versions(
     now: Timestamp,
     horizon: Timestamp,
 ) -> Vec<RowDelta> {
-    let deltas = &*crate::mvcc::in_commit_order(deltas);
+    let deltas = &*crate::kernel::mvcc::in_commit_order(deltas);
     let retention = row_retention(schema, retention, deltas).0;
     // The oldest kept entry of a sequence; a fold into one committed after the horizon (which
     // must stay as written) goes into the entry before it.
@@ -315,7 +316,7 @@ pub fn compact_recent_versions(
     now: Timestamp,
     horizon: Timestamp,
 ) -> Vec<RowDelta> {
-    let deltas = &*crate::mvcc::in_commit_order(deltas);
+    let deltas = &*crate::kernel::mvcc::in_commit_order(deltas);
     let (retention, ttl_known) = row_retention(schema, retention, deltas);
     let ttl_column = schema
         .column_index(dynql_core::schema::TTL_COLUMN)

@@ -39,7 +39,7 @@ use std::cmp::Ordering;
 
 use dynql_core::{compare_rows, Value};
 
-use crate::chunk::ChunkRef;
+use crate::kernel::chunk_ref::ChunkRef;
 use crate::scan::KeyRange;
 
 /// A tier merges once it gathers this many layers (YT's `min_compaction_store_count`).
@@ -150,7 +150,7 @@ pub fn choose(tablets: &[KeyRange], chunks: &[ChunkRef]) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key_range::KeyBound;
+    use crate::kernel::key_range::KeyBound;
 
     fn chunk(rows: u64, lo: i64, hi: i64) -> ChunkRef {
         ChunkRef {
@@ -206,9 +206,10 @@ mod tests {
 
     /// The rows read at the end, the table's greatest depth ever and its depth at the end.
     async fn run(ops: &[Op], policy: bool) -> (Vec<Vec<Value>>, usize, usize) {
+        use crate::catalog::TableOptions;
         use crate::compaction::Retention;
-        use crate::mvcc::WriteKind;
-        use crate::store::{Store, TableOptions};
+        use crate::kernel::mvcc::WriteKind;
+        use crate::store::Store;
         let store = Store::open("memory://").unwrap();
         let schema = dynql_core::TableSchema::parse(
             "[{name=k;type=int64;sort_order=ascending};{name=v;type=int64};{name=s;type=int64;aggregate=sum}]",
@@ -266,7 +267,7 @@ mod tests {
             deepest = deepest.max(depth(&crate::scan_plan::tablet_ranges(entry), &data.chunks));
         }
         let rows = store
-            .read_rows("//t", crate::timestamp::Timestamp::MAX)
+            .read_rows("//t", crate::kernel::timestamp::Timestamp::MAX)
             .await
             .unwrap();
         let state = store.refresh().await.unwrap();

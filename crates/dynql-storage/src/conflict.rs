@@ -15,12 +15,12 @@ use std::sync::Arc;
 use dynql_core::{TableSchema, Value, Yson};
 use serde::{Deserialize, Serialize};
 
-use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::mvcc::{RowDelta, WriteKind};
+use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action};
-use crate::mvcc::{RowDelta, WriteKind};
-use crate::store::{KeyOrd, State, TableData};
-use crate::timestamp::Timestamp;
+use crate::state::{KeyOrd, State, TableData};
 
 /// Lock modes of `lock_rows`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,10 +135,12 @@ fn flushed_versions(
 ) -> Vec<RowDelta> {
     let mut out = Vec::new();
     for run in runs {
-        let lo =
-            run.partition_point(|d| crate::chunk::compare_version_key(d, key, key_count).is_lt());
-        let hi =
-            run.partition_point(|d| !crate::chunk::compare_version_key(d, key, key_count).is_gt());
+        let lo = run.partition_point(|d| {
+            crate::kernel::chunk_ref::compare_version_key(d, key, key_count).is_lt()
+        });
+        let hi = run.partition_point(|d| {
+            !crate::kernel::chunk_ref::compare_version_key(d, key, key_count).is_gt()
+        });
         out.extend_from_slice(&run[lo..hi]);
     }
     out

@@ -8,9 +8,10 @@ use dynql_core::arrow_convert::array_value;
 use dynql_core::{Value, ValueType};
 
 use crate::error::Result;
+use crate::kernel::timestamp::Timestamp;
 use crate::scan::{FnSink, KeyRange, Piece, ScanStatistics};
-use crate::store::{State, Store};
-use crate::timestamp::Timestamp;
+use crate::state::State;
+use crate::store::Store;
 
 impl Store {
     /// What a scan of the whole table at `path` as of `timestamp` reads, its rows dropped as

@@ -3,7 +3,7 @@
 //! * **Flush** writes a sorted table's dynamic store as one new key-sorted chunk and commits
 //!   [`Action::Flush`]: on replay, the dynamic store forgets the versions up to the flush's
 //!   timestamp and the chunk joins the table's chunk list.
-//! * **Compaction** runs the [version merge](crate::merge) over every chunk and the dynamic
+//! * **Compaction** runs the [version merge](crate::kernel::merge) over every chunk and the dynamic
 //!   store, applies retention ([`compact_versions`]) to each key's history, writes one chunk
 //!   and commits [`Action::Compact`], which swaps it in for what it replaces.
 //!
@@ -18,14 +18,17 @@ use std::sync::Mutex;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use crate::chunk::{new_chunk_path, version_key, write_versioned_chunk, ChunkRef};
+use crate::catalog::TableEntry;
+use crate::chunk::{new_chunk_path, write_versioned_chunk};
 use crate::compact::Compacted;
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::{version_key, ChunkRef};
+use crate::kernel::mvcc::RowDelta;
+use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
-use crate::mvcc::RowDelta;
 use crate::scan_plan::tablet_ranges;
-use crate::store::{State, Store, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::state::State;
+use crate::store::Store;
 
 /// How many times compaction retries when a flush or another compaction wins the race.
 const COMPACTION_ATTEMPTS: usize = 8;

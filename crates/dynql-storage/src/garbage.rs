@@ -11,10 +11,10 @@ use object_store::ObjectStoreExt;
 use crate::chunk::chunk_created_ms;
 use crate::cypress::transactions::Entry;
 use crate::error::{Error, Result};
+use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
 use crate::static_table;
 use crate::store::Store;
-use crate::timestamp::Timestamp;
 
 /// The sequence number in a checkpoint manifest's or log record's name (`NNN.json`).
 fn sequence_number(location: &ObjectPath) -> Option<u64> {

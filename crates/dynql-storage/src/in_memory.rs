@@ -20,10 +20,12 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 
-use crate::chunk::ChunkRef;
+use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
-use crate::mvcc::RowDelta;
-use crate::store::{Store, TableData, TableEntry};
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::mvcc::RowDelta;
+use crate::state::TableData;
+use crate::store::Store;
 
 /// A table's `in_memory_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -119,7 +121,7 @@ pub(crate) async fn fetch_verified(objects: &dyn ObjectStore, chunk: &ChunkRef) 
         .bytes()
         .await?;
     if let Some(c) = &chunk.checksum {
-        crate::checksum::verify_chunk(&chunk.path, &bytes, c)?;
+        crate::kernel::checksum::verify_chunk(&chunk.path, &bytes, c)?;
     }
     Ok(bytes)
 }

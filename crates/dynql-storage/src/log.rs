@@ -12,11 +12,11 @@ use dynql_core::{TableSchema, Value, Yson};
 use object_store::path::Path as ObjectPath;
 use serde::{Deserialize, Serialize};
 
-use crate::chunk::ChunkRef;
+use crate::catalog::TableEntry;
 use crate::conflict::LockMode;
 use crate::error::{Error, Result};
-use crate::mvcc::WriteKind;
-use crate::store::TableEntry;
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::mvcc::WriteKind;
 
 /// Folder of the commit records.
 pub const LOG_DIR: &str = "_log";
@@ -118,7 +118,7 @@ pub enum Action {
         chunk: Option<String>,
         /// How to verify `chunk` (absent in records written before checksums).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        chunk_checksum: Option<crate::checksum::ChunkChecksum>,
+        chunk_checksum: Option<crate::kernel::checksum::ChunkChecksum>,
     },
     /// The dynamic store of a table up to timestamp `up_to` now lives in `chunks` (one per
     /// tablet that had versions).
@@ -200,7 +200,7 @@ pub enum Action {
         path: String,
         table_id: String,
         name: String,
-        value: crate::store::AttributeValue,
+        value: crate::catalog::AttributeValue,
     },
     /// `mount-table`, `unmount-table`, `freeze-table`, `unfreeze-table`.
     SetTabletState {
@@ -213,7 +213,7 @@ pub enum Action {
         path: String,
         table_id: String,
         tablet_count: usize,
-        pivot_keys: Vec<crate::key_range::PivotKey>,
+        pivot_keys: Vec<crate::kernel::key_range::PivotKey>,
     },
     /// `write-table` outside transactions: a static table's rows are now `chunks` (after
     /// the rows it had, with `append`) ([`crate::static_table`]).
@@ -534,14 +534,14 @@ pub fn encode_record(record: &CommitRecord) -> Result<Vec<u8>> {
         timestamp: record.timestamp,
         transaction_id: record.transaction_id.clone(),
         body_len: body.len() as u64,
-        body_xxh64: format!("{:016x}", crate::checksum::hash(&body)),
+        body_xxh64: format!("{:016x}", crate::kernel::checksum::hash(&body)),
         tables,
         previous: record.previous.clone(),
     };
     let header = serde_json::to_string(&header).map_err(|e| Error::Invalid(e.to_string()))?;
     let line = format!(
         "{:016x} {header}\n",
-        crate::checksum::hash(header.as_bytes())
+        crate::kernel::checksum::hash(header.as_bytes())
     );
     let mut out = Vec::with_capacity(2 * line.len() + body.len());
     out.extend_from_slice(line.as_bytes());
@@ -555,7 +555,9 @@ fn header_line(line: &[u8]) -> Option<RecordHeader> {
     let text = std::str::from_utf8(line).ok()?;
     let (hash, json) = text.split_at_checked(16)?;
     let json = json.strip_prefix(' ')?;
-    if crate::checksum::parse_hash(hash.as_bytes())? != crate::checksum::hash(json.as_bytes()) {
+    if crate::kernel::checksum::parse_hash(hash.as_bytes())?
+        != crate::kernel::checksum::hash(json.as_bytes())
+    {
         return None;
     }
     serde_json::from_str(json).ok()
@@ -618,7 +620,7 @@ pub fn decode_record(path: &str, seq: u64, bytes: &[u8]) -> LogEntry {
         bytes.get(2 * (line_len + 1)..).unwrap_or_default()
     };
     if body.len() as u64 != h.body_len
-        || format!("{:016x}", crate::checksum::hash(body)) != h.body_xxh64
+        || format!("{:016x}", crate::kernel::checksum::hash(body)) != h.body_xxh64
     {
         return damaged("checksum mismatch in the record's body".into(), Some(h));
     }

@@ -23,8 +23,8 @@ use std::sync::Mutex;
 
 use dynql_core::Value;
 
-use crate::store::KeyOrd;
-use crate::timestamp::Timestamp;
+use crate::kernel::timestamp::Timestamp;
+use crate::state::KeyOrd;
 
 /// One table's cached rows.
 #[derive(Default)]
@@ -238,8 +238,9 @@ mod tests {
     /// Runs `ops`, checking every lookup through the cache against the same lookup without.
     /// Returns the cache hits seen.
     async fn run(ops: &[Op]) -> u64 {
-        use crate::mvcc::WriteKind;
-        use crate::store::{Store, TableOptions};
+        use crate::catalog::TableOptions;
+        use crate::kernel::mvcc::WriteKind;
+        use crate::store::Store;
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let store = Store::open(&url).unwrap();

@@ -12,11 +12,11 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
-use crate::checksum::ChunkChecksum;
 use crate::error::Error;
+use crate::kernel::checksum::ChunkChecksum;
 
 /// Ranged reads of one chunk file, for Parquet's async reader, verified against the chunk's
-/// checksum when it has one (see [`crate::checksum`]): bytes of the tail come from the whole
+/// checksum when it has one (see [`crate::kernel::checksum`]): bytes of the tail come from the whole
 /// tail, fetched once and verified; bytes of the data region are fetched in whole blocks and
 /// each block is verified before any of it is returned.
 pub(crate) struct ObjectFile {
@@ -87,7 +87,7 @@ impl ObjectFile {
             .get_range(&self.path, c.data_end..self.size)
             .await
             .map_err(external)?;
-        crate::checksum::verify_tail(self.path.as_ref(), &tail, &c)
+        crate::kernel::checksum::verify_tail(self.path.as_ref(), &tail, &c)
             .map_err(|e| ParquetError::External(Box::new(e)))?;
         self.tail = Some(tail.clone());
         Ok(tail)
@@ -100,8 +100,9 @@ impl ObjectFile {
         }
         let tail = self.tail(c).await?;
         let metadata = ParquetMetaDataReader::new().parse_and_finish(&tail)?;
-        let hashes = crate::checksum::footer_block_hashes(self.path.as_ref(), &metadata, &c)
-            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        let hashes =
+            crate::kernel::checksum::footer_block_hashes(self.path.as_ref(), &metadata, &c)
+                .map_err(|e| ParquetError::External(Box::new(e)))?;
         let hashes = Arc::new(hashes);
         self.blocks = Some(hashes.clone());
         Ok(hashes)
@@ -109,7 +110,7 @@ impl ObjectFile {
 
     /// The whole blocks covering `range` of the data region.
     fn aligned(c: ChunkChecksum, range: &std::ops::Range<u64>) -> std::ops::Range<u64> {
-        let block = crate::checksum::BLOCK_BYTES;
+        let block = crate::kernel::checksum::BLOCK_BYTES;
         (range.start / block * block)..(range.end.div_ceil(block) * block).min(c.data_end)
     }
 
@@ -162,8 +163,8 @@ impl ObjectFile {
         bytes: Bytes,
         range: std::ops::Range<u64>,
     ) -> parquet::errors::Result<Bytes> {
-        let first = aligned.start / crate::checksum::BLOCK_BYTES;
-        crate::checksum::verify_blocks(self.path.as_ref(), first, &bytes, blocks)
+        let first = aligned.start / crate::kernel::checksum::BLOCK_BYTES;
+        crate::kernel::checksum::verify_blocks(self.path.as_ref(), first, &bytes, blocks)
             .map_err(|e| ParquetError::External(Box::new(e)))?;
         let (a, b) = (range.start - aligned.start, range.end - aligned.start);
         Ok(bytes.slice(a as usize..b as usize))

@@ -25,9 +25,9 @@ use dynql_core::{compare_rows, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::AttributeValue;
-use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
-use crate::key_range::PivotKey;
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::key_range::PivotKey;
 
 /// YDB's default `AUTO_PARTITIONING_PARTITION_SIZE_MB`.
 pub const DEFAULT_PARTITION_SIZE_MB: u64 = 2000;
@@ -379,7 +379,7 @@ impl crate::store::Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::RowGroupRef;
+    use crate::kernel::chunk_ref::RowGroupRef;
 
     fn key(k: i64) -> Vec<Value> {
         vec![Value::Int64(k)]
@@ -589,9 +589,10 @@ mod tests {
     /// bytes; checks every read against a map of the rows written and the pivots' invariants
     /// after every round. Returns the most tablets the table had, and its tablets at the end.
     async fn run(ops: &[Op], limit: u64) -> (usize, usize) {
-        use crate::mvcc::WriteKind;
-        use crate::store::{Store, TableOptions};
-        use crate::timestamp::Timestamp;
+        use crate::catalog::TableOptions;
+        use crate::kernel::mvcc::WriteKind;
+        use crate::kernel::timestamp::Timestamp;
+        use crate::store::Store;
         use std::collections::BTreeMap;
         let store = Store::open("memory://").unwrap();
         let schema = dynql_core::TableSchema::parse(

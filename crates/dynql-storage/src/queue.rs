@@ -15,11 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use dynql_core::{Value, Yson};
 
+use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action};
 use crate::scan::{row_weight, value_weight, KeyBound, KeyRange, ScanStatistics};
-use crate::store::{fresh_id, RowValues, State, Store, TableData, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::state::{State, TableData};
+use crate::store::{fresh_id, RowValues, Store};
 
 /// The name of the column that pins a written row to a tablet.
 pub const TABLET_INDEX_COLUMN: &str = "$tablet_index";
@@ -435,7 +437,7 @@ impl Store {
                     values.len()
                 )));
             }
-            crate::validate::row(entry, crate::mvcc::WriteKind::Overwrite, values)
+            crate::validate::row(entry, crate::kernel::mvcc::WriteKind::Overwrite, values)
                 .map_err(|m| Error::Invalid(format!("row #{n} for {path}: {m}")))?;
             let tablet = tablet.unwrap_or(random);
             if tablet >= entry.tablet_count {
@@ -456,7 +458,7 @@ impl Store {
             action: Action::WriteRows {
                 path: path.into(),
                 table_id: entry.id.clone(),
-                kind: crate::mvcc::WriteKind::Overwrite,
+                kind: crate::kernel::mvcc::WriteKind::Overwrite,
                 aggregate: false,
                 rows: logged,
                 chunk: None,

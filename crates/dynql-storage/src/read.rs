@@ -1,4 +1,4 @@
-//! Reads of a table at a timestamp: the [version merge](crate::merge) of its chunks and its
+//! Reads of a table at a timestamp: the [version merge](crate::kernel::merge) of its chunks and its
 //! dynamic store, resolved key by key.
 
 use std::sync::Arc;
@@ -8,13 +8,14 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{TableSchema, Value};
 
-use crate::chunk::{compare_version_key, ChunkRef};
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::{compare_version_key, ChunkRef};
+use crate::kernel::merge::{KeyGroup, KeyGroups, VersionMerge};
+use crate::kernel::mvcc::{resolve_versions, RowDelta};
+use crate::kernel::timestamp::Timestamp;
 use crate::key_filter::prefix_hash;
-use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
-use crate::mvcc::{resolve_versions, RowDelta};
-use crate::store::{KeyOrd, Store};
-use crate::timestamp::Timestamp;
+use crate::state::KeyOrd;
+use crate::store::Store;
 
 /// What a lookup did: keys asked for, and (with the lookup row cache) how many rows came from
 /// it and how many were resolved from the table.
@@ -95,7 +96,10 @@ impl Store {
             .map(|r| Box::new(KeyGroups::new(r, key_count)) as _)
             .collect();
         sources.push(Box::new(data.sorted.values().map(Vec::as_slice)));
-        let ttl = entry.ttl.as_ref().and_then(|t| t.cut(schema, timestamp));
+        let ttl = entry
+            .ttl
+            .as_ref()
+            .and_then(|t| t.cut(schema, Timestamp::resolve_latest(timestamp)));
         Ok(VersionMerge::new(key_count, sources)
             .filter_map(|history| resolve_versions(schema, &history, timestamp))
             .filter(|row| ttl.is_none_or(|t| t.keeps_row(row)))
@@ -159,7 +163,7 @@ impl Store {
         let ttl = entry
             .ttl
             .as_ref()
-            .and_then(|t| t.cut(&entry.schema, timestamp));
+            .and_then(|t| t.cut(&entry.schema, Timestamp::resolve_latest(timestamp)));
         let live = |row: Option<Vec<Value>>| row.filter(|r| ttl.is_none_or(|t| t.keeps_row(r)));
         if !cached {
             let rows = self
@@ -226,8 +230,8 @@ impl Store {
     /// ([`crate::key_filter`]); chunks so skipped are counted in `statistics`.
     async fn lookup_in(
         &self,
-        entry: &crate::store::TableEntry,
-        data: &crate::store::TableData,
+        entry: &crate::catalog::TableEntry,
+        data: &crate::state::TableData,
         keys: &[Vec<Value>],
         timestamp: Timestamp,
         statistics: &mut LookupStatistics,

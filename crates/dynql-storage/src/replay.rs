@@ -12,15 +12,18 @@ use std::sync::Arc;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
-use crate::chunk::ChunkRef;
+use crate::catalog::{set_attribute, TableEntry};
 use crate::compaction::compact_versions;
+use crate::conflict::decode_key;
 use crate::conflict::{all_groups, LockDelta};
 use crate::cypress::transactions::committed_node_mut as node_mut;
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::mvcc::RowDelta;
+use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action, CommitRecord};
-use crate::mvcc::RowDelta;
-use crate::store::{decode_key, set_attribute, KeyOrd, State, Store, TableData, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::state::{KeyOrd, State, TableData};
+use crate::store::Store;
 
 /// Per table id, the newest timestamp up to which a flush or compaction among `records`
 /// moved the dynamic store into chunks: replaying a write of that table at or before it would
@@ -153,8 +156,11 @@ pub(crate) fn apply_lost(
 
 /// A bulk write's chunk as the table holds it after the commit at `timestamp`: every version
 /// has that timestamp, and the row groups its writer found clean are clean from then on.
-fn bulk_chunk(chunk: &crate::chunk::ChunkRef, timestamp: u64) -> crate::chunk::ChunkRef {
-    use crate::chunk::Cleanliness;
+fn bulk_chunk(
+    chunk: &crate::kernel::chunk_ref::ChunkRef,
+    timestamp: u64,
+) -> crate::kernel::chunk_ref::ChunkRef {
+    use crate::kernel::chunk_ref::Cleanliness;
     let mut chunk = chunk.clone();
     chunk.commit_timestamp = Some(timestamp);
     chunk.min_timestamp = timestamp;
@@ -743,7 +749,7 @@ impl Store {
     async fn fetch_logged_chunk(
         &self,
         chunk: &str,
-        checksum: Option<&crate::checksum::ChunkChecksum>,
+        checksum: Option<&crate::kernel::checksum::ChunkChecksum>,
     ) -> Result<std::result::Result<bytes::Bytes, String>> {
         let got = match self.objects.get(&ObjectPath::from(chunk)).await {
             Ok(g) => g.bytes().await,
@@ -751,7 +757,7 @@ impl Store {
         };
         match got {
             Ok(bytes) => Ok(match checksum {
-                Some(c) => crate::checksum::verify_chunk(chunk, &bytes, c)
+                Some(c) => crate::kernel::checksum::verify_chunk(chunk, &bytes, c)
                     .map(|()| bytes)
                     .map_err(|e| e.to_string()),
                 None => Ok(bytes),

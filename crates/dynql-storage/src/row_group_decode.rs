@@ -14,12 +14,12 @@ use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
 use dynql_core::TableSchema;
 
-use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::ChunkRef;
 use crate::object_file::ObjectFile;
 
 /// A row group as Parquet decodes it (table columns plus the version columns), and since
-/// when it is clean (see [`crate::chunk::clean_since`]), if it is.
+/// when it is clean (see [`crate::kernel::chunk_ref::clean_since`]), if it is.
 pub(crate) struct RawRowGroup {
     pub(crate) batch: RecordBatch,
     pub(crate) clean_since: Option<u64>,

@@ -4,7 +4,7 @@
 //! Tablets are the spans between a sorted table's pivot keys; a flushed or compacted chunk
 //! belongs to one tablet. Each chunk records the key bounds of its row groups
 //! ([`ChunkRef::row_groups`]), so a scan decodes only the row groups it needs, merges them
-//! with the dynamic store range by range ([`crate::merge`]) and resolves each key at the read
+//! with the dynamic store range by range ([`crate::kernel::merge`]) and resolves each key at the read
 //! timestamp.
 
 use arrow::record_batch::RecordBatch;
@@ -13,15 +13,16 @@ use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::{Value, ValueType};
 
 use crate::error::{Error, Result};
-pub use crate::key_range::{normalize_ranges, KeyBound, KeyRange};
-use crate::key_search::{partition_keys, partition_keys_from};
-use crate::merge::{KeyGroup, KeyGroups, VersionMerge};
-use crate::mvcc::{resolve_versions, RowDelta};
-use crate::row_group_filter::RowGroupFilter;
+pub use crate::kernel::key_range::{normalize_ranges, KeyBound, KeyRange};
+use crate::kernel::key_search::{partition_keys, partition_keys_from};
+use crate::kernel::merge::{KeyGroup, KeyGroups, VersionMerge};
+use crate::kernel::mvcc::{resolve_versions, RowDelta};
+use crate::kernel::row_group_filter::RowGroupFilter;
+use crate::kernel::timestamp::Timestamp;
+pub use crate::kernel::weight::{batch_weight, row_weight, value_weight};
 use crate::scan_plan::{plan_scan, ScanPlan};
-use crate::store::{KeyOrd, Store, TableData};
-use crate::timestamp::Timestamp;
-pub use crate::weight::{batch_weight, row_weight, value_weight};
+use crate::state::{KeyOrd, TableData};
+use crate::store::Store;
 
 /// What a scan reads, as `[selected, total]` pairs, and what it produced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -210,7 +211,7 @@ impl Store {
     async fn page_window(
         &self,
         schema: &dynql_core::TableSchema,
-        chunk: &crate::chunk::ChunkRef,
+        chunk: &crate::kernel::chunk_ref::ChunkRef,
         g: usize,
         range: &KeyRange,
     ) -> Result<Option<std::ops::Range<usize>>> {
@@ -223,14 +224,14 @@ impl Store {
     }
 
     /// The rows of clean row group `g` of `chunk` whose pages `filter` may want, when its
-    /// page index narrows them (see [`crate::page_filter`]).
+    /// page index narrows them (see [`crate::kernel::page_filter`]).
     async fn filter_window(
         &self,
-        chunk: &crate::chunk::ChunkRef,
+        chunk: &crate::kernel::chunk_ref::ChunkRef,
         g: usize,
         filter: &dyn RowGroupFilter,
         columns: &[(usize, ValueType)],
-        known: &[crate::row_group_filter::ColumnStatistics],
+        known: &[crate::kernel::row_group_filter::ColumnStatistics],
     ) -> Result<Option<std::ops::Range<usize>>> {
         if !self.page_windows {
             return Ok(None);
@@ -270,7 +271,7 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn scan_state_pieces<S: PieceSink>(
         &self,
-        state: &crate::store::State,
+        state: &crate::state::State,
         path: &str,
         ranges: &[KeyRange],
         timestamp: Timestamp,
@@ -322,11 +323,11 @@ impl Store {
         let key_types: Vec<_> = schema.key_columns().iter().map(|c| c.wire_type()).collect();
         let key_columns: Vec<usize> = (0..key_count).collect();
         let all_columns: Vec<usize> = (0..schema.columns().len()).collect();
-        let ttl = crate::ttl::ScanTtl::new(
+        let ttl = crate::kernel::ttl::ScanTtl::new(
             entry.ttl.as_ref(),
             schema,
             columns.unwrap_or(&all_columns),
-            timestamp,
+            Timestamp::resolve_latest(timestamp),
         );
         // Pieces are built of the projection, plus the TTL column when it lacks it.
         let projection = ttl
@@ -601,7 +602,7 @@ impl Store {
 }
 
 /// `batch` without the rows expired by the table's TTL, if it has one.
-fn live_rows(batch: RecordBatch, ttl: Option<&crate::ttl::ScanTtl>) -> Result<RecordBatch> {
+fn live_rows(batch: RecordBatch, ttl: Option<&crate::kernel::ttl::ScanTtl>) -> Result<RecordBatch> {
     match ttl {
         Some(t) => t.apply(batch),
         None => Ok(batch),
@@ -719,7 +720,8 @@ impl PieceSink for FnSink<'_> {
 
 /// The versions of a key-sorted run whose keys lie in `range`.
 fn slice_run<'a>(run: &'a [RowDelta], range: &KeyRange, key_count: usize) -> &'a [RowDelta] {
-    let key_of = |d: &RowDelta| -> Vec<Value> { crate::chunk::version_key(d, key_count) };
+    let key_of =
+        |d: &RowDelta| -> Vec<Value> { crate::kernel::chunk_ref::version_key(d, key_count) };
     let lo = run.partition_point(|d| range.lower.is_after(&key_of(d)));
     let hi = run.partition_point(|d| range.upper.is_after(&key_of(d)));
     &run[lo..hi.max(lo)]

@@ -1,13 +1,14 @@
 //! The plan of a pruned scan: which tablets a scan of key ranges meets (the spans between
 //! the pivot keys), and which chunks and row groups of theirs, by the key bounds each chunk
-//! records ([`crate::chunk::ChunkRef::row_groups`]). Pure: it reads the replayed state only;
+//! records ([`crate::kernel::chunk_ref::ChunkRef::row_groups`]). Pure: it reads the replayed state only;
 //! the scan itself ([`crate::scan`]) decodes what the plan selects.
 
+use crate::catalog::TableEntry;
 use crate::error::Result;
-use crate::key_range::{KeyBound, KeyRange};
+use crate::kernel::key_range::{KeyBound, KeyRange};
+use crate::kernel::timestamp::Timestamp;
 use crate::scan::ScanStatistics;
-use crate::store::{TableData, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::state::TableData;
 
 /// The key ranges of the table's tablets, from its pivot keys.
 pub fn tablet_ranges(entry: &TableEntry) -> Vec<KeyRange> {

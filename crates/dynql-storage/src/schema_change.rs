@@ -17,11 +17,12 @@ use dynql_core::schema::ColumnSchema;
 use dynql_core::types::LogicalType;
 use dynql_core::{TableSchema, Value};
 
-use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
-use crate::mvcc::{RowDelta, WriteKind};
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::mvcc::{RowDelta, WriteKind};
+use crate::state::KeyOrd;
 use crate::state::TableData;
-use crate::store::{KeyOrd, Store};
+use crate::store::Store;
 
 /// Where each column of a new schema comes from in the old one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +203,7 @@ impl Store {
     /// group by row group); `None` for a chunk without versions.
     pub(crate) async fn rewrite_chunks(
         &self,
-        entry: &crate::store::TableEntry,
+        entry: &crate::catalog::TableEntry,
         new: &TableSchema,
         map: &ColumnMap,
         chunks: &[ChunkRef],

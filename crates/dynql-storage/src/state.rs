@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use dynql_core::{compare_rows, TableSchema, Value};
 
-use crate::chunk::ChunkRef;
+use crate::catalog::TableEntry;
 use crate::conflict::{check_key, Claim, LockDelta};
 use crate::error::{Error, Result};
-use crate::mvcc::RowDelta;
-use crate::store::*;
-use crate::timestamp::Timestamp;
+use crate::kernel::chunk_ref::ChunkRef;
+use crate::kernel::mvcc::RowDelta;
+use crate::kernel::timestamp::Timestamp;
 
 /// One table's data: versioned deltas by key (sorted) or appended rows (ordered).
 #[derive(Debug, Clone, Default)]
@@ -205,7 +205,8 @@ pub(crate) struct State {
     pub(crate) master: crate::cypress::transactions::Master,
     pub(crate) committed_transactions: HashSet<String>,
     /// Damage found while replaying that no current table carries (an action for a table
-    /// that is not there): reported by [`Store::check`], harmless to the tables there are.
+    /// that is not there): reported by [`Store::check`](crate::Store::check), harmless to
+    /// the tables there are.
     pub(crate) notes: Vec<String>,
     /// What the newest record applied touched (for the next record's `previous`).
     pub(crate) last_record: Option<crate::log::RecordSummary>,

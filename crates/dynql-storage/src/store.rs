@@ -12,7 +12,7 @@
 //! by key. A commit reads the log tail, validates its actions against that state, and creates
 //! the next record with `PutMode::Create`; losing the race to another writer means refresh and
 //! retry, so concurrent writers never lose a commit. Reads merge chunks and the dynamic store
-//! and resolve versions at a timestamp ([`mvcc`](crate::mvcc)), which gives time travel;
+//! and resolve versions at a timestamp ([`mvcc`](crate::kernel::mvcc)), which gives time travel;
 //! flush and compaction (`flush.rs`) move versions into chunks.
 //!
 //! The store in its parts: this file holds the handle ([`Store`]: opening, settings); the
@@ -34,14 +34,7 @@ use dynql_core::Value;
 use crate::cache_entries::CacheAdmission;
 use crate::chunk_cache::ChunkCache;
 use crate::error::{Error, Result};
-
-pub(crate) use crate::catalog::set_attribute;
-pub use crate::catalog::{
-    canonical_attribute, validate_path, AttributeValue, TableEntry, TableOptions, MAX_PATH_BYTES,
-    MAX_PATH_DEPTH, MOUNT_CONFIG_KEYS, WRITABLE_ATTRIBUTES,
-};
-pub(crate) use crate::conflict::{check_conflicts, chunks_after, decode_key, MissingChunks};
-pub(crate) use crate::state::{KeyOrd, State, TableData};
+use crate::state::State;
 
 /// Writes of at least this many rows (outside transactions) go straight to a chunk.
 pub const LARGE_WRITE_ROWS: usize = 10_000;
@@ -224,9 +217,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mvcc::WriteKind;
+    use crate::catalog::{validate_path, TableOptions};
+    use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::timestamp::Timestamp;
     use crate::tablets::validate_tablets;
-    use crate::timestamp::Timestamp;
     use dynql_core::TableSchema;
 
     fn schema() -> TableSchema {

@@ -17,12 +17,14 @@ use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::Value;
 use tokio::sync::mpsc;
 
+use crate::catalog::TableEntry;
 use crate::error::Result;
+use crate::kernel::row_group_filter::RowGroupFilter;
+use crate::kernel::timestamp::Timestamp;
 use crate::progress::{ProgressSink, ReadProgress};
-use crate::row_group_filter::RowGroupFilter;
 use crate::scan::{normalize_ranges, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics};
-use crate::store::{State, Store, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::state::State;
+use crate::store::Store;
 
 /// Batches a scan stream may hold before its reader takes them.
 const CHANNEL_BATCHES: usize = 2;
@@ -236,7 +238,7 @@ impl TableScan {
     }
 
     /// This scan, skipping the clean row groups `filter` rules out by their statistics
-    /// (see [`crate::row_group_filter`]).
+    /// (see [`crate::kernel::row_group_filter`]).
     pub fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> TableScan {
         self.row_group_filter = Some(filter);
         self

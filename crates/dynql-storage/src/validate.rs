@@ -13,8 +13,9 @@
 
 use dynql_core::TableSchema;
 
+use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
-use crate::store::{State, TableData, TableEntry};
+use crate::state::{State, TableData};
 
 /// The write validator every row written by key passes (insert, import, bulk writes, the
 /// storage API alike): a row of `kind` for the table `entry` at `path` must be
@@ -33,9 +34,9 @@ use crate::store::{State, TableData, TableEntry};
 ///
 /// [`Retention::check_row_ttl`]: crate::compaction::Retention::check_row_ttl
 pub(crate) fn rows(
-    entry: &crate::store::TableEntry,
+    entry: &crate::catalog::TableEntry,
     path: &str,
-    kind: crate::mvcc::WriteKind,
+    kind: crate::kernel::mvcc::WriteKind,
     rows: &[crate::store::RowValues],
 ) -> Result<()> {
     for (n, r) in rows.iter().enumerate() {
@@ -46,11 +47,11 @@ pub(crate) fn rows(
 
 /// One row of [`rows`]; `Err` says what is wrong with it.
 pub(crate) fn row(
-    entry: &crate::store::TableEntry,
-    kind: crate::mvcc::WriteKind,
+    entry: &crate::catalog::TableEntry,
+    kind: crate::kernel::mvcc::WriteKind,
     row: &crate::store::RowValues,
 ) -> std::result::Result<(), String> {
-    use crate::mvcc::WriteKind;
+    use crate::kernel::mvcc::WriteKind;
     use dynql_core::{Value, ValueType};
     let schema = &entry.schema;
     let columns = schema.columns();
@@ -192,10 +193,11 @@ pub(crate) fn logged_append_weights(
 mod write_validator_tests {
     use dynql_core::{TableSchema, Value};
 
+    use crate::catalog::TableOptions;
     use crate::compaction::Retention;
-    use crate::mvcc::WriteKind;
-    use crate::store::{Store, TableOptions};
-    use crate::timestamp::Timestamp;
+    use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::timestamp::Timestamp;
+    use crate::store::Store;
 
     /// Rows replay could not apply are refused before the log, with what is wrong: the
     /// table is neither changed nor damaged (a string in an int64 column used to commit

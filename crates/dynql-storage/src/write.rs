@@ -10,10 +10,10 @@ use dynql_core::{TableSchema, Value};
 
 use crate::conflict::{all_groups, LockMode};
 use crate::error::{Error, Result};
+use crate::kernel::mvcc::{RowDelta, WriteKind};
+use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action};
-use crate::mvcc::{RowDelta, WriteKind};
-use crate::store::*;
-use crate::timestamp::Timestamp;
+use crate::store::{RowValues, Store, LARGE_WRITE_ROWS};
 
 impl Store {
     /// Writes rows in one commit and returns its timestamp.

@@ -3,7 +3,8 @@
 use dynql_core::{TableSchema, Value};
 
 use super::*;
-use crate::store::{TableOptions, LARGE_WRITE_ROWS};
+use crate::catalog::TableOptions;
+use crate::store::LARGE_WRITE_ROWS;
 
 fn row(k: i64, v: &str) -> RowValues {
     vec![Some(Value::Int64(k)), Some(Value::string(v))]
@@ -276,8 +277,10 @@ async fn arrow_batches_in_any_order_become_clean_chunks_and_a_bad_one_is_refused
         .chunks
         .iter()
         .flat_map(|c| &c.row_groups)
-        .all(|g| g.clean == crate::chunk::Cleanliness::Since(committed.0)
-            && g.nan_columns.as_deref() == Some(&[])));
+        .all(
+            |g| g.clean == crate::kernel::chunk_ref::Cleanliness::Since(committed.0)
+                && g.nan_columns.as_deref() == Some(&[])
+        ));
     let read = store
         .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
         .await

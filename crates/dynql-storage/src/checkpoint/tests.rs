@@ -1,7 +1,7 @@
 //! Tests of [`crate::checkpoint`].
 
 use super::*;
-use crate::store::TableOptions;
+use crate::catalog::TableOptions;
 use dynql_core::{TableSchema, Value};
 
 fn schema() -> TableSchema {

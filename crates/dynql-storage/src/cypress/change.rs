@@ -18,8 +18,9 @@ use super::tree::Tree;
 use super::{now_ms, NodeKind, NodeView};
 use crate::error::{Error, Result};
 use crate::log::Action;
+use crate::state::State;
 use crate::static_table::{has_dynamic_rows, RowsDelta};
-use crate::store::{fresh_id, State, Store};
+use crate::store::{fresh_id, Store};
 
 /// The state with expired transactions aborted, and the actions that abort them.
 pub(crate) fn reap_expired(state: &State) -> Result<(Cow<'_, State>, Vec<Action>)> {
@@ -226,8 +227,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::TableEntry;
     use crate::cypress::transactions::MasterTransaction;
-    use crate::store::{TableData, TableEntry};
+    use crate::state::TableData;
 
     /// An attribute set in a transaction on a directory only a table's path implies (stores
     /// written before directories were nodes): the directory becomes a node, logged as it is,

@@ -37,7 +37,7 @@ use super::transactions::{Entry, Master};
 use super::tree::Tree;
 use super::{parent, NodeView};
 use crate::log::Action;
-use crate::store::State;
+use crate::state::State;
 
 /// A lock mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -8,7 +8,8 @@ use super::tree::Tree;
 use super::{normalize, now_ms};
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::store::{fresh_id, State, Store};
+use crate::state::State;
+use crate::store::{fresh_id, Store};
 
 /// What `#ID` names.
 #[derive(Debug, Clone)]

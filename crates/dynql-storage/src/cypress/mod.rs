@@ -32,8 +32,9 @@ use serde::{Deserialize, Serialize};
 
 use dynql_core::Yson;
 
+use crate::catalog::TableEntry;
 use crate::error::Result;
-use crate::store::{State, TableEntry};
+use crate::state::State;
 pub use tree::Tree;
 
 pub use master_api::{LockOptions, Object, TakenLock};

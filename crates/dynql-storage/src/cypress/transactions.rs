@@ -23,9 +23,10 @@ pub use super::delta::{Change, NodeDelta};
 use super::locks::Lock;
 use super::tree::Tree;
 use super::Node;
+use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::state::{State, TableData};
 use crate::static_table::StagedRows;
-use crate::store::{State, TableData, TableEntry};
 
 /// The most a master transaction's timeout can be (YT's default limit, one hour); a longer
 /// one is cut to it.
@@ -425,7 +426,7 @@ pub(crate) fn committed_node_mut<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::ChunkChecksum;
+    use crate::kernel::checksum::ChunkChecksum;
     use crate::log::Action;
     use crate::static_table::{RowsDelta, StaticChunk};
 

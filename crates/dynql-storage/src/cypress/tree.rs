@@ -18,8 +18,8 @@ use super::{
     builtin, child_path, parent, prefix_of, system_children, Node, NodeKind, NodeView, ROOT,
 };
 use crate::error::{Error, Result};
+use crate::state::State;
 use crate::static_table::StaticChunk;
-use crate::store::State;
 
 /// The tree seen by a transaction (or none).
 #[derive(Clone)]

@@ -10,15 +10,15 @@ use dynql_core::{Value, ValueType};
 use super::columns::{self, statistics_bounds};
 use super::{wire_types, FileRef, FileTable};
 use crate::error::{Error, Result};
-use crate::page_filter::filter_window;
-use crate::page_index::{leaf_key_window, tuple_interval};
-use crate::row_group_filter::{ColumnStatistics, RowGroupFilter};
+use crate::kernel::page_filter::filter_window;
+use crate::kernel::page_index::{leaf_key_window, tuple_interval};
+use crate::kernel::row_group_filter::{ColumnStatistics, RowGroupFilter};
 use crate::scan::{normalize_ranges, KeyRange};
 
 impl FileTable {
     /// The rows of `groups` (in order) of `file` whose pages may hold keys of `ranges` (all
     /// keys when `None`), from the page index of the key columns, and rows `filter` may want,
-    /// from the page index of its columns ([`crate::page_filter`]); `None` when neither
+    /// from the page index of its columns ([`crate::kernel::page_filter`]); `None` when neither
     /// narrows anything.
     pub(super) fn page_selection(
         &self,

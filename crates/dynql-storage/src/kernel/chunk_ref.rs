@@ -31,11 +31,11 @@ pub struct ChunkRef {
     /// Size of the file in bytes (lets readers fetch the footer without a HEAD request).
     #[serde(default)]
     pub bytes: u64,
-    /// Key bounds of the Parquet row groups, in file order (`crate::chunk::ROW_GROUP_ROWS` versions each);
-    /// empty for chunks written without them (then the file is one unit).
+    /// Key bounds of the Parquet row groups, in file order (`crate::chunk::ROW_GROUP_ROWS`
+    /// versions each); empty for chunks written without them (then the file is one unit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub row_groups: Vec<RowGroupRef>,
-    /// How to verify the file ([`crate::checksum`]); absent for chunks written before
+    /// How to verify the file ([`crate::kernel::checksum`]); absent for chunks written before
     /// checksums, which are read unverified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<ChunkChecksum>,
@@ -47,7 +47,16 @@ pub struct ChunkRef {
     /// The chunk's key filters, in a file beside it ([`crate::key_filter`]); absent for
     /// chunks written without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_filter: Option<crate::key_filter::KeyFilterRef>,
+    pub key_filter: Option<KeyFilterRef>,
+}
+
+/// What the catalog knows of a chunk's key filters (`crate::key_filter`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyFilterRef {
+    /// Size of the filter file.
+    pub bytes: u64,
+    /// The key lengths filtered (the whole key's among them for lookups), longest first.
+    pub lengths: Vec<usize>,
 }
 
 /// Key bounds of one row group of a chunk, and whether it is clean.

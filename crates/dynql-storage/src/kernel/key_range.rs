@@ -9,4 +9,4 @@ use serde::{Deserialize, Serialize};
 /// below every key). Stored as a text YSON list, as YT prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct PivotKey(#[serde(with = "crate::chunk::key_serde")] pub Vec<Value>);
+pub struct PivotKey(#[serde(with = "crate::kernel::chunk_ref::key_serde")] pub Vec<Value>);

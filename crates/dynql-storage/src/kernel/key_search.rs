@@ -14,7 +14,7 @@ use dynql_core::arrow_convert::array_value;
 use dynql_core::value::compare_doubles;
 use dynql_core::{compare_values, Value, ValueType};
 
-use crate::key_range::KeyBound;
+use crate::kernel::key_range::KeyBound;
 
 /// One key column of a row group, typed once for all the probes of a search.
 enum KeyCells<'a> {

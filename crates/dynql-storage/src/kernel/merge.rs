@@ -6,15 +6,15 @@
 //! keep their order).
 //!
 //! Reads resolve each yielded history at their timestamp
-//! ([`resolve_versions`](crate::mvcc::resolve_versions)); compaction applies retention to it
+//! ([`resolve_versions`](crate::kernel::mvcc::resolve_versions)); compaction applies retention to it
 //! and writes the result as one chunk. Invariant (checked by a property test): the merge of
 //! any split of a history into runs equals the history sorted by key, stably.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use crate::chunk::compare_version_keys;
-use crate::mvcc::RowDelta;
+use crate::kernel::chunk_ref::compare_version_keys;
+use crate::kernel::mvcc::RowDelta;
 
 /// The versions of one key in one source, in commit order.
 pub(crate) type KeyGroup<'a> = &'a [RowDelta];
@@ -100,7 +100,7 @@ impl<'a> Iterator for VersionMerge<'a> {
             for &i in &taken {
                 all.extend_from_slice(self.heads[i].take().unwrap_or_default());
             }
-            crate::mvcc::put_in_commit_order(&mut all);
+            crate::kernel::mvcc::put_in_commit_order(&mut all);
             Cow::Owned(all)
         };
         for i in taken {
@@ -113,8 +113,8 @@ impl<'a> Iterator for VersionMerge<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mvcc::WriteKind;
-    use crate::timestamp::Timestamp;
+    use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::timestamp::Timestamp;
     use dynql_core::Value;
     use proptest::prelude::*;
 

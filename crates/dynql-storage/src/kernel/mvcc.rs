@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use dynql_core::{compare_values, TableSchema, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::timestamp::Timestamp;
+use crate::kernel::timestamp::Timestamp;
 
 /// How a write changes a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@
 //! that page) bound the values of every row of it, so a segment whose pages the filter rules
 //! out holds no wanted row. The scan then reads the rows from the first segment that may
 //! hold one to the last ([`filter_window`]): one window, so that Parquet fetches and decodes
-//! only those pages of every column, as for a key range ([`crate::page_index`]). Where the
+//! only those pages of every column, as for a key range ([`crate::kernel::page_index`]). Where the
 //! index says nothing (no page index, a column without page statistics), the page is not
 //! ruled out.
 
@@ -18,7 +18,7 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
 use dynql_core::ValueType;
 
-use crate::row_group_filter::{ColumnStatistics, RowGroupFilter};
+use crate::kernel::row_group_filter::{ColumnStatistics, RowGroupFilter};
 
 /// The rows of row group `group` from the first segment `filter` may want to the last (an
 /// empty range: none), when its pages narrow them at all (`None`: every page may hold a
@@ -46,7 +46,8 @@ pub(crate) fn filter_window(
         return None;
     }
     let leaves: Vec<usize> = columns.iter().map(|&(l, _)| l).collect();
-    let (page_starts, starts) = crate::page_index::segment_starts(offset_index, &leaves, rows);
+    let (page_starts, starts) =
+        crate::kernel::page_index::segment_starts(offset_index, &leaves, rows);
     let mut page = vec![0usize; columns.len()];
     let mut first: Option<usize> = None;
     let mut last = 0;
@@ -99,7 +100,7 @@ fn page_statistics(
         known.nulls = Some(rows);
         return known;
     }
-    let (min, max) = crate::page_index::page_min_max(index, ty, page, true);
+    let (min, max) = crate::kernel::page_index::page_min_max(index, ty, page, true);
     known.min = min;
     known.max = max;
     known

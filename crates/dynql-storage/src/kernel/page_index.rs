@@ -19,7 +19,7 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
 use dynql_core::{TableSchema, Value, ValueType};
 
-use crate::scan::{KeyBound, KeyRange};
+use crate::kernel::key_range::{KeyBound, KeyRange};
 
 /// A row group cut into *segments* at every page start of any key column, each with the key
 /// interval its rows lie in: computed once per row group from its page index, then asked for

@@ -30,20 +30,6 @@ impl Timestamp {
         self.0 >> COUNTER_BITS
     }
 
-    /// The current time: unix seconds, and the nanoseconds of the second as the counter
-    /// (10^9 < 2^30), so a timestamp generated now is below every commit made later.
-    pub fn now() -> Timestamp {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        Timestamp((now.as_secs() << COUNTER_BITS) | u64::from(now.subsec_nanos()))
-    }
-
-    /// A fresh timestamp: now, and strictly after `last`.
-    pub fn next_after(last: Timestamp) -> Timestamp {
-        Timestamp::now().max(Timestamp(last.0 + 1))
-    }
-
     /// Whether this is one of the "last committed" sentinels (or above every real timestamp).
     pub fn is_latest(self) -> bool {
         self >= Timestamp::MAX
@@ -75,22 +61,6 @@ impl fmt::Display for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fresh_timestamps_increase_and_carry_seconds() {
-        let a = Timestamp::next_after(Timestamp::MIN);
-        let b = Timestamp::next_after(a);
-        assert!(b > a);
-        assert!(a.unix_seconds() > 1_600_000_000);
-        let generated = Timestamp::next_after(b);
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        assert!(
-            Timestamp::next_after(b) > generated,
-            "a later commit must follow a generated timestamp"
-        );
-        let far = Timestamp::from_unix_seconds(4_000_000_000);
-        assert_eq!(Timestamp::next_after(far), Timestamp(far.0 + 1));
-    }
 
     #[test]
     fn parses_numbers_and_sentinels() {

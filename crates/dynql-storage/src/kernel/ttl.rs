@@ -23,8 +23,8 @@ use dynql_core::types::LogicalType;
 use dynql_core::{TableSchema, Value};
 
 use crate::error::{Error, Result};
-use crate::mvcc::{resolve_versions, RowDelta, WriteKind};
-use crate::timestamp::{Timestamp, COUNTER_BITS};
+use crate::kernel::mvcc::{resolve_versions, RowDelta, WriteKind};
+use crate::kernel::timestamp::{Timestamp, COUNTER_BITS};
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
 
@@ -219,11 +219,10 @@ impl ColumnTtl {
     /// cut's `min_live`. `None` when the column is gone from `schema`.
     pub(crate) fn cut(&self, schema: &TableSchema, read: Timestamp) -> Option<TtlCut> {
         let column = schema.column_index(&self.column)?;
-        let read = if read.is_latest() {
-            Timestamp::now()
-        } else {
-            read
-        };
+        debug_assert!(
+            !read.is_latest(),
+            "the caller resolves a latest read to a time"
+        );
         let read_nanos = read_nanos(read);
         let interval = u128::from(self.interval_nanos);
         // Live while value * unit + interval >= read: value >= ceil((read - interval) / unit).

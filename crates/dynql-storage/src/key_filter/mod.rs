@@ -17,13 +17,12 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
-use serde::{Deserialize, Serialize};
 
 use dynql_core::farm_hash::{fingerprint_bytes, fingerprint_u128, fingerprint_u64};
 use dynql_core::Value;
 
-use crate::chunk::ChunkRef;
 use crate::error::{Error, Result};
+use crate::kernel::chunk_ref::{ChunkRef, KeyFilterRef};
 use crate::store::Store;
 
 pub use settings::{ChunkWriterSettings, KeyFilterSettings, DEFAULT_FALSE_POSITIVE_RATE};
@@ -34,15 +33,6 @@ const FORMAT: u8 = 1;
 
 /// Filters kept decoded at most, in bytes (a soft limit: past it the cache starts over).
 const CACHE_BYTES: usize = 512 << 20;
-
-/// What the catalog knows of a chunk's key filters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyFilterRef {
-    /// Size of the filter file.
-    pub bytes: u64,
-    /// The key lengths filtered (the whole key's among them for lookups), longest first.
-    pub lengths: Vec<usize>,
-}
 
 /// The object path of a chunk's key filter file.
 pub(crate) fn filter_path(chunk_path: &str) -> String {
@@ -382,7 +372,7 @@ impl Store {
     /// skipped, and takes them and their row groups off the read counts.
     pub(crate) async fn drop_filtered_out(
         &self,
-        data: &crate::store::TableData,
+        data: &crate::state::TableData,
         range: &dynql_core::KeyRange,
         mut in_range: Vec<(usize, usize)>,
         statistics: &mut crate::scan::ScanStatistics,

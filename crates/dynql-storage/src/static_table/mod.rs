@@ -29,10 +29,11 @@ use serde::{Deserialize, Serialize};
 use dynql_core::value::compare_rows;
 use dynql_core::{TableSchema, Value};
 
-use crate::checksum::ChunkChecksum;
-use crate::chunk::key_serde;
+use crate::catalog::TableEntry;
 use crate::cypress::transactions::{Entry, Master};
-use crate::store::{State, TableData, TableEntry};
+use crate::kernel::checksum::ChunkChecksum;
+use crate::kernel::chunk_ref::key_serde;
+use crate::state::{State, TableData};
 
 pub use read::TableRead;
 pub use write::{StaticWrite, CHUNK_ROWS};
@@ -189,12 +190,12 @@ pub(crate) fn check_follows(
         Ordering::Less => Ok(()),
         Ordering::Equal => Err(format!(
             "Duplicate key {}: the table's keys are unique",
-            crate::chunk::key_text(first)
+            crate::kernel::chunk_ref::key_text(first)
         )),
         Ordering::Greater => Err(format!(
             "Sort order violation: key {} follows key {}",
-            crate::chunk::key_text(first),
-            crate::chunk::key_text(before)
+            crate::kernel::chunk_ref::key_text(first),
+            crate::kernel::chunk_ref::key_text(before)
         )),
     }
 }
@@ -298,7 +299,7 @@ mod tests {
 
     fn table(chunks: Vec<StaticChunk>) -> TableEntry {
         let schema = TableSchema::parse("[{name=k;type=int64;sort_order=ascending}]").unwrap();
-        let mut entry = crate::store::TableEntry::new_static("t1", schema);
+        let mut entry = crate::catalog::TableEntry::new_static("t1", schema);
         entry.static_chunks = chunks;
         entry
     }

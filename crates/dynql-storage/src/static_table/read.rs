@@ -8,12 +8,14 @@ use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
 use super::{has_dynamic_rows, StaticChunk};
+use crate::catalog::TableEntry;
 use crate::cypress::locks::LockMode;
 use crate::cypress::transactions::Entry;
 use crate::cypress::{NodeView, Tree};
 use crate::error::{Error, Result};
-use crate::store::{State, Store, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::kernel::timestamp::Timestamp;
+use crate::state::State;
+use crate::store::Store;
 
 /// How a table's rows are read ([`Store::table_for_read`]).
 #[derive(Debug, Clone)]
@@ -162,7 +164,7 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
-        crate::checksum::verify_chunk(&chunk.path, &bytes, &chunk.checksum)?;
+        crate::kernel::checksum::verify_chunk(&chunk.path, &bytes, &chunk.checksum)?;
         crate::chunk::decode_chunk(&chunk.path, bytes)
     }
 }

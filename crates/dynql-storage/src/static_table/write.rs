@@ -9,11 +9,12 @@ use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::Value;
 
 use super::{check_follows, check_writable, has_dynamic_rows, last_key, StaticChunk};
+use crate::catalog::TableEntry;
 use crate::chunk::{new_chunk_path, put_encoded, ChunkEncoder};
 use crate::cypress::{NodeView, Tree};
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::store::{Store, TableEntry};
+use crate::store::Store;
 
 /// Rows per chunk of a static table.
 pub const CHUNK_ROWS: usize = 1 << 20;

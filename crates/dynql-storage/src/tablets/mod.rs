@@ -8,10 +8,11 @@
 
 use dynql_core::{TableSchema, ValueType};
 
+use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
-use crate::store::{Store, TableEntry};
-use crate::timestamp::Timestamp;
+use crate::store::Store;
 
 mod pivots;
 
@@ -157,10 +158,10 @@ impl Store {
             Ok(())
         };
         // The chunks a change of layout replaces, and their rewrites.
-        let mut rewritten: Option<(Vec<String>, Vec<crate::chunk::ChunkRef>)> = None;
+        let mut rewritten: Option<(Vec<String>, Vec<crate::kernel::chunk_ref::ChunkRef>)> = None;
         // A static sorted table with rows becoming dynamic (YT's bulk-load path): its rows as
         // versioned chunks, and the static chunks they were read from.
-        let mut converted: Option<(Vec<String>, Vec<crate::chunk::ChunkRef>)> = None;
+        let mut converted: Option<(Vec<String>, Vec<crate::kernel::chunk_ref::ChunkRef>)> = None;
         if dynamic == Some(true) {
             let state = self.refresh().await?;
             let (entry, _) = state.table_data(path)?;
@@ -258,7 +259,7 @@ impl Store {
         &self,
         path: &str,
         entry: &TableEntry,
-    ) -> Result<(Vec<String>, Vec<crate::chunk::ChunkRef>)> {
+    ) -> Result<(Vec<String>, Vec<crate::kernel::chunk_ref::ChunkRef>)> {
         if !entry.schema.is_sorted() {
             return Err(Error::Invalid(format!(
                 "Cannot make static table {path} dynamic: it is not sorted, and dynql's ordered dynamic tables keep their rows in tablets of their own log (write them with insert-rows instead)"

@@ -5,11 +5,12 @@
 use dynql_core::{compare_rows, LogicalType, TableSchema, Value, ValueType};
 
 use super::TabletState;
+use crate::catalog::{TableEntry, TableOptions};
 use crate::error::{Error, Result};
-use crate::key_range::PivotKey;
+use crate::kernel::key_range::PivotKey;
+use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
-use crate::store::{Store, TableEntry, TableOptions};
-use crate::timestamp::Timestamp;
+use crate::store::Store;
 
 /// How to reshard a table.
 #[derive(Debug, Clone, PartialEq)]

@@ -37,10 +37,11 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use crate::conflict::{check_conflicts, chunks_after, MissingChunks};
 use crate::error::{Error, Result};
+use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
-use crate::store::{check_conflicts, chunks_after, fresh_id, MissingChunks, Store};
-use crate::timestamp::Timestamp;
+use crate::store::{fresh_id, Store};
 use slot::{meta_path, Seal};
 
 /// How many times a commit re-fetches chunks flushed while it was being checked.

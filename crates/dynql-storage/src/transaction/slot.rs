@@ -81,7 +81,7 @@ pub(super) fn classify(location: &ObjectPath) -> Option<TxFile> {
 /// The bytes of a slot file, and the hash its acknowledgement records.
 pub(super) fn encode(slot: &Slot) -> Result<(Vec<u8>, String)> {
     let body = serde_json::to_vec(slot).map_err(|e| Error::Invalid(e.to_string()))?;
-    let hash = format!("{:016x}", crate::checksum::hash(&body));
+    let hash = format!("{:016x}", crate::kernel::checksum::hash(&body));
     let mut bytes = Vec::with_capacity(body.len() + 17);
     bytes.extend_from_slice(hash.as_bytes());
     bytes.push(b'\n');
@@ -106,9 +106,9 @@ pub(super) fn decode(location: &ObjectPath, bytes: &[u8]) -> Result<(Slot, Optio
             .split_at_checked(17)
             .filter(|(line, _)| line[16] == b'\n')
             .ok_or_else(|| corrupt("the staged write's checksum line is damaged".into()))?;
-        let expected = crate::checksum::parse_hash(&line[..16])
+        let expected = crate::kernel::checksum::parse_hash(&line[..16])
             .ok_or_else(|| corrupt("the staged write's checksum line is damaged".into()))?;
-        if crate::checksum::hash(body) != expected {
+        if crate::kernel::checksum::hash(body) != expected {
             return Err(corrupt(
                 "the staged write does not match its checksum (the file is damaged)".into(),
             ));

@@ -1,0 +1,26 @@
+//! The storage kernel: the mechanisms that need no I/O, kept pure so that they can be tested
+//! against simple models and replayed deterministically (see
+//! `docs/design/0011-storage-layers.md`).
+//!
+//! A module here names no object store, no async runtime, no clock of its own and no
+//! [`Store`](crate::Store); it uses only other kernel modules, [`crate::error`],
+//! `dynql-core`, Arrow and Parquet's in-memory types. `tests/kernel_is_pure.rs` checks this.
+//!
+//! Holds so far: timestamps and MVCC version resolution, the chunk references the catalog
+//! keeps and the key order of versions, key ranges and key search, the merge of version
+//! runs, TTL rules, compression codecs, checksums, the row-group and page-index pruning rules,
+//! and batch weights.
+
+pub mod checksum;
+pub mod chunk_ref;
+pub mod codec;
+pub mod key_range;
+pub mod key_search;
+pub mod merge;
+pub mod mvcc;
+pub mod page_filter;
+pub mod page_index;
+pub mod row_group_filter;
+pub mod timestamp;
+pub mod ttl;
+pub mod weight;
