@@ -247,8 +247,8 @@ impl BulkChunkWriter {
             Some(encoder) => encoder,
             None => {
                 let plain = mostly_distinct_columns(rows);
-                self.encoder.insert(ChunkEncoder::with_plain_columns(
-                    &versioned_schema(&self.schema),
+                self.encoder.insert(ChunkEncoder::for_table(
+                    &self.schema,
                     &plain,
                     self.capacity,
                     self.codec,

@@ -17,11 +17,12 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
+use parquet::basic::Encoding;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use dynql_core::arrow_convert::{array_value, table_arrow_schema, values_to_array};
-use dynql_core::{TableSchema, Value};
+use dynql_core::{TableSchema, Value, ValueType};
 
 use crate::error::{Error, Result};
 use crate::kernel::checksum::ChunkChecksum;
@@ -54,6 +55,30 @@ pub fn encode_chunk(
     encoder.finish()
 }
 
+/// The largest dictionary of a row group's column of fixed-width values (2,048 eight-byte
+/// values, an eighth of [`ROW_GROUP_ROWS`]) before its pages fall back to plain ones.
+const FIXED_DICTIONARY_BYTES: usize = 16 << 10;
+
+/// The largest dictionary of a row group's column of byte strings (about 4,000 short
+/// strings: the most distinct values for which a decoded column stays a dictionary, see
+/// `row_group_decode::few_values_as_dictionary`).
+const STRING_DICTIONARY_BYTES: usize = 64 << 10;
+
+/// The columns of a sorted table's chunks written delta-encoded: its int64 and uint64 key
+/// columns. Key order makes neighbouring values close (the first key column ascends, the
+/// next ones ascend within equal prefixes), so the differences bit-pack into a few bits and
+/// decode without a dictionary lookup or a decompression of eight bytes a row
+/// (`benches/peers.rs`: a filter on the `id` key reads its column about twice as fast as from
+/// dictionary pages, and the chunk is a third of the size).
+pub(crate) fn delta_key_columns(table: &TableSchema) -> Vec<&str> {
+    table
+        .key_columns()
+        .iter()
+        .filter(|c| matches!(c.wire_type(), ValueType::Int64 | ValueType::Uint64))
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
 /// A chunk being encoded batch by batch (a bulk write streams a tablet's rows into one): the
 /// Parquet file of [`encode_chunk`], a row group every [`ROW_GROUP_ROWS`] rows.
 pub(crate) struct ChunkEncoder {
@@ -64,15 +89,32 @@ impl ChunkEncoder {
     /// An encoder of a table's chunk, its pages compressed with `codec` (the table's
     /// `compression_codec`).
     pub(crate) fn new(schema: &SchemaRef, codec: CompressionCodec) -> Result<ChunkEncoder> {
-        ChunkEncoder::with_plain_columns(schema, &[], 0, codec)
+        ChunkEncoder::with_encodings(schema, &[], &[], 0, codec)
     }
 
-    /// An encoder that writes the columns named in `plain` without a dictionary (for mostly
-    /// distinct values, where building one only costs time), into a buffer of `capacity`
-    /// bytes to begin with.
-    pub(crate) fn with_plain_columns(
+    /// An encoder of a versioned chunk of a table of `table`'s schema ([`versioned_schema`]):
+    /// the columns named in `plain` without a dictionary (for mostly distinct values, where
+    /// building one only costs time), the integer key columns delta-encoded
+    /// ([`delta_key_columns`]), into a buffer of `capacity` bytes to begin with.
+    pub(crate) fn for_table(
+        table: &TableSchema,
+        plain: &[&str],
+        capacity: usize,
+        codec: CompressionCodec,
+    ) -> Result<ChunkEncoder> {
+        let delta = delta_key_columns(table);
+        let plain: Vec<&str> = plain
+            .iter()
+            .copied()
+            .filter(|c| !delta.contains(c))
+            .collect();
+        ChunkEncoder::with_encodings(&versioned_schema(table), &plain, &delta, capacity, codec)
+    }
+
+    fn with_encodings(
         schema: &SchemaRef,
         plain: &[&str],
+        delta: &[&str],
         capacity: usize,
         codec: CompressionCodec,
     ) -> Result<ChunkEncoder> {
@@ -88,8 +130,26 @@ impl ChunkEncoder {
             props = props
                 .set_column_statistics_enabled(ColumnPath::from(name), EnabledStatistics::None);
         }
+        // A dictionary pays while values repeat: past these sizes a row group's pages fall
+        // back to plain ones (a column of mostly distinct values then decodes straight into
+        // its array, with no dictionary gather and no expansion of a dictionary to views).
+        for field in schema.fields() {
+            let limit = match field.data_type() {
+                DataType::Binary | DataType::Utf8 => STRING_DICTIONARY_BYTES,
+                _ => FIXED_DICTIONARY_BYTES,
+            };
+            props = props.set_column_dictionary_page_size_limit(
+                ColumnPath::from(field.name().as_str()),
+                limit,
+            );
+        }
         for name in plain {
             props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
+        }
+        for name in delta {
+            props = props
+                .set_column_dictionary_enabled(ColumnPath::from(*name), false)
+                .set_column_encoding(ColumnPath::from(*name), Encoding::DELTA_BINARY_PACKED);
         }
         Ok(ChunkEncoder {
             writer: ArrowWriter::try_new(
@@ -383,7 +443,7 @@ pub(crate) async fn write_versioned_chunk(
         }
         None => None,
     };
-    let (size, checksum) = put_chunk(objects, &path, batch, codec).await?;
+    let (size, checksum) = put_chunk(objects, &path, schema, batch, codec).await?;
     Ok(Some(ChunkRef {
         path,
         rows: versions.len() as u64,
@@ -399,15 +459,18 @@ pub(crate) async fn write_versioned_chunk(
     }))
 }
 
-/// Encodes a versioned batch as a chunk file at `path`, compressed with `codec`; returns its
-/// size and checksum.
+/// Encodes a versioned batch of a table of `schema` as a chunk file at `path`
+/// ([`ChunkEncoder::for_table`]), compressed with `codec`; returns its size and checksum.
 pub(crate) async fn put_chunk(
     objects: &dyn ObjectStore,
     path: &str,
+    schema: &TableSchema,
     batch: RecordBatch,
     codec: CompressionCodec,
 ) -> Result<(u64, ChunkChecksum)> {
-    let (bytes, checksum) = encode_chunk(&batch.schema(), &[batch], codec)?;
+    let mut encoder = ChunkEncoder::for_table(schema, &[], 0, codec)?;
+    encoder.write(&batch)?;
+    let (bytes, checksum) = encoder.finish()?;
     let size = bytes.len() as u64;
     put_encoded(objects, path, bytes).await?;
     Ok((size, checksum))
@@ -531,5 +594,64 @@ mod tests {
         let back: RowGroupRef =
             serde_json::from_str(&serde_json::to_string(&clean).unwrap()).unwrap();
         assert_eq!(back, clean);
+    }
+
+    #[test]
+    fn integer_key_columns_are_delta_encoded_and_read_back_exactly() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let schema = TableSchema::parse(
+            "[{name=h;type=uint64;sort_order=ascending};{name=k;type=int64;sort_order=ascending};\
+              {name=s;type=string;sort_order=ascending};{name=v;type=int64}]",
+        )
+        .unwrap();
+        assert_eq!(delta_key_columns(&schema), vec!["h", "k"]);
+        // Across row groups and pages; extreme values, nulls and jumps back where `h` steps.
+        let mut versions = Vec::new();
+        for (i, h) in [0u64, 1, u64::MAX].into_iter().enumerate() {
+            for j in 0..(ROW_GROUP_ROWS as i64 + 7) {
+                let k = match j {
+                    0 => None,
+                    1 => Some(Value::Int64(i64::MIN)),
+                    j if j + 1 == ROW_GROUP_ROWS as i64 + 7 => Some(Value::Int64(i64::MAX)),
+                    j => Some(Value::Int64(j * 1000 - i as i64)),
+                };
+                versions.push(RowDelta {
+                    timestamp: Timestamp(10),
+                    kind: WriteKind::Overwrite,
+                    values: vec![
+                        Some(Value::Uint64(h)),
+                        k,
+                        Some(Value::String(format!("s{j}").into_bytes())),
+                        Some(Value::Int64(j % 3)),
+                    ],
+                    aggregate: false,
+                });
+            }
+        }
+        let refs: Vec<&RowDelta> = versions.iter().collect();
+        let batch = encode_versions(&schema, &refs).unwrap();
+        let mut encoder = ChunkEncoder::for_table(&schema, &[], 0, Default::default()).unwrap();
+        encoder.write(&batch).unwrap();
+        let (bytes, _) = encoder.finish().unwrap();
+        let reader = SerializedFileReader::new(bytes.clone()).unwrap();
+        let group = reader.metadata().row_group(0);
+        let encodings = |c: usize| group.column(c).encodings().collect::<Vec<_>>();
+        for c in [0, 1] {
+            assert!(encodings(c).contains(&Encoding::DELTA_BINARY_PACKED), "{c}");
+            assert!(!encodings(c).contains(&Encoding::RLE_DICTIONARY), "{c}");
+        }
+        for c in [2, 3] {
+            assert!(
+                !encodings(c).contains(&Encoding::DELTA_BINARY_PACKED),
+                "{c}"
+            );
+        }
+        // Distinct strings outgrow their dictionary and fall back to plain pages; three
+        // distinct values keep theirs.
+        let dictionary = crate::row_group_decode::all_pages_dictionary_encoded;
+        assert!(!dictionary(group.column(2)));
+        assert!(dictionary(group.column(3)));
+        let back = decode_versioned_chunk("c", &schema, bytes).unwrap();
+        assert_eq!(back, versions);
     }
 }

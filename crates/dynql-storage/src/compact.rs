@@ -58,7 +58,7 @@ impl VersionChunkWriter {
             key_filter: crate::key_filter::KeyFilterBuilder::new(key_filters),
             path,
             schema: schema.clone(),
-            encoder: ChunkEncoder::new(&crate::chunk::versioned_schema(schema), codec)?,
+            encoder: ChunkEncoder::for_table(schema, &[], 0, codec)?,
             pending: Vec::with_capacity(ROW_GROUP_ROWS),
             rows: 0,
             row_groups: Vec::new(),

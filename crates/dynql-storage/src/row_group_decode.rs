@@ -120,7 +120,7 @@ pub(crate) fn views_schema(
 
 /// Whether every data page of a column chunk is dictionary-encoded (Parquet writers fall
 /// back to plain pages when a dictionary grows too large).
-fn all_pages_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
+pub(crate) fn all_pages_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
     column.dictionary_page_offset().is_some()
         && column.page_encoding_stats_mask().is_some_and(|mask| {
             mask.is_only(Encoding::PLAIN_DICTIONARY) || mask.is_only(Encoding::RLE_DICTIONARY)
