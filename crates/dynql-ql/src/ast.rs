@@ -47,6 +47,24 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// The comparison with its operands swapped (`a < b` is `b > a`); any other operator
+    /// unchanged.
+    ///
+    /// ```
+    /// use dynql_ql::ast::BinaryOp;
+    /// assert_eq!(BinaryOp::LessOrEq.mirrored(), BinaryOp::GreaterOrEq);
+    /// assert_eq!(BinaryOp::Eq.mirrored(), BinaryOp::Eq);
+    /// ```
+    pub fn mirrored(self) -> BinaryOp {
+        match self {
+            BinaryOp::Less => BinaryOp::Greater,
+            BinaryOp::LessOrEq => BinaryOp::GreaterOrEq,
+            BinaryOp::Greater => BinaryOp::Less,
+            BinaryOp::GreaterOrEq => BinaryOp::LessOrEq,
+            other => other,
+        }
+    }
+
     /// The operator as YT prints it in derived column names.
     pub fn symbol(self) -> &'static str {
         match self {

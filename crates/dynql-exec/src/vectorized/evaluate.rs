@@ -425,7 +425,7 @@ fn arithmetic(
 
 #[cfg(test)]
 mod tests {
-    use super::super::kernel_tests::{agree, column, evaluate_with};
+    use super::super::kernel_tests::{agree, column, evaluate_with, COMPARISONS};
     use super::*;
 
     fn binary(op: BinaryOp, l: TypedExpr, r: TypedExpr, ty: ValueType) -> TypedExpr {
@@ -449,14 +449,7 @@ mod tests {
             ]
         })
         .collect();
-        for op in [
-            BinaryOp::Eq,
-            BinaryOp::NotEq,
-            BinaryOp::Less,
-            BinaryOp::LessOrEq,
-            BinaryOp::Greater,
-            BinaryOp::GreaterOrEq,
-        ] {
+        for op in COMPARISONS {
             let e = binary(op, column(0, i), column(1, i), ValueType::Boolean);
             agree(&e, &[i, i], &rows, EvalOptions::default());
             let canonical = EvalOptions {

@@ -6,6 +6,7 @@ use arrow::array::ArrayRef;
 use arrow::datatypes::DataType;
 use dynql_core::arrow_convert::array_value;
 use dynql_core::{Value, ValueType};
+use dynql_ql::ast::BinaryOp;
 use dynql_ql::eval::{evaluate as evaluate_row, EvalOptions};
 use dynql_ql::texpr::{TExpr, TypedExpr};
 use proptest::prelude::*;
@@ -102,6 +103,16 @@ pub(crate) fn rows(domain: &Domain) -> impl Strategy<Value = Vec<Vec<Value>>> {
     let row: Vec<BoxedStrategy<Value>> = TYPES.iter().map(|t| value_of(*t, domain)).collect();
     proptest::collection::vec(row, 0..30)
 }
+
+/// YT's comparison operators.
+pub(crate) const COMPARISONS: [BinaryOp; 6] = [
+    BinaryOp::Eq,
+    BinaryOp::NotEq,
+    BinaryOp::Less,
+    BinaryOp::LessOrEq,
+    BinaryOp::Greater,
+    BinaryOp::GreaterOrEq,
+];
 
 pub(crate) fn column(i: usize, ty: ValueType) -> TypedExpr {
     TypedExpr::new(TExpr::Column(i), ty)

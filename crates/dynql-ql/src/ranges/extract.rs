@@ -80,7 +80,7 @@ impl Extractor<'_> {
                 None => return Trie::universal(),
             },
             (TExpr::Literal(v), _) => match self.key_column(r) {
-                Some(c) => (c, mirror(op), r, v),
+                Some(c) => (c, op.mirrored(), r, v),
                 None => return Trie::universal(),
             },
             _ => return Trie::universal(),
@@ -251,17 +251,6 @@ fn tuple_bound(columns: &[usize], values: &[Value], lower: bool) -> Rc<Trie> {
     Trie::column(column, branches)
 }
 
-/// `lit op c` as `c op' lit`.
-fn mirror(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Less => BinaryOp::Greater,
-        BinaryOp::LessOrEq => BinaryOp::GreaterOrEq,
-        BinaryOp::Greater => BinaryOp::Less,
-        BinaryOp::GreaterOrEq => BinaryOp::LessOrEq,
-        other => other,
-    }
-}
-
 /// `NOT (c op lit)` as `c op' lit`.
 fn invert(op: BinaryOp) -> BinaryOp {
     match op {
@@ -305,7 +294,7 @@ mod tests {
         use BinaryOp::*;
         for op in [Eq, NotEq, Less, LessOrEq, Greater, GreaterOrEq] {
             assert_eq!(invert(invert(op)), op);
-            assert_eq!(mirror(mirror(op)), op);
+            assert_eq!(op.mirrored().mirrored(), op);
         }
     }
 }
