@@ -244,24 +244,13 @@ fn string_with_literal(
         _ if literal_left => k(&scalar, &a).map_err(arrow_error)?,
         _ => k(&a, &scalar).map_err(arrow_error)?,
     };
-    if opts.canonical_null_relations || result.null_count() == 0 {
-        return Ok(Arc::new(result));
-    }
-    // Only `x` can be null, and null is the least value.
-    let test = ordering_test(op);
+    // A null `x` is the least value: below the literal on the right, above it on the left.
     let null_side = if literal_left {
         Ordering::Greater
     } else {
         Ordering::Less
     };
-    let values = BooleanBuffer::collect_bool(input.rows, |i| {
-        if result.is_valid(i) {
-            result.value(i)
-        } else {
-            test(null_side)
-        }
-    });
-    Ok(Arc::new(BooleanArray::new(values, None)))
+    Ok(with_null_as_least(result, op, null_side, opts))
 }
 
 /// Whether `v` is a non-null number or boolean of type `ty`.
@@ -312,19 +301,32 @@ fn value_with_literal(
             kernel(op)(&a, &arrow::array::Scalar::new(one)).map_err(arrow_error)?
         }
     };
+    // `x` is on the left now: a null `x` is below the literal.
+    Ok(with_null_as_least(result, op, Ordering::Less, opts))
+}
+
+/// `result` of a comparison of a column with a literal, where only the column can be null:
+/// as it is under canonical null relations (null stays null), otherwise each null slot
+/// replaced by whether `null_side` (the column's null against the literal: null is the least
+/// value) satisfies `op`.
+fn with_null_as_least(
+    result: BooleanArray,
+    op: BinaryOp,
+    null_side: Ordering,
+    opts: EvalOptions,
+) -> ArrayRef {
     if opts.canonical_null_relations || result.null_count() == 0 {
-        return Ok(Arc::new(result));
+        return Arc::new(result);
     }
-    // Only `x` can be null, and null is the least value.
-    let null_is = ordering_test(op)(Ordering::Less);
-    let values = BooleanBuffer::collect_bool(input.rows, |i| {
+    let null_is = ordering_test(op)(null_side);
+    let values = BooleanBuffer::collect_bool(result.len(), |i| {
         if result.is_valid(i) {
             result.value(i)
         } else {
             null_is
         }
     });
-    Ok(Arc::new(BooleanArray::new(values, None)))
+    Arc::new(BooleanArray::new(values, None))
 }
 
 /// [`double_comparison`] of `x` with one value `y`.
