@@ -37,13 +37,24 @@ use crate::store::Store;
 struct Layer {
     keys: LayerKeys,
     rows: (usize, usize, std::ops::Range<usize>),
-    timestamps: UInt64Array,
+    timestamps: CommitTimestamps,
+}
+
+/// The commit timestamps of a layer's rows.
+enum CommitTimestamps {
+    /// One for every row (a chunk of one commit): no column of copies to fill.
+    One(u64),
+    /// A row's own (a chunk of several commits).
+    Each(UInt64Array),
 }
 
 impl Layer {
     #[inline]
     fn timestamp(&self, row: usize) -> u64 {
-        self.timestamps.value(row)
+        match &self.timestamps {
+            CommitTimestamps::One(t) => *t,
+            CommitTimestamps::Each(column) => column.value(row),
+        }
     }
 }
 
@@ -183,10 +194,10 @@ impl Store {
             }
             // A bulk write's chunk holds placeholders: its rows are its commit's.
             let timestamps = match (chunk.commit_timestamp, arrays.pop()) {
-                (Some(t), _) => UInt64Array::from_value(t, hi - lo),
-                (None, Some(timestamps)) => {
-                    timestamps.as_primitive::<UInt64Type>().slice(lo, hi - lo)
-                }
+                (Some(t), _) => CommitTimestamps::One(t),
+                (None, Some(timestamps)) => CommitTimestamps::Each(
+                    timestamps.as_primitive::<UInt64Type>().slice(lo, hi - lo),
+                ),
                 (None, None) => unreachable!("the timestamp column was asked for"),
             };
             layer_keys.push(keys.iter().map(|k| k.slice(lo, hi - lo)).collect());
@@ -336,9 +347,12 @@ fn push_row(runs: &mut Vec<Run>, layer: usize, row: usize) {
 
 /// (layer, row) of each row of `runs`.
 fn rows_of(runs: &[Run]) -> Vec<(usize, usize)> {
-    runs.iter()
-        .flat_map(|r| (r.start..r.start + r.rows).map(move |row| (r.layer, row)))
-        .collect()
+    // Sized first: a flat map gives no length, and growing by doubling copies it over.
+    let mut rows = Vec::with_capacity(runs.iter().map(|r| r.rows).sum());
+    for r in runs {
+        rows.extend((r.start..r.start + r.rows).map(|row| (r.layer, row)));
+    }
+    rows
 }
 
 /// Below this many rows per run on average, picking rows beats copying slices.
@@ -383,6 +397,11 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
     let newer = |a: (usize, usize), b: (usize, usize)| {
         layers[a.0].timestamp(a.1) > layers[b.0].timestamp(b.1)
     };
+    // Of equal keys met in any order: the newest, and of equal timestamps the first layer's.
+    let newest = |a: (usize, usize), b: (usize, usize)| {
+        let (x, y) = (layers[a.0].timestamp(a.1), layers[b.0].timestamp(b.1));
+        x > y || (x == y && a.0 < b.0)
+    };
     let int64: Option<Vec<&[i64]>> = layers
         .iter()
         .map(|l| match &l.keys {
@@ -391,6 +410,11 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
         })
         .collect();
     if let Some(keys) = int64 {
+        // Sign bit flipped: the order of the values as unsigned integers.
+        let flipped = |k: &i64| (*k as u64) ^ (1 << 63);
+        if let Some(runs) = newest_of_many_integers(&keys, flipped, newest) {
+            return runs;
+        }
         return newest_of_many(&keys, |k: &i64| *k, newer);
     }
     let integers: Option<Vec<&[(u64, u64)]>> = layers
@@ -403,6 +427,9 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
     if let Some(keys) = integers {
         // Packed in one u128 (same order): a match is one integer comparison, not two.
         let packed = |&(hi, lo): &(u64, u64)| (u128::from(hi) << 64) | u128::from(lo);
+        if let Some(runs) = newest_of_many_integers(&keys, packed, newest) {
+            return runs;
+        }
         return newest_of_many(&keys, packed, newer);
     }
     let rows: Vec<Vec<arrow::row::Row<'_>>> = layers
@@ -414,6 +441,108 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
         .collect();
     let keys: Vec<&[arrow::row::Row<'_>]> = rows.iter().map(Vec::as_slice).collect();
     newest_of_many(&keys, |row| *row, newer)
+}
+
+/// An unsigned integer a merge compares keys as, whose greatest value no key takes: it
+/// stands for a layer that is through, so a match is one comparison.
+trait IntegerKey: Copy + Ord {
+    const THROUGH: Self;
+}
+
+impl IntegerKey for u64 {
+    const THROUGH: u64 = u64::MAX;
+}
+
+impl IntegerKey for u128 {
+    const THROUGH: u128 = u128::MAX;
+}
+
+/// [`newest_of_many`] for keys `head` gives as unsigned integers, without a branch the data
+/// decides in a match (with interleaved layers, which wins a match is a coin toss a branch
+/// predictor loses half the time): `None` when a key is [`IntegerKey::THROUGH`] (the caller
+/// merges with [`newest_of_many`]). Equal keys come in no set order, so `newest(a, b)` says
+/// whether row `a` (layer, row) is the version to keep over `b` whatever their order (a total
+/// order on versions of one key).
+fn newest_of_many_integers<T, K: IntegerKey>(
+    keys: &[&[T]],
+    head: impl Fn(&T) -> K,
+    newest: impl Fn((usize, usize), (usize, usize)) -> bool,
+) -> Option<Vec<Run>> {
+    if keys
+        .iter()
+        .filter_map(|l| l.last())
+        .any(|key| head(key) == K::THROUGH)
+    {
+        return None;
+    }
+    let k = keys.len();
+    let mut next = vec![0usize; k];
+    let mut heads: Vec<K> = keys
+        .iter()
+        .map(|l| l.first().map_or(K::THROUGH, &head))
+        .collect();
+    // The loser tree of `newest_of_many`, its matches decided by the heads alone (ties
+    // either way: equal keys still come out one after another, before any greater key).
+    const EMPTY: usize = usize::MAX;
+    let mut tree = vec![EMPTY; k];
+    for leaf in 0..k {
+        let mut winner = leaf;
+        let mut t = (leaf + k) / 2;
+        while t > 0 {
+            if tree[t] == EMPTY {
+                tree[t] = winner;
+                winner = EMPTY;
+                break;
+            }
+            if heads[tree[t]] < heads[winner] {
+                std::mem::swap(&mut tree[t], &mut winner);
+            }
+            t /= 2;
+        }
+        if winner != EMPTY {
+            tree[0] = winner;
+        }
+    }
+    let total: usize = keys.iter().map(|l| l.len()).sum();
+    let mut runs: Vec<Run> = Vec::with_capacity(total.min(1 << 16));
+    // The key of the last row given (THROUGH before the first) and that row, the kept
+    // version of its key.
+    let mut last = K::THROUGH;
+    let mut kept = (0, 0);
+    for _ in 0..total {
+        let top = tree[0];
+        let row = next[top];
+        let key = heads[top];
+        if key != last {
+            push_row(&mut runs, top, row);
+            last = key;
+            kept = (top, row);
+        } else if newest((top, row), kept) {
+            // The newer version takes the place of the kept one, the runs' last row.
+            let run = runs.last_mut().expect("the kept row was given");
+            debug_assert_eq!((run.layer, run.start + run.rows - 1), kept);
+            run.rows -= 1;
+            if run.rows == 0 {
+                runs.pop();
+            }
+            push_row(&mut runs, top, row);
+            kept = (top, row);
+        }
+        next[top] = row + 1;
+        heads[top] = keys[top].get(row + 1).map_or(K::THROUGH, &head);
+        // Replay the matches on the way to the root, choosing with selects, not jumps.
+        let mut winner = top;
+        let mut t = (top + k) / 2;
+        while t > 0 {
+            let other = tree[t];
+            let other_wins = heads[other] < heads[winner];
+            tree[t] = if other_wins { winner } else { other };
+            winner = if other_wins { other } else { winner };
+            t /= 2;
+        }
+        tree[0] = winner;
+    }
+    Some(runs)
 }
 
 /// [`newest_per_key`] over `keys` (each layer's, sorted, each key once), compared as `head`
@@ -578,7 +707,7 @@ mod tests {
         let layer = Layer {
             keys: LayerKeys::Rows(converter.convert_columns(std::slice::from_ref(&k)).unwrap()),
             rows: (0, 0, 0..keys.len()),
-            timestamps: UInt64Array::from_value(timestamp, keys.len()),
+            timestamps: CommitTimestamps::One(timestamp),
         };
         (layer, k)
     }
@@ -646,7 +775,7 @@ mod tests {
                     .map(|(keys, t)| Layer {
                         keys,
                         rows: (0, 0, 0..t.len()),
-                        timestamps: UInt64Array::from(t.clone()),
+                        timestamps: CommitTimestamps::Each(UInt64Array::from(t.clone())),
                     })
                     .collect();
                 let runs = newest_per_key(&layers);
@@ -754,6 +883,52 @@ mod tests {
                     .collect();
                 proptest::prop_assert_eq!(&got, &expected);
             }
+        }
+
+        /// The merge without branches, against the model: many layers of small keys that
+        /// often meet, timestamps that tie; and it declines keys at the greatest integer.
+        #[test]
+        fn integer_merge_without_branches_keeps_the_models_versions(
+            layers in proptest::collection::vec(
+                proptest::collection::btree_map((0u64..4, 0u64..6), 0u64..3, 0..30),
+                0..12,
+            ),
+        ) {
+            let layers: Vec<Vec<((u64, u64), u64)>> = layers
+                .iter()
+                .map(|l| l.iter().map(|(&k, &t)| (k, t)).collect())
+                .collect();
+            let keys: Vec<Vec<(u64, u64)>> =
+                layers.iter().map(|l| l.iter().map(|&(k, _)| k).collect()).collect();
+            let keys: Vec<&[(u64, u64)]> = keys.iter().map(Vec::as_slice).collect();
+            let newest = |a: (usize, usize), b: (usize, usize)| {
+                let (x, y) = (layers[a.0][a.1].1, layers[b.0][b.1].1);
+                x > y || (x == y && a.0 < b.0)
+            };
+            let packed = |&(hi, lo): &(u64, u64)| (u128::from(hi) << 64) | u128::from(lo);
+            let runs = newest_of_many_integers(&keys, packed, newest).unwrap();
+            proptest::prop_assert_eq!(rows_of(&runs), model(&layers));
+            // Each layer's first column alone, as u64 keys (dropping repeats).
+            let firsts: Vec<Vec<u64>> = keys
+                .iter()
+                .map(|l| {
+                    let mut f: Vec<u64> = l.iter().map(|&(a, _)| a).collect();
+                    f.dedup();
+                    f
+                })
+                .collect();
+            let firsts: Vec<&[u64]> = firsts.iter().map(Vec::as_slice).collect();
+            let tie = |a: (usize, usize), b: (usize, usize)| a.0 < b.0;
+            let runs = newest_of_many_integers(&firsts, |k: &u64| *k, tie).unwrap();
+            let expected = model(
+                &firsts
+                    .iter()
+                    .map(|l| l.iter().map(|&k| (k, 0)).collect())
+                    .collect::<Vec<Vec<(u64, u64)>>>(),
+            );
+            proptest::prop_assert_eq!(rows_of(&runs), expected);
+            let through = [u64::MAX];
+            proptest::prop_assert!(newest_of_many_integers(&[&through[..]], |k: &u64| *k, tie).is_none());
         }
 
         /// Gathering by runs picks the same rows as picking them one by one.
