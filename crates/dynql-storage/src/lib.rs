@@ -32,6 +32,7 @@ mod garbage;
 pub mod in_memory;
 pub mod kernel;
 pub mod key_filter;
+mod local_files;
 pub mod log;
 pub mod log_store;
 mod lookup_cache;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::ParquetError;
@@ -82,11 +82,7 @@ impl ObjectFile {
                 self.size, c.data_end
             )));
         }
-        let tail = self
-            .objects
-            .get_range(&self.path, c.data_end..self.size)
-            .await
-            .map_err(external)?;
+        let tail = self.fetch(c.data_end..self.size).await?;
         crate::kernel::checksum::verify_tail(self.path.as_ref(), &tail, &c)
             .map_err(|e| ParquetError::External(Box::new(e)))?;
         self.tail = Some(tail.clone());
@@ -114,17 +110,26 @@ impl ObjectFile {
         (range.start / block * block)..(range.end.div_ceil(block) * block).min(c.data_end)
     }
 
+    /// Bytes `range` of the file as stored. Asked as one of a list of ranges: the ranged read
+    /// every store implements, and the one a local store makes in place (crate::local_files).
+    async fn fetch(&self, range: std::ops::Range<u64>) -> parquet::errors::Result<Bytes> {
+        let mut fetched = self
+            .objects
+            .get_ranges(&self.path, std::slice::from_ref(&range))
+            .await
+            .map_err(external)?;
+        fetched
+            .pop()
+            .ok_or_else(|| self.corrupt(format!("the store gave nothing for bytes {range:?}")))
+    }
+
     /// Reads `range`, verified.
     async fn read(&mut self, range: std::ops::Range<u64>) -> parquet::errors::Result<Bytes> {
         if let Some(slice) = self.pinned_slice(&range) {
             return slice;
         }
         let Some(c) = self.checksum else {
-            return self
-                .objects
-                .get_range(&self.path, range)
-                .await
-                .map_err(external);
+            return self.fetch(range).await;
         };
         if range.end > self.size || range.start > range.end {
             return Err(self.corrupt(format!(
@@ -147,11 +152,7 @@ impl ObjectFile {
         }
         let blocks = self.blocks(c).await?;
         let aligned = Self::aligned(c, &range);
-        let bytes = self
-            .objects
-            .get_range(&self.path, aligned.clone())
-            .await
-            .map_err(external)?;
+        let bytes = self.fetch(aligned.clone()).await?;
         self.verified_slice(&blocks, aligned, bytes, range)
     }
 

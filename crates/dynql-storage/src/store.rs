@@ -99,9 +99,9 @@ impl Store {
         let local = |dir: &str| -> Result<Arc<dyn ObjectStore>> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| bad(&format!("cannot create directory: {e}")))?;
-            Ok(Arc::new(
+            Ok(Arc::new(crate::local_files::LocalFiles::new(
                 LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(&e.to_string()))?,
-            ))
+            )))
         };
         if url.trim().is_empty() {
             return Err(bad(

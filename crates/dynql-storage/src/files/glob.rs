@@ -64,7 +64,7 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
                 .ok_or_else(|| invalid(location, "not valid UTF-8"))?
                 .to_string();
             (
-                Arc::new(LocalFileSystem::new()),
+                Arc::new(crate::local_files::LocalFiles::new(LocalFileSystem::new())),
                 "file://".to_string(),
                 normalize(&text),
             )
