@@ -123,6 +123,7 @@ impl TableProvider for StoreTable {
         let mut exec = TabletScanExec::new(
             ScanSource::Tablets(scan),
             false,
+            state.config().target_partitions(),
             columns,
             schema,
             self.read.clone(),
@@ -214,6 +215,7 @@ impl TableProvider for FileTableProvider {
                 ranges,
             },
             true,
+            1,
             projection,
             schema,
             self.read.clone(),

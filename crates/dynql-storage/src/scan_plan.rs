@@ -34,6 +34,9 @@ pub(crate) struct ScanPlan {
     pub(crate) tablets: Vec<(usize, Vec<KeyRange>)>,
     /// Per selected chunk (index into the table's chunk list, in list order): the row groups.
     pub(crate) row_groups: Vec<(usize, Vec<usize>)>,
+    /// Per selected tablet (as `tablets`): the versions of the selected row groups whose
+    /// first key lies in it, what reading it costs, about.
+    pub(crate) tablet_versions: Vec<u64>,
     pub(crate) statistics: ScanStatistics,
 }
 
@@ -64,6 +67,7 @@ pub(crate) fn plan_scan(
     // Still sorted and disjoint: tablets are.
     let clipped: Vec<&KeyRange> = selected_tablets.iter().flat_map(|(_, r)| r).collect();
     let mut row_groups = Vec::new();
+    let mut tablet_versions = vec![0u64; selected_tablets.len()];
     let mut selected_row_groups = 0;
     let mut total_row_groups = 0;
     for (ci, c) in data.chunks.iter().enumerate() {
@@ -103,6 +107,22 @@ pub(crate) fn plan_scan(
             }
         }
         let needed: Vec<usize> = needed.into_iter().collect();
+        for &g in &needed {
+            // The selected tablet holding the row group's first key, or the first one past
+            // it (a row group that starts before the ranges).
+            let min = c.row_group_bound(g).0;
+            let at = selected_tablets
+                .partition_point(|(_, r)| !r.last().is_some_and(|r| r.upper.is_after(min)));
+            let rows = match c.row_groups.get(g) {
+                Some(group) => group.rows,
+                None => c.rows,
+            };
+            if let Some(versions) =
+                tablet_versions.get_mut(at.min(selected_tablets.len().saturating_sub(1)))
+            {
+                *versions += rows;
+            }
+        }
         if !needed.is_empty() {
             selected_row_groups += needed.len();
             row_groups.push((ci, needed));
@@ -120,6 +140,7 @@ pub(crate) fn plan_scan(
     Ok(ScanPlan {
         tablets: selected_tablets,
         row_groups,
+        tablet_versions,
         statistics,
     })
 }

@@ -210,6 +210,21 @@ impl TableScan {
         &self.tablets
     }
 
+    /// The selected tablets (as [`TableScan::tablets`]) with about how many versions the
+    /// scan reads of each: the weights to share them out by. Every tablet weighs 1 where the
+    /// plan does not count (ordered tables).
+    pub fn tablet_weights(&self) -> Vec<(usize, u64)> {
+        match &self.plan {
+            Some(plan) => plan
+                .tablets
+                .iter()
+                .zip(&plan.tablet_versions)
+                .map(|((t, _), v)| (*t, *v))
+                .collect(),
+            None => self.tablets.iter().map(|&t| (t, 1)).collect(),
+        }
+    }
+
     /// The normalised key ranges the scan reads.
     pub fn ranges(&self) -> &[KeyRange] {
         &self.ranges

@@ -75,15 +75,16 @@ impl fmt::Debug for ScanSource {
 }
 
 impl ScanSource {
-    /// The partitions of a scan: one per tablet, or one for all in key order.
-    fn partitions(&self, in_key_order: bool) -> Vec<Vec<usize>> {
+    /// The partitions of a scan: at most `most` runs of neighbouring tablets (each read in
+    /// key order), of about equal weight; or one for all in key order.
+    fn partitions(&self, in_key_order: bool, most: usize) -> Vec<Vec<usize>> {
         match self {
             ScanSource::Tablets(scan) => {
                 let tablets = scan.tablets().to_vec();
                 if in_key_order || tablets.len() <= 1 {
                     vec![tablets]
                 } else {
-                    tablets.into_iter().map(|t| vec![t]).collect()
+                    super::tablet_runs::tablet_runs(&scan.tablet_weights(), most)
                 }
             }
             ScanSource::Files { .. } => vec![vec![0]],
@@ -266,7 +267,7 @@ impl TableProvider for ScanTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         _filters: &[Expr],
         limit: Option<usize>,
@@ -275,6 +276,7 @@ impl TableProvider for ScanTable {
         let mut exec = TabletScanExec::new(
             self.scan.clone(),
             self.in_key_order,
+            state.config().target_partitions(),
             projection,
             schema,
             self.limit.clone(),
@@ -291,8 +293,8 @@ impl TableProvider for ScanTable {
     }
 }
 
-/// Streams the tablets of a [`TableScan`] (one partition per tablet, or one for all in key
-/// order) or a file table's rows in key order, the projected columns only.
+/// Streams the tablets of a [`TableScan`] (runs of neighbouring tablets, one partition each,
+/// or one for all in key order) or a file table's rows in key order, the projected columns only.
 #[derive(Debug, Clone)]
 pub(crate) struct TabletScanExec {
     scan: ScanSource,
@@ -318,18 +320,19 @@ pub(crate) struct TabletScanExec {
 }
 
 impl TabletScanExec {
-    /// Streams `scan` (tablets in one partition each, or in one in key order for
-    /// `in_key_order`), giving the scan-layout `columns` as `schema`'s fields (cast to
+    /// Streams `scan` (runs of tablets in at most `partitions` partitions, see
+    /// [`super::tablet_runs::tablet_runs`], or in one in key order for `in_key_order`), giving the scan-layout `columns` as `schema`'s fields (cast to
     /// their types: a string column shown as text fails on a value that is not UTF-8).
     pub(crate) fn new(
         scan: ScanSource,
         in_key_order: bool,
+        partitions: usize,
         columns: Vec<usize>,
         schema: SchemaRef,
         limit: Arc<InputLimit>,
         reads: ScanReads,
     ) -> TabletScanExec {
-        let partitions = scan.partitions(in_key_order);
+        let partitions = scan.partitions(in_key_order, partitions);
         // DataFusion may end a read in the declared order early (a LIMIT over it, a sort
         // it no longer needs), but YT sorts what ORDER BY asks unless it is a key prefix
         // (`reads_in_key_order`, planned without DataFusion's help), reading every row up
