@@ -410,7 +410,7 @@ async fn waitable_locks_are_granted_in_queue_order() {
 async fn expired_transactions_abort_and_release_their_locks() {
     let s = Store::open("memory://").unwrap();
     let tx = s
-        .start_master_transaction(None, 50, Some("short".into()))
+        .start_master_transaction(None, 1_000, Some("short".into()))
         .await
         .unwrap();
     assert_eq!(tx.title.as_deref(), Some("short"));
@@ -418,7 +418,8 @@ async fn expired_transactions_abort_and_release_their_locks() {
         .await
         .unwrap();
     let nested = start(&s, Some(&tx.id)).await;
-    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    // Long enough for the steps above on a loaded machine (50 ms once expired before them).
+    tokio::time::sleep(std::time::Duration::from_millis(1_300)).await;
     assert!(!s.is_master_transaction(&tx.id).await.unwrap());
     assert!(!s.is_master_transaction(&nested).await.unwrap());
     let err = s.ping_master_transaction(&tx.id).await.unwrap_err();

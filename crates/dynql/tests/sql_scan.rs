@@ -35,7 +35,12 @@ async fn sql(db: &Database, query: &str) -> dynql::SelectResult {
 
 /// The physical plan of `query` as DataFusion's EXPLAIN prints it.
 async fn physical_plan(db: &Database, query: &str) -> String {
-    let explained = sql(db, &format!("EXPLAIN {query}")).await;
+    physical_plan_with(db, "", query).await
+}
+
+/// [`physical_plan`] after the `settings` statements (`SET ...;`).
+async fn physical_plan_with(db: &Database, settings: &str, query: &str) -> String {
+    let explained = sql(db, &format!("{settings} EXPLAIN {query}")).await;
     explained
         .rows
         .iter()
@@ -145,17 +150,43 @@ async fn a_string_that_is_not_utf8_names_its_column_and_table() {
     );
 }
 
-/// Each tablet's rows come in key order, and the scan says so: ORDER BY the key with YT's
-/// null order (nulls first; SQL's default puts them last) merges the tablets instead of
-/// sorting, and the rows are in order (the dynamic store's rows and flushed chunks merged).
+/// Each tablet's rows come in key order, and the scan says so where a partition is one
+/// tablet: ORDER BY the key with YT's null order (nulls first; SQL's default puts them last)
+/// merges the tablets instead of sorting, and the rows are in order (the dynamic store's rows
+/// and flushed chunks merged). With fewer partitions than tablets, a partition reads tablets
+/// that are not neighbours and declares no order: the rows are sorted, to the same answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scan_declares_key_order_so_an_order_by_the_key_needs_no_sort() {
     let db = Database::open("memory://").unwrap();
     table(&db).await;
     let query = r#"SELECT k, v FROM "//t" ORDER BY k NULLS FIRST LIMIT 5"#;
-    let plan = physical_plan(&db, query).await;
+    let plan = physical_plan_with(
+        &db,
+        "SET datafusion.execution.target_partitions = 4;",
+        query,
+    )
+    .await;
     assert!(!plan.contains("SortExec"), "{plan}");
     assert!(plan.contains("SortPreservingMergeExec"), "{plan}");
+    let plan = physical_plan_with(
+        &db,
+        "SET datafusion.execution.target_partitions = 2;",
+        query,
+    )
+    .await;
+    assert!(plan.contains("SortExec"), "{plan}");
+    for settings in [
+        "SET datafusion.execution.target_partitions = 4;",
+        "SET datafusion.execution.target_partitions = 2;",
+    ] {
+        let r = sql(&db, &format!("{settings} {query}")).await;
+        let keys: Vec<_> = r.rows.iter().map(|r| r[0].clone()).collect();
+        assert_eq!(
+            keys,
+            (0..5).map(Value::Int64).collect::<Vec<_>>(),
+            "{settings}"
+        );
+    }
     let query = r#"SELECT k FROM "//t" WHERE k > 95 ORDER BY k NULLS FIRST LIMIT 8"#;
     let r = sql(&db, query).await;
     let keys: Vec<_> = r.rows.iter().map(|r| r[0].clone()).collect();

@@ -36,7 +36,7 @@ pub(crate) mod scan_reads;
 pub(crate) mod stages;
 pub(crate) mod string_calls;
 pub(crate) mod table_scan;
-pub(crate) mod tablet_runs;
+pub(crate) mod tablet_groups;
 pub(crate) mod timestamp_calls;
 pub(crate) mod totals;
 pub(crate) mod transform;

@@ -75,8 +75,9 @@ impl fmt::Debug for ScanSource {
 }
 
 impl ScanSource {
-    /// The partitions of a scan: at most `most` runs of neighbouring tablets (each read in
-    /// key order), of about equal weight; or one for all in key order.
+    /// The partitions of a scan: the tablets shared out among at most `most` partitions, of
+    /// about equal weight (see [`super::tablet_groups::tablet_groups`]); or one for all in key
+    /// order.
     fn partitions(&self, in_key_order: bool, most: usize) -> Vec<Vec<usize>> {
         match self {
             ScanSource::Tablets(scan) => {
@@ -84,7 +85,7 @@ impl ScanSource {
                 if in_key_order || tablets.len() <= 1 {
                     vec![tablets]
                 } else {
-                    super::tablet_runs::tablet_runs(&scan.tablet_weights(), most)
+                    super::tablet_groups::tablet_groups(&scan.tablet_weights(), most)
                 }
             }
             ScanSource::Files { .. } => vec![vec![0]],
@@ -293,8 +294,8 @@ impl TableProvider for ScanTable {
     }
 }
 
-/// Streams the tablets of a [`TableScan`] (runs of neighbouring tablets, one partition each,
-/// or one for all in key order) or a file table's rows in key order, the projected columns only.
+/// Streams the tablets of a [`TableScan`] (shared out among partitions, or in one for all in
+/// key order) or a file table's rows in key order, the projected columns only.
 #[derive(Debug, Clone)]
 pub(crate) struct TabletScanExec {
     scan: ScanSource,
@@ -320,8 +321,9 @@ pub(crate) struct TabletScanExec {
 }
 
 impl TabletScanExec {
-    /// Streams `scan` (runs of tablets in at most `partitions` partitions, see
-    /// [`super::tablet_runs::tablet_runs`], or in one in key order for `in_key_order`), giving the scan-layout `columns` as `schema`'s fields (cast to
+    /// Streams `scan` (its tablets shared out among at most `partitions` partitions, see
+    /// [`super::tablet_groups::tablet_groups`], or in one in key order for `in_key_order`),
+    /// giving the scan-layout `columns` as `schema`'s fields (cast to
     /// their types: a string column shown as text fails on a value that is not UTF-8).
     pub(crate) fn new(
         scan: ScanSource,
@@ -337,8 +339,11 @@ impl TabletScanExec {
         // it no longer needs), but YT sorts what ORDER BY asks unless it is a key prefix
         // (`reads_in_key_order`, planned without DataFusion's help), reading every row up
         // to the input row limit: the order is declared only where no limit can be met.
+        // A partition of several tablets (not neighbours) is in key order only when it is the
+        // only one (all tablets, in key order).
+        let in_order = partitions.len() == 1 || partitions.iter().all(|p| p.len() <= 1);
         let ordering = match key_ordering(&scan, &columns, &schema)
-            .filter(|_| scan_cannot_pass(&scan, &limit))
+            .filter(|_| in_order && scan_cannot_pass(&scan, &limit))
         {
             Some(ordering) => EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]),
             None => EquivalenceProperties::new(schema.clone()),
