@@ -443,6 +443,34 @@ fn newest_per_key(layers: &[Layer]) -> Vec<Run> {
     newest_of_many(&keys, |row| *row, newer)
 }
 
+/// The loser tree of `k` leaves whose matches `before(a, b)` decides (leaf `a` wins over
+/// `b`): `tree[0]` is the winner; `tree[t]` for t in 1..k the loser of the match at node t,
+/// whose children are nodes 2t and 2t+1, leaf `l` sitting at position k + l. A leaf's winner
+/// climbs parking at nodes no one has reached yet, so every node plays once.
+fn loser_tree(k: usize, before: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    const EMPTY: usize = usize::MAX;
+    let mut tree = vec![EMPTY; k];
+    for leaf in 0..k {
+        let mut winner = leaf;
+        let mut t = (leaf + k) / 2;
+        while t > 0 {
+            if tree[t] == EMPTY {
+                tree[t] = winner;
+                winner = EMPTY;
+                break;
+            }
+            if before(tree[t], winner) {
+                std::mem::swap(&mut tree[t], &mut winner);
+            }
+            t /= 2;
+        }
+        if winner != EMPTY {
+            tree[0] = winner;
+        }
+    }
+    tree
+}
+
 /// An unsigned integer a merge compares keys as, whose greatest value no key takes: it
 /// stands for a layer that is through, so a match is one comparison.
 trait IntegerKey: Copy + Ord {
@@ -483,26 +511,7 @@ fn newest_of_many_integers<T, K: IntegerKey>(
         .collect();
     // The loser tree of `newest_of_many`, its matches decided by the heads alone (ties
     // either way: equal keys still come out one after another, before any greater key).
-    const EMPTY: usize = usize::MAX;
-    let mut tree = vec![EMPTY; k];
-    for leaf in 0..k {
-        let mut winner = leaf;
-        let mut t = (leaf + k) / 2;
-        while t > 0 {
-            if tree[t] == EMPTY {
-                tree[t] = winner;
-                winner = EMPTY;
-                break;
-            }
-            if heads[tree[t]] < heads[winner] {
-                std::mem::swap(&mut tree[t], &mut winner);
-            }
-            t /= 2;
-        }
-        if winner != EMPTY {
-            tree[0] = winner;
-        }
-    }
+    let mut tree = loser_tree(k, |a, b| heads[a] < heads[b]);
     let total: usize = keys.iter().map(|l| l.len()).sum();
     let mut runs: Vec<Run> = Vec::with_capacity(total.min(1 << 16));
     // The key of the last row given (THROUGH before the first) and that row, the kept
@@ -576,29 +585,7 @@ fn newest_of_many<T, K: Ord + Copy>(
             .then(a.cmp(&b))
             .is_lt()
     };
-    // `tree[0]` is the winner; `tree[t]` for t in 1..k the loser of the match at node t,
-    // whose children are nodes 2t and 2t+1, leaf `l` sitting at position k + l. A leaf's
-    // winner climbs parking at nodes no one has reached yet, so every node plays once.
-    const EMPTY: usize = usize::MAX;
-    let mut tree = vec![EMPTY; k];
-    for leaf in 0..k {
-        let mut winner = leaf;
-        let mut t = (leaf + k) / 2;
-        while t > 0 {
-            if tree[t] == EMPTY {
-                tree[t] = winner;
-                winner = EMPTY;
-                break;
-            }
-            if before(&heads, tree[t], winner) {
-                std::mem::swap(&mut tree[t], &mut winner);
-            }
-            t /= 2;
-        }
-        if winner != EMPTY {
-            tree[0] = winner;
-        }
-    }
+    let mut tree = loser_tree(k, |a, b| before(&heads, a, b));
     // The runs are built as rows come (no list of rows in between). `last`: the key of the
     // last row given, and that row (layer, row), the kept version of its key.
     let mut runs: Vec<Run> = Vec::new();
