@@ -54,9 +54,14 @@ fn read_error(path: &std::path::Path, source: std::io::Error) -> object_store::E
             source: Box::new(source),
         };
     }
+    refused(path, source.to_string())
+}
+
+/// The error of a read of `path` refused for `reason`.
+fn refused(path: &std::path::Path, reason: String) -> object_store::Error {
     object_store::Error::Generic {
         store: "LocalFileSystem",
-        source: format!("cannot read {}: {source}", path.display()).into(),
+        source: format!("cannot read {}: {reason}", path.display()).into(),
     }
 }
 
@@ -68,26 +73,15 @@ fn read_range(
     range: Range<u64>,
 ) -> object_store::Result<Bytes> {
     if range.start > range.end {
-        return Err(object_store::Error::Generic {
-            store: "LocalFileSystem",
-            source: format!(
-                "cannot read {}: bytes {range:?} is not a range",
-                path.display()
-            )
-            .into(),
-        });
+        return Err(refused(path, format!("bytes {range:?} is not a range")));
     }
     let mut buf = vec![0u8; (range.end - range.start) as usize];
     match file.read_exact_at(&mut buf, range.start) {
         Ok(()) => Ok(Bytes::from(buf)),
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Err(object_store::Error::Generic {
-            store: "LocalFileSystem",
-            source: format!(
-                "cannot read {}: bytes {range:?} go past the end of the file",
-                path.display()
-            )
-            .into(),
-        }),
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Err(refused(
+            path,
+            format!("bytes {range:?} go past the end of the file"),
+        )),
         Err(e) => Err(read_error(path, e)),
     }
 }
