@@ -211,15 +211,17 @@ impl TableScan {
     }
 
     /// The selected tablets (as [`TableScan::tablets`]) with about how many versions the
-    /// scan reads of each: the weights to share them out by. Every tablet weighs 1 where the
-    /// plan does not count (ordered tables).
+    /// scan reads of each: the weights to share them out by. A tablet weighs at least 1 (the
+    /// plan does not count the dynamic store's rows: tablets of unflushed rows alone must not
+    /// all weigh nothing and land in one partition); every tablet weighs 1 where the plan
+    /// does not count at all (ordered tables).
     pub fn tablet_weights(&self) -> Vec<(usize, u64)> {
         match &self.plan {
             Some(plan) => plan
                 .tablets
                 .iter()
                 .zip(&plan.tablet_versions)
-                .map(|((t, _), v)| (*t, *v))
+                .map(|((t, _), v)| (*t, v.saturating_add(1)))
                 .collect(),
             None => self.tablets.iter().map(|&t| (t, 1)).collect(),
         }

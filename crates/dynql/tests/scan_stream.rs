@@ -307,3 +307,33 @@ async fn overlapping_clean_layers_read_their_newest_versions() {
         .await
         .is_empty());
 }
+
+/// A planned scan weighs each tablet by the versions of its flushed row groups, and every
+/// tablet at least 1: tablets whose rows are all in the dynamic store (which the plan does
+/// not count) still weigh something, so sharing tablets out by weight spreads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tablets_weigh_their_flushed_versions_and_at_least_one() {
+    // Rows 0..150 flushed (tablet 0 holds 0..100, tablet 1 holds 100..150 of them), the rest
+    // in the dynamic store.
+    let db = table("[[]; [100]; [200]]", 300, 150).await;
+    let scan = db
+        .store()
+        .plan_table_scan("//t", None, dynql_storage::Timestamp::SYNC_LAST_COMMITTED)
+        .await
+        .unwrap();
+    let weights = scan.tablet_weights();
+    let tablets: Vec<usize> = weights.iter().map(|&(t, _)| t).collect();
+    assert_eq!(tablets, vec![0, 1, 2]);
+    let total: u64 = weights.iter().map(|&(_, w)| w).sum();
+    assert_eq!(total, 150 + 3, "{weights:?}");
+    assert!(weights.iter().all(|&(_, w)| w >= 1), "{weights:?}");
+    assert_eq!(weights[2].1, 1, "{weights:?}");
+    // Nothing flushed: every tablet weighs 1.
+    let db = table("[[]; [100]; [200]]", 300, 0).await;
+    let scan = db
+        .store()
+        .plan_table_scan("//t", None, dynql_storage::Timestamp::SYNC_LAST_COMMITTED)
+        .await
+        .unwrap();
+    assert_eq!(scan.tablet_weights(), vec![(0, 1), (1, 1), (2, 1)]);
+}

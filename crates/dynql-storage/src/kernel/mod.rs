@@ -8,14 +8,15 @@
 //!
 //! Holds so far: timestamps and MVCC version resolution, the chunk references the catalog
 //! keeps and the key order of versions, key ranges and key search, the merge of version
-//! runs, TTL rules, compression codecs, checksums, the row-group and page-index pruning rules,
-//! and batch weights.
+//! runs, the newest version of each key across clean layers, TTL rules, compression
+//! codecs, checksums, the row-group and page-index pruning rules, and batch weights.
 
 pub mod checksum;
 pub mod chunk_ref;
 pub mod codec;
 pub mod key_range;
 pub mod key_search;
+pub(crate) mod layer_merge;
 pub mod merge;
 pub mod mvcc;
 pub mod page_filter;
