@@ -85,8 +85,10 @@ fn main() -> ExitCode {
         }
     };
     logging::init();
+    // One worker thread per core (tokio's default), as many as the partitions DataFusion
+    // plans a scan into (`target_partitions` is the core count too): a fixed number would
+    // leave cores idle on a larger machine, or run more partitions than threads.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
         .enable_all()
         .build()
     {
