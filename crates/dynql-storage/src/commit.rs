@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::kernel::timestamp::{Timestamp, COUNTER_BITS};
 use crate::log::{Action, CommitRecord};
-use crate::log_store::{self, Append};
+use crate::log_store::Append;
 use crate::state::State;
 use crate::store::{Store, CHECKPOINT_INTERVAL, MAX_COMMIT_ATTEMPTS};
 
@@ -78,7 +78,7 @@ impl Store {
                 previous: state.last_record.clone().filter(|p| p.seq == state.seq),
                 lost: None,
             };
-            match log_store::append(self.objects.as_ref(), &record).await? {
+            match self.log.append(&record).await? {
                 Append::Committed => {
                     self.refresh().await?;
                     return Ok((timestamp, Some(record.seq)));

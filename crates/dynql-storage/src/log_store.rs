@@ -1,7 +1,13 @@
-//! The commit log's I/O over an object store: a record appended with `PutMode::Create` (so
-//! that exactly one writer wins each sequence number), and the records after a sequence
-//! number read back in order, with gaps and damage reported rather than skipped. What a
-//! record holds and how it is encoded is [`crate::log`]'s; this module only moves bytes.
+//! The commit log's I/O: the [`LogStore`] trait a store commits and replays through, and its
+//! implementation over an object store ([`ObjectLogStore`]): a record appended with
+//! `PutMode::Create` (so that exactly one writer wins each sequence number), and the records
+//! after a sequence number read back in order, with gaps and damage reported rather than
+//! skipped. What a record holds and how it is encoded is [`crate::log`]'s; this module only
+//! moves bytes. Tests put a [`LogStore`] of their own under a store
+//! ([`crate::Store::with_log_store`]) to fail or delay its appends and reads.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -10,7 +16,79 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::error::{Error, Result};
 use crate::log::{decode_record, encode_record, record_path, CommitRecord, LogEntry, LOG_DIR};
 
+/// Where a store's commit log lives: the three operations commits and replays need.
+///
+/// Invariants an implementation keeps: [`LogStore::append`] creates record `seq` only if no
+/// record `seq` exists (one writer wins each number, [`Append::LostRace`] for the others);
+/// [`LogStore::read_after`] returns records in sequence order, reporting damage and gaps
+/// ([`LogEntry::Damaged`], [`LogEntry::Missing`]) rather than skipping them;
+/// [`LogStore::is_current`] says `true` only if record `seq` exists and `seq + 1` does not.
+#[async_trait::async_trait]
+pub trait LogStore: Send + Sync + std::fmt::Debug {
+    /// Creates record `record.seq`; never overwrites.
+    async fn append(&self, record: &CommitRecord) -> Result<Append>;
+
+    /// The records after `after_seq`, in order (see [`read_after`] for the errors).
+    async fn read_after(&self, after_seq: u64, leading_gap: bool) -> Result<Vec<LogEntry>>;
+
+    /// Whether record `seq` is the newest, checked without listing the log.
+    async fn is_current(&self, seq: u64) -> Result<bool>;
+}
+
+/// The commit log as files under `log/` of an object store. A `file://` store's freshness
+/// check stats the two record files directly (the object store would hop to a blocking
+/// thread for each).
+#[derive(Debug, Clone)]
+pub struct ObjectLogStore {
+    objects: Arc<dyn ObjectStore>,
+    local_root: Option<PathBuf>,
+}
+
+impl ObjectLogStore {
+    /// The log of `objects`; `local_root` is its directory where it is a local one.
+    pub fn new(objects: Arc<dyn ObjectStore>, local_root: Option<PathBuf>) -> ObjectLogStore {
+        ObjectLogStore {
+            objects,
+            local_root,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LogStore for ObjectLogStore {
+    async fn append(&self, record: &CommitRecord) -> Result<Append> {
+        append(self.objects.as_ref(), record).await
+    }
+
+    async fn read_after(&self, after_seq: u64, leading_gap: bool) -> Result<Vec<LogEntry>> {
+        read_after(self.objects.as_ref(), after_seq, leading_gap).await
+    }
+
+    /// Record `seq + 1` does not exist and record `seq` still does (garbage collection
+    /// deletes records oldest first, so then nothing after `seq` was collected either).
+    async fn is_current(&self, seq: u64) -> Result<bool> {
+        if let Some(root) = &self.local_root {
+            // Some(true/false) when known; an I/O error other than "not found" means "list".
+            let exists = |seq: u64| match std::fs::metadata(root.join(record_path(seq).as_ref())) {
+                Ok(_) => Some(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+                Err(_) => None,
+            };
+            return Ok(exists(seq + 1) == Some(false) && exists(seq) == Some(true));
+        }
+        let exists = |seq: u64| async move {
+            match self.objects.head(&record_path(seq)).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(Error::from(e)),
+            }
+        };
+        Ok(!exists(seq + 1).await? && exists(seq).await?)
+    }
+}
+
 /// Outcome of trying to append a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Append {
     Committed,
     /// Another writer created this sequence number first.
@@ -136,4 +214,120 @@ pub async fn read_after(
         expect += 1;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use dynql_core::{TableSchema, Value};
+    use object_store::memory::InMemory;
+
+    use super::*;
+    use crate::catalog::TableOptions;
+    use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::timestamp::Timestamp;
+    use crate::store::Store;
+
+    /// The object-store log, with appends and reads that fail while told to, and counted.
+    #[derive(Debug)]
+    struct FailingLog {
+        inner: ObjectLogStore,
+        fail_appends: AtomicBool,
+        fail_reads: AtomicBool,
+        appends: AtomicUsize,
+    }
+
+    fn injected() -> Error {
+        object_store::Error::Generic {
+            store: "test log",
+            source: "injected failure".into(),
+        }
+        .into()
+    }
+
+    #[async_trait::async_trait]
+    impl LogStore for FailingLog {
+        async fn append(&self, record: &CommitRecord) -> Result<Append> {
+            if self.fail_appends.load(Ordering::SeqCst) {
+                return Err(injected());
+            }
+            self.appends.fetch_add(1, Ordering::SeqCst);
+            self.inner.append(record).await
+        }
+
+        async fn read_after(&self, after_seq: u64, leading_gap: bool) -> Result<Vec<LogEntry>> {
+            if self.fail_reads.load(Ordering::SeqCst) {
+                return Err(injected());
+            }
+            self.inner.read_after(after_seq, leading_gap).await
+        }
+
+        async fn is_current(&self, seq: u64) -> Result<bool> {
+            if self.fail_reads.load(Ordering::SeqCst) {
+                return Err(injected());
+            }
+            self.inner.is_current(seq).await
+        }
+    }
+
+    fn row(k: i64, v: i64) -> crate::store::RowValues {
+        vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
+    }
+
+    /// A store commits and replays through its `LogStore` only: a failed append fails the
+    /// write and changes nothing a reader sees; a failed read fails the refresh with the
+    /// log's error; once the faults clear, a second store over the same objects and log
+    /// replays exactly what was committed.
+    #[tokio::test]
+    async fn a_store_commits_and_replays_through_its_log_store() {
+        let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let log = Arc::new(FailingLog {
+            inner: ObjectLogStore::new(objects.clone(), None),
+            fail_appends: AtomicBool::new(false),
+            fail_reads: AtomicBool::new(false),
+            appends: AtomicUsize::new(0),
+        });
+        let store =
+            Store::from_object_store(objects.clone(), "memory://").with_log_store(log.clone());
+        let schema =
+            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
+                .unwrap();
+        store
+            .create_table("//t", schema, TableOptions::default())
+            .await
+            .unwrap();
+        store
+            .write_rows("//t", WriteKind::Overwrite, false, vec![row(1, 10)])
+            .await
+            .unwrap();
+        let committed = log.appends.load(Ordering::SeqCst);
+        assert!(committed >= 2, "the table and the row were appended");
+
+        log.fail_appends.store(true, Ordering::SeqCst);
+        let err = store
+            .write_rows("//t", WriteKind::Overwrite, false, vec![row(2, 20)])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("injected failure"), "{err}");
+        log.fail_appends.store(false, Ordering::SeqCst);
+        assert_eq!(log.appends.load(Ordering::SeqCst), committed);
+        let rows = store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        assert_eq!(rows, vec![vec![Value::Int64(1), Value::Int64(10)]]);
+
+        // A second store (another process) over the same objects and log.
+        let other = Store::from_object_store(objects, "memory://").with_log_store(log.clone());
+        log.fail_reads.store(true, Ordering::SeqCst);
+        let err = other.refresh().await.unwrap_err();
+        assert!(err.to_string().contains("injected failure"), "{err}");
+        log.fail_reads.store(false, Ordering::SeqCst);
+        let rows = other
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap();
+        assert_eq!(rows, vec![vec![Value::Int64(1), Value::Int64(10)]]);
+    }
 }

@@ -23,7 +23,7 @@ use object_store::ObjectStoreExt;
 use crate::check::CheckReport;
 use crate::error::{Error, Result};
 use crate::log::{self, Action, CommitRecord, LostRecord};
-use crate::log_store::{self, Append};
+use crate::log_store::Append;
 use crate::store::Store;
 
 /// Where damaged files are set aside.
@@ -73,7 +73,7 @@ impl Store {
                     problem: lost.problem.clone(),
                 }),
             };
-            match log_store::append(self.objects.as_ref(), &record).await? {
+            match self.log.append(&record).await? {
                 Append::Committed => repaired.push(format!(
                     "wrote a placeholder for lost log record {seq} ({}){}",
                     lost.problem,

@@ -649,7 +649,7 @@ impl Store {
                 current = guard.clone();
             }
         }
-        if current.seq > 0 && self.is_current(current.seq).await? {
+        if current.seq > 0 && self.log.is_current(current.seq).await? {
             return Ok(current);
         }
         // At most one reload of the newest checkpoint: a reader behind a collected part of the
@@ -659,8 +659,7 @@ impl Store {
         // record after the older of the two newest checkpoints.
         let mut reloaded = false;
         let records = loop {
-            let read =
-                crate::log_store::read_after(self.objects.as_ref(), current.seq, reloaded).await;
+            let read = self.log.read_after(current.seq, reloaded).await;
             let behind = match &read {
                 Err(Error::LogTruncated { .. }) => true,
                 Ok(entries) => match entries.iter().find_map(|e| match e {
@@ -767,29 +766,5 @@ impl Store {
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// Whether record `seq` is the newest, checked without listing the log: record `seq + 1`
-    /// does not exist and record `seq` still does (garbage collection deletes records oldest
-    /// first, so then nothing after `seq` was collected either).
-    async fn is_current(&self, seq: u64) -> Result<bool> {
-        if let Some(root) = &self.local_root {
-            // Some(true/false) when known; an I/O error other than "not found" means "list".
-            let exists =
-                |seq: u64| match std::fs::metadata(root.join(log::record_path(seq).as_ref())) {
-                    Ok(_) => Some(true),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
-                    Err(_) => None,
-                };
-            return Ok(exists(seq + 1) == Some(false) && exists(seq) == Some(true));
-        }
-        let exists = |seq: u64| async move {
-            match self.objects.head(&log::record_path(seq)).await {
-                Ok(_) => Ok(true),
-                Err(object_store::Error::NotFound { .. }) => Ok(false),
-                Err(e) => Err(Error::from(e)),
-            }
-        };
-        Ok(!exists(seq + 1).await? && exists(seq).await?)
     }
 }

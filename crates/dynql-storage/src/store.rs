@@ -34,6 +34,7 @@ use dynql_core::Value;
 use crate::cache_entries::CacheAdmission;
 use crate::chunk_cache::ChunkCache;
 use crate::error::{Error, Result};
+use crate::log_store::{LogStore, ObjectLogStore};
 use crate::state::State;
 
 /// Writes of at least this many rows (outside transactions) go straight to a chunk.
@@ -61,9 +62,8 @@ pub struct Store {
     pub(crate) key_filters: Arc<crate::key_filter::KeyFilterCache>,
     /// How long garbage collection spares a chunk nothing references (it may be in flight).
     pub(crate) gc_grace_ms: u64,
-    /// The directory of a `file://` store: the freshness check stats log records directly
-    /// (the object store would hop to a blocking thread for each).
-    pub(crate) local_root: Option<std::path::PathBuf>,
+    /// The commit log ([`crate::log_store`]): over `objects`, unless a test put its own.
+    pub(crate) log: Arc<dyn LogStore>,
     /// See [`Store::with_page_windows`].
     pub(crate) page_windows: bool,
 }
@@ -140,7 +140,8 @@ impl Store {
         let mut store = Store::from_object_store(objects, url);
         let dir = url.strip_prefix("file://").unwrap_or(url);
         if !url.contains("://") || url.starts_with("file://") {
-            store.local_root = std::fs::canonicalize(dir).ok();
+            let root = std::fs::canonicalize(dir).ok();
+            store.log = Arc::new(ObjectLogStore::new(store.objects.clone(), root));
         }
         Ok(store)
     }
@@ -163,6 +164,7 @@ impl Store {
     /// A store over an existing object store (tests wrap one to inject faults).
     pub fn from_object_store(objects: Arc<dyn ObjectStore>, url: &str) -> Store {
         Store {
+            log: Arc::new(ObjectLogStore::new(objects.clone(), None)),
             objects,
             url: url.to_string(),
             state: Arc::new(Mutex::new(Arc::new(State::default()))),
@@ -170,9 +172,16 @@ impl Store {
             lookup_cache: Arc::default(),
             key_filters: Arc::default(),
             gc_grace_ms: GC_GRACE_MS,
-            local_root: None,
             page_windows: true,
         }
+    }
+
+    /// This store with its commit log in `log` instead of its object store's `log/` files:
+    /// for tests that fail, delay or count a log's appends and reads (a store's log and its
+    /// chunks are otherwise in one place).
+    pub fn with_log_store(mut self, log: Arc<dyn LogStore>) -> Store {
+        self.log = log;
+        self
     }
 
     /// Whether narrow scans read only the pages of a row group that the page index selects
