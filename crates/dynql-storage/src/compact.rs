@@ -411,9 +411,10 @@ mod tests {
     use crate::kernel::mvcc::WriteKind;
     use crate::store::{RowValues, LARGE_WRITE_ROWS};
     use crate::tablets::{Reshard, TabletCommand};
+    use crate::test_tables::{create_key_value_table, key_value_row, key_value_schema};
 
     fn row(k: i64, v: i64) -> RowValues {
-        vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
+        key_value_row(k, v)
     }
 
     /// Three versions of every key in one chunk (so keys straddle its row groups), resharded
@@ -423,9 +424,7 @@ mod tests {
     #[tokio::test]
     async fn compaction_streams_tablet_by_tablet_and_keeps_what_reads_see() {
         let store = Store::open("memory://").unwrap();
-        let schema =
-            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-                .unwrap();
+        let schema = key_value_schema();
         let options = TableOptions {
             retention: Retention {
                 min_data_versions: 2,
@@ -518,13 +517,7 @@ mod tests {
     #[tokio::test]
     async fn clean_row_groups_are_copied_unless_another_source_has_keys_among_theirs() {
         let store = Store::open("memory://").unwrap();
-        let schema =
-            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-                .unwrap();
-        store
-            .create_table("//t", schema, TableOptions::default())
-            .await
-            .unwrap();
+        create_key_value_table(&store, "//t").await;
         let group = ROW_GROUP_ROWS as i64;
         let n = 2 * group + 100;
         // Two flushed chunks over disjoint keys, three row groups each (the last of 100 rows).
@@ -612,9 +605,7 @@ mod tests {
     async fn copied_bulk_row_groups_keep_their_commit_timestamp() {
         use arrow::array::{ArrayRef, Int64Array};
         let store = Store::open("memory://").unwrap();
-        let schema =
-            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-                .unwrap();
+        let schema = key_value_schema();
         store
             .create_table("//t", schema.clone(), TableOptions::default())
             .await

@@ -55,6 +55,8 @@ pub mod static_table;
 pub mod store;
 pub mod stream;
 pub mod tablets;
+#[cfg(test)]
+mod test_tables;
 pub mod transaction;
 mod validate;
 mod write;

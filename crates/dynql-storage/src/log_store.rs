@@ -220,14 +220,14 @@ pub async fn read_after(
 mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    use dynql_core::{TableSchema, Value};
+    use dynql_core::Value;
     use object_store::memory::InMemory;
 
     use super::*;
-    use crate::catalog::TableOptions;
     use crate::kernel::mvcc::WriteKind;
     use crate::kernel::timestamp::Timestamp;
     use crate::store::Store;
+    use crate::test_tables::{create_key_value_table, key_value_row};
 
     /// The object-store log, with appends and reads that fail while told to, and counted.
     #[derive(Debug)]
@@ -271,10 +271,6 @@ mod tests {
         }
     }
 
-    fn row(k: i64, v: i64) -> crate::store::RowValues {
-        vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
-    }
-
     /// A store commits and replays through its `LogStore` only: a failed append fails the
     /// write and changes nothing a reader sees; a failed read fails the refresh with the
     /// log's error; once the faults clear, a second store over the same objects and log
@@ -290,15 +286,14 @@ mod tests {
         });
         let store =
             Store::from_object_store(objects.clone(), "memory://").with_log_store(log.clone());
-        let schema =
-            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-                .unwrap();
+        create_key_value_table(&store, "//t").await;
         store
-            .create_table("//t", schema, TableOptions::default())
-            .await
-            .unwrap();
-        store
-            .write_rows("//t", WriteKind::Overwrite, false, vec![row(1, 10)])
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                vec![key_value_row(1, 10)],
+            )
             .await
             .unwrap();
         let committed = log.appends.load(Ordering::SeqCst);
@@ -306,7 +301,12 @@ mod tests {
 
         log.fail_appends.store(true, Ordering::SeqCst);
         let err = store
-            .write_rows("//t", WriteKind::Overwrite, false, vec![row(2, 20)])
+            .write_rows(
+                "//t",
+                WriteKind::Overwrite,
+                false,
+                vec![key_value_row(2, 20)],
+            )
             .await
             .unwrap_err();
         assert!(err.to_string().contains("injected failure"), "{err}");

@@ -595,10 +595,7 @@ mod tests {
         use crate::store::Store;
         use std::collections::BTreeMap;
         let store = Store::open("memory://").unwrap();
-        let schema = dynql_core::TableSchema::parse(
-            "[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]",
-        )
-        .unwrap();
+        let schema = crate::test_tables::key_value_schema();
         let settings = AutoPartitioning {
             by_size: true,
             partition_size_mb: 1,

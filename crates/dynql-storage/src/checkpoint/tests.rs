@@ -251,9 +251,7 @@ async fn the_last_compaction_survives_a_checkpoint_and_paces_auto_compaction_per
 #[tokio::test]
 async fn checkpoints_compact_crowded_tables() {
     let s = Store::open("memory://").unwrap();
-    let schema =
-        TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-            .unwrap();
+    let schema = crate::test_tables::key_value_schema();
     let options = TableOptions {
         retention: crate::compaction::Retention {
             min_data_ttl: 0,
