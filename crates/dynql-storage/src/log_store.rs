@@ -271,6 +271,22 @@ mod tests {
         }
     }
 
+    /// Overwrites row `(k, v)` of `//t`.
+    async fn write(store: &Store, k: i64, v: i64) -> Result<Timestamp> {
+        let rows = vec![key_value_row(k, v)];
+        store
+            .write_rows("//t", WriteKind::Overwrite, false, rows)
+            .await
+    }
+
+    /// The rows of `//t` at the last commit.
+    async fn latest(store: &Store) -> Vec<Vec<Value>> {
+        store
+            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
+            .await
+            .unwrap()
+    }
+
     /// A store commits and replays through its `LogStore` only: a failed append fails the
     /// write and changes nothing a reader sees; a failed read fails the refresh with the
     /// log's error; once the faults clear, a second store over the same objects and log
@@ -287,36 +303,19 @@ mod tests {
         let store =
             Store::from_object_store(objects.clone(), "memory://").with_log_store(log.clone());
         create_key_value_table(&store, "//t").await;
-        store
-            .write_rows(
-                "//t",
-                WriteKind::Overwrite,
-                false,
-                vec![key_value_row(1, 10)],
-            )
-            .await
-            .unwrap();
+        write(&store, 1, 10).await.unwrap();
         let committed = log.appends.load(Ordering::SeqCst);
         assert!(committed >= 2, "the table and the row were appended");
 
         log.fail_appends.store(true, Ordering::SeqCst);
-        let err = store
-            .write_rows(
-                "//t",
-                WriteKind::Overwrite,
-                false,
-                vec![key_value_row(2, 20)],
-            )
-            .await
-            .unwrap_err();
+        let err = write(&store, 2, 20).await.unwrap_err();
         assert!(err.to_string().contains("injected failure"), "{err}");
         log.fail_appends.store(false, Ordering::SeqCst);
         assert_eq!(log.appends.load(Ordering::SeqCst), committed);
-        let rows = store
-            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
-            .await
-            .unwrap();
-        assert_eq!(rows, vec![vec![Value::Int64(1), Value::Int64(10)]]);
+        assert_eq!(
+            latest(&store).await,
+            vec![vec![Value::Int64(1), Value::Int64(10)]]
+        );
 
         // A second store (another process) over the same objects and log.
         let other = Store::from_object_store(objects, "memory://").with_log_store(log.clone());
@@ -324,10 +323,9 @@ mod tests {
         let err = other.refresh().await.unwrap_err();
         assert!(err.to_string().contains("injected failure"), "{err}");
         log.fail_reads.store(false, Ordering::SeqCst);
-        let rows = other
-            .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
-            .await
-            .unwrap();
-        assert_eq!(rows, vec![vec![Value::Int64(1), Value::Int64(10)]]);
+        assert_eq!(
+            latest(&other).await,
+            vec![vec![Value::Int64(1), Value::Int64(10)]]
+        );
     }
 }
