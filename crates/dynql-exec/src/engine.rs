@@ -98,9 +98,16 @@ impl Engine {
             if let Some(n) = partitions {
                 config = config.with_target_partitions(n);
             }
+            // DataFusion's physical optimizer rules, then dynql's.
             let state = SessionStateBuilder::new()
                 .with_config(config)
                 .with_runtime_env(runtime.clone())
+                .with_physical_optimizer_rule(Arc::new(
+                    crate::vectorized::dictionary_groups::DictionaryGroupsRule,
+                ))
+                .with_physical_optimizer_rule(Arc::new(
+                    crate::vectorized::dictionary_filter::DictionaryFilterRule,
+                ))
                 .build();
             SessionContext::new_with_state(state)
         };

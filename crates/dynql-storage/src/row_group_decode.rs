@@ -159,6 +159,30 @@ pub(crate) fn expanded(column: &ArrayRef) -> Result<ArrayRef> {
     }
 }
 
+/// `batch` with every dictionary of byte strings ([`few_values_as_dictionary`]) expanded to
+/// views.
+pub(crate) fn expanded_batch(batch: &RecordBatch) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(expanded)
+        .collect::<Result<Vec<_>>>()?;
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| Field::clone(f).with_data_type(c.data_type().clone()))
+        .collect();
+    let options =
+        arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        columns,
+        &options,
+    )?)
+}
+
 /// Checks a raw row group's version columns: whether it is clean (see [`RawRowGroup`]).
 pub(crate) fn inspect_raw(
     path: &str,

@@ -180,7 +180,7 @@ impl Store {
                 path,
                 ranges,
                 timestamp,
-                Some(views),
+                Some(ByteStrings::views_when(views)),
                 &mut |tablet, piece| {
                     if tablet != rows_tablet
                         || rows.len() >= 64 * 1024
@@ -248,7 +248,7 @@ impl Store {
         path: &str,
         ranges: Option<&[KeyRange]>,
         timestamp: Timestamp,
-        columnar: Option<bool>,
+        columnar: Option<ByteStrings>,
         sink: &mut (dyn FnMut(usize, Piece) -> Result<bool> + Send),
     ) -> Result<ScanStatistics> {
         self.settle_read_timestamp(timestamp).await?;
@@ -275,7 +275,7 @@ impl Store {
         path: &str,
         ranges: &[KeyRange],
         timestamp: Timestamp,
-        columnar: Option<bool>,
+        columnar: Option<ByteStrings>,
         tablets: Option<&[usize]>,
         columns: Option<&[usize]>,
         filter: Option<&dyn RowGroupFilter>,
@@ -468,7 +468,7 @@ impl Store {
                                     None => chunk.row_groups[g].rows as usize,
                                 };
                                 statistics.rows_decoded += rows as u64;
-                                let views = columnar == Some(true);
+                                let views = columnar.is_some_and(ByteStrings::views);
                                 // Where the piece holds the whole row group its keys are not
                                 // needed; else they are read with the projected columns, in
                                 // one decode.
@@ -500,6 +500,7 @@ impl Store {
                                         projection,
                                         &arrays,
                                         lo..hi,
+                                        columnar == Some(ByteStrings::ViewsOrDictionaries),
                                         &mut last_schema,
                                     )?;
                                     let tablet = *tablet_index;
@@ -520,7 +521,7 @@ impl Store {
                         let read = crate::clean_merge::PieceRead {
                             timestamp,
                             projection,
-                            views: columnar == Some(true),
+                            views: columnar.is_some_and(ByteStrings::views),
                         };
                         if let Some(merged) = self
                             .merge_clean_row_groups(
@@ -541,6 +542,7 @@ impl Store {
                                     projection,
                                     &merged.columns,
                                     0..merged.rows,
+                                    false,
                                     &mut last_schema,
                                 )?;
                                 let tablet = *tablet_index;
@@ -642,8 +644,39 @@ fn project_row(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
         .collect()
 }
 
+/// How a columnar scan gives the byte-string columns of clean row groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ByteStrings {
+    /// `Binary`, as the table's Arrow schema has them.
+    Binary,
+    /// `BinaryView`, which DataFusion groups and hashes much faster.
+    Views,
+    /// `BinaryView`, except where a single clean row group gives a slice of a column the
+    /// chunk cache keeps as a dictionary of few values
+    /// ([`crate::row_group_decode::few_values_as_dictionary`]): that slice stays a
+    /// `Dictionary(Int32, BinaryView)`, for a reader that works once per distinct value (a
+    /// grouping by the column) and would only pay for expanding it.
+    ViewsOrDictionaries,
+}
+
+impl ByteStrings {
+    /// `Views` or `Binary`.
+    pub(crate) fn views_when(views: bool) -> ByteStrings {
+        if views {
+            ByteStrings::Views
+        } else {
+            ByteStrings::Binary
+        }
+    }
+
+    /// Whether byte strings are views (or dictionaries of views).
+    pub(crate) fn views(self) -> bool {
+        self != ByteStrings::Binary
+    }
+}
+
 /// Rows `rows` of columns `columns` of a row group (`arrays`, as cached: dictionaries are
-/// expanded) as a batch, named as in `names` (the table's Arrow schema).
+/// expanded unless `dictionaries`, see [`ByteStrings::ViewsOrDictionaries`]) as a batch, named as in `names` (the table's Arrow schema).
 /// `last` is the schema of the batch made before, used again when the columns' types are
 /// the same (a scan of many small pieces would otherwise build one per piece).
 fn projected_batch(
@@ -651,12 +684,20 @@ fn projected_batch(
     columns: &[usize],
     arrays: &[arrow::array::ArrayRef],
     rows: std::ops::Range<usize>,
+    dictionaries: bool,
     last: &mut Option<arrow::datatypes::SchemaRef>,
 ) -> Result<RecordBatch> {
     use arrow::datatypes::{Field, Schema};
     let arrays = arrays
         .iter()
-        .map(|a| crate::row_group_decode::expanded(&a.slice(rows.start, rows.len())))
+        .map(|a| {
+            let a = a.slice(rows.start, rows.len());
+            if dictionaries {
+                Ok(a)
+            } else {
+                crate::row_group_decode::expanded(&a)
+            }
+        })
         .collect::<Result<Vec<_>>>()?;
     let rows = rows.len();
     let schema = match last {

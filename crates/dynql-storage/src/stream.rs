@@ -22,7 +22,9 @@ use crate::error::Result;
 use crate::kernel::row_group_filter::RowGroupFilter;
 use crate::kernel::timestamp::Timestamp;
 use crate::progress::{ProgressSink, ReadProgress};
-use crate::scan::{normalize_ranges, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics};
+use crate::scan::{
+    normalize_ranges, ByteStrings, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics,
+};
 use crate::state::State;
 use crate::store::Store;
 
@@ -62,6 +64,8 @@ pub struct TableScan {
     /// Slices of clean row groups smaller than this are handed on together, up to this many
     /// rows ([`TableScan::with_gathered_slices`]); 1: each on its own.
     gathered_slices: usize,
+    /// Whether a stream of views may give dictionaries ([`TableScan::with_dictionaries`]).
+    dictionaries: bool,
     /// Counts the rows and row groups the scan's streams read ([`TableScan::with_progress`]).
     progress: Option<Arc<ReadProgress>>,
 }
@@ -199,6 +203,7 @@ impl Snapshot {
             row_group_filter: None,
             plan: made,
             gathered_slices: 1,
+            dictionaries: false,
             progress: None,
         })
     }
@@ -279,6 +284,16 @@ impl TableScan {
         self
     }
 
+    /// This scan, whose streams of views ([`TableScan::stream`] with `views`) may give a
+    /// byte-string column as a `Dictionary(Int32, BinaryView)` where a clean row group holds
+    /// few distinct values (the chunk cache keeps such columns so): for a reader that works
+    /// once per distinct value, such as a grouping by the column. Other batches keep
+    /// `BinaryView`, so one column may come in both types.
+    pub fn with_dictionaries(mut self) -> TableScan {
+        self.dictionaries = true;
+        self
+    }
+
     /// Whether the scan reads little (a sorted table, at most 128 planned row groups, at most
     /// 65,536 unflushed keys in the table): such a scan is best read [`Prefetch::Inline`] and
     /// in one partition, as a task's spawn and wake-ups, or spreading a few batches over
@@ -356,7 +371,11 @@ impl TableScan {
                 &self.path,
                 &self.ranges,
                 self.timestamp,
-                Some(views),
+                Some(match (views, self.dictionaries) {
+                    (true, true) => ByteStrings::ViewsOrDictionaries,
+                    (true, false) => ByteStrings::Views,
+                    (false, _) => ByteStrings::Binary,
+                }),
                 Some(tablets),
                 columns,
                 self.row_group_filter.as_deref(),
@@ -664,6 +683,14 @@ impl ChannelSink {
             0 => return Ok(true),
             1 => self.slices.remove(0),
             _ => {
+                let schema = self.slices[0].schema();
+                if self.slices.iter().any(|s| s.schema() != schema) {
+                    // A column given as a dictionary in one slice and as views in another
+                    // (see `TableScan::with_dictionaries`): all as views.
+                    for slice in &mut self.slices {
+                        *slice = crate::row_group_decode::expanded_batch(slice)?;
+                    }
+                }
                 let schema = self.slices[0].schema();
                 let batch = arrow::compute::concat_batches(&schema, &self.slices)?;
                 self.slices.clear();

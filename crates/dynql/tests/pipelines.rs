@@ -124,6 +124,18 @@ fn query() -> impl Strategy<Value = (String, bool)> {
                 false,
             )
         }),
+        // Grouped by the string column alone, the aggregates not reading it: the groups are
+        // found through the scan's dictionaries where WHERE does not read it either.
+        (bool_expr(), int_expr(), proptest::option::of(-30i64..30)).prop_map(|(w, v, h)| {
+            let having = h.map(|h| format!(" having s > {h}")).unwrap_or_default();
+            (
+                format!(
+                    "g, sum({v}) as s, min(d) as mn, avg(x) as a, sum(1) as n from [//t] \
+                     where {w} group by g{having}"
+                ),
+                false,
+            )
+        }),
         (int_expr(), bool_expr()).prop_map(|(key, w)| (
             format!(
                 "{key} as key, first(g) as f, max(b) as mb, argmin(k, d) as ak from [//t] where {w} \

@@ -13,6 +13,8 @@ pub(crate) mod calls;
 pub(crate) mod compare;
 pub(crate) mod conditional;
 pub(crate) mod conversion_calls;
+pub(crate) mod dictionary_filter;
+pub(crate) mod dictionary_groups;
 pub(crate) mod evaluate;
 pub(crate) mod first_groups;
 pub(crate) mod group_limit;

@@ -93,7 +93,9 @@ impl ScanSource {
     }
 
     /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]), of the
-    /// `projection` columns only.
+    /// `projection` columns only; byte strings as views, or where `dictionaries`, as
+    /// dictionaries where the chunk cache keeps them so ([`TableScan::with_dictionaries`]).
+    #[allow(clippy::too_many_arguments)]
     fn stream(
         &self,
         tablets: Vec<usize>,
@@ -102,12 +104,16 @@ impl ScanSource {
         pushed: &[Arc<dyn PhysicalExpr>],
         filter: Option<&Arc<dyn RowGroupFilter>>,
         fetch: Option<usize>,
+        dictionaries: bool,
     ) -> crate::Result<ScanStream> {
         Ok(match self {
             ScanSource::Tablets(scan) => {
                 // Small slices go on together, but never past the rows a LIMIT needs.
                 let gathered = fetch.unwrap_or(usize::MAX).min(BATCH_ROWS);
                 let mut scan = scan.clone().with_gathered_slices(gathered);
+                if dictionaries {
+                    scan = scan.with_dictionaries();
+                }
                 let mut filters: Vec<Arc<dyn RowGroupFilter>> =
                     filter.into_iter().cloned().collect();
                 if !pushed.is_empty() {
@@ -335,25 +341,7 @@ impl TabletScanExec {
         reads: ScanReads,
     ) -> TabletScanExec {
         let partitions = scan.partitions(in_key_order, partitions);
-        // DataFusion may end a read in the declared order early (a LIMIT over it, a sort
-        // it no longer needs), but YT sorts what ORDER BY asks unless it is a key prefix
-        // (`reads_in_key_order`, planned without DataFusion's help), reading every row up
-        // to the input row limit: the order is declared only where no limit can be met.
-        // A partition of several tablets (not neighbours) is in key order only when it is the
-        // only one (all tablets, in key order).
-        let in_order = partitions.len() == 1 || partitions.iter().all(|p| p.len() <= 1);
-        let ordering = match key_ordering(&scan, &columns, &schema)
-            .filter(|_| in_order && scan_cannot_pass(&scan, &limit))
-        {
-            Some(ordering) => EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]),
-            None => EquivalenceProperties::new(schema.clone()),
-        };
-        let properties = PlanProperties::new(
-            ordering,
-            Partitioning::UnknownPartitioning(partitions.len()),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
+        let properties = scan_properties(&scan, &partitions, &columns, &schema, &limit);
         // A small read is read inline; a large one gets a task per partition, reading a
         // batch ahead (which overlaps the object store's latency with the query's work).
         let prefetch = if scan.is_small() {
@@ -380,7 +368,97 @@ impl TabletScanExec {
     }
 }
 
+/// The properties of a scan of `columns` (as `schema`) in `partitions`: its partitions, and
+/// the key order of each, as far as DataFusion may rely on it.
+fn scan_properties(
+    scan: &ScanSource,
+    partitions: &[Vec<usize>],
+    columns: &[usize],
+    schema: &SchemaRef,
+    limit: &InputLimit,
+) -> PlanProperties {
+    // DataFusion may end a read in the declared order early (a LIMIT over it, a sort
+    // it no longer needs), but YT sorts what ORDER BY asks unless it is a key prefix
+    // (`reads_in_key_order`, planned without DataFusion's help), reading every row up
+    // to the input row limit: the order is declared only where no limit can be met.
+    // A partition of several tablets (not neighbours) is in key order only when it is the
+    // only one (all tablets, in key order).
+    let in_order = partitions.len() == 1 || partitions.iter().all(|p| p.len() <= 1);
+    let ordering = match key_ordering(scan, columns, schema)
+        .filter(|_| in_order && scan_cannot_pass(scan, limit))
+    {
+        Some(ordering) => EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]),
+        None => EquivalenceProperties::new(schema.clone()),
+    };
+    PlanProperties::new(
+        ordering,
+        Partitioning::UnknownPartitioning(partitions.len()),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    )
+}
+
+/// The type in which a scan gives a byte-string column to a reader that works once per
+/// distinct value ([`TabletScanExec::with_dictionary_columns`]).
+pub(crate) fn byte_string_dictionary() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::BinaryView))
+}
+
 impl TabletScanExec {
+    /// This scan giving its output columns `columns` (byte strings, `BinaryView`) as
+    /// dictionaries ([`byte_string_dictionary`]): a clean row group's column the chunk
+    /// cache keeps as a dictionary of few values is handed on as it is, any other batch as
+    /// a dictionary of its own rows. For a reader that works once per distinct value (a
+    /// grouping by the column), which then skips expanding the dictionary and finding the
+    /// group of every row. `None` where a column is not a byte string, or the scan holds
+    /// filters over its output (pushed top-k thresholds) that expect views.
+    pub(crate) fn with_dictionary_columns(&self, columns: &[usize]) -> Option<TabletScanExec> {
+        if !self.pushed.is_empty()
+            || columns.iter().any(|&c| {
+                self.schema.fields().get(c).map(|f| f.data_type()) != Some(&DataType::BinaryView)
+            })
+        {
+            return None;
+        }
+        let fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(c, f)| {
+                if columns.contains(&c) {
+                    Field::clone(f).with_data_type(byte_string_dictionary())
+                } else {
+                    Field::clone(f)
+                }
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            self.schema.metadata().clone(),
+        ));
+        let properties = scan_properties(
+            &self.scan,
+            &self.partitions,
+            &self.projection,
+            &schema,
+            &self.limit,
+        );
+        let mut exec = self.clone();
+        exec.schema = schema;
+        exec.properties = Arc::new(properties);
+        exec.metrics = ExecutionPlanMetricsSet::new();
+        Some(exec)
+    }
+
+    /// Whether the scan gives some column as a dictionary.
+    fn gives_dictionaries(&self) -> bool {
+        self.schema
+            .fields()
+            .iter()
+            .any(|f| matches!(f.data_type(), DataType::Dictionary(..)))
+    }
+
     /// This scan, skipping the clean row groups (of a file table: any) `filter` rules out
     /// by their statistics (over the table's columns).
     pub(crate) fn with_row_group_filter(mut self, filter: Arc<dyn RowGroupFilter>) -> Self {
@@ -534,6 +612,7 @@ impl ExecutionPlan for TabletScanExec {
                 &self.pushed,
                 self.filter.as_ref(),
                 self.fetch,
+                self.gives_dictionaries(),
             )
             .map_err(failed)?;
         let metrics = Arc::new(ScanMetrics::new(&self.metrics, partition));
@@ -699,6 +778,26 @@ fn key_ordering(
     (!ordering.is_empty()).then_some(ordering)
 }
 
+/// A column of byte strings as a dictionary ([`byte_string_dictionary`]): views as a
+/// dictionary of their own rows (a null row has a null key), a dictionary as it is.
+fn as_dictionary(column: &arrow::array::ArrayRef) -> DfResult<arrow::array::ArrayRef> {
+    if column.data_type() == &byte_string_dictionary() {
+        return Ok(column.clone());
+    }
+    if column.data_type() != &DataType::BinaryView {
+        return Err(DataFusionError::Internal(format!(
+            "a scan cannot give a column of {} as a dictionary",
+            column.data_type()
+        )));
+    }
+    let rows = i32::try_from(column.len())
+        .map_err(|_| DataFusionError::Internal("a batch of more than 2^31 rows".into()))?;
+    let keys = arrow::array::Int32Array::new((0..rows).collect(), column.nulls().cloned());
+    Ok(Arc::new(arrow::array::DictionaryArray::<
+        arrow::datatypes::Int32Type,
+    >::try_new(keys, column.clone())?))
+}
+
 /// The projected columns of a scanned batch of `table`, in the scan schema's types.
 fn project(
     batch: &RecordBatch,
@@ -713,6 +812,8 @@ fn project(
             let c = batch.column(i);
             if c.data_type() == f.data_type() {
                 Ok(c.clone())
+            } else if f.data_type() == &byte_string_dictionary() {
+                as_dictionary(c)
             } else {
                 let options = arrow::compute::CastOptions {
                     safe: false,
