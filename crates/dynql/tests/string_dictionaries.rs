@@ -147,6 +147,16 @@ async fn grouping_by_a_string_column_through_its_dictionaries_matches_the_model(
             "s, sum(v) as total, sum(1) as n from [//t] group by s having sum(1) > 0",
             |_| true,
         ),
+        // A filter that drops every row of some values (null among them) leaves no group
+        // for them.
+        (
+            "s, sum(v) as total, sum(1) as n from [//t] where v > 600 group by s",
+            |v| v > 600,
+        ),
+        (
+            "s, sum(v) as total, sum(1) as n from [//t] where v > 100000 group by s",
+            |_| false,
+        ),
     ] {
         let explained = db.explain_query(query, &options()).await.unwrap();
         let plan = explained.plan.unwrap();

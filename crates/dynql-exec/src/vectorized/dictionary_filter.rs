@@ -278,39 +278,52 @@ impl BatchFilter {
         })?;
         let keys = dictionary.keys();
         let values = dictionary.values();
-        // Each used value's place among those evaluated, in the order rows first use them.
-        let mut place = vec![u32::MAX; values.len()];
+        let nulls = keys.nulls().filter(|n| n.null_count() > 0);
+        // The values rows use, in the order rows first use them (the scan stops once every
+        // value is met, which for a dictionary of few values is within a few rows).
+        let mut met = vec![false; values.len()];
         let mut used: Vec<u32> = Vec::new();
-        let mut null_row = false;
-        let out_of_range = || DataFusionError::Internal("a dictionary key past its values".into());
         for (i, &k) in keys.values().iter().enumerate() {
-            if keys.is_null(i) {
-                null_row = true;
+            if used.len() == values.len() {
+                break;
+            }
+            if nulls.is_some_and(|n| n.is_null(i)) {
                 continue;
             }
-            let p = place.get_mut(k as usize).ok_or_else(out_of_range)?;
-            if *p == u32::MAX {
-                *p = used.len() as u32;
+            let seen = met.get_mut(k as usize).ok_or_else(|| {
+                DataFusionError::Internal("a dictionary key past its values".into())
+            })?;
+            if !*seen {
+                *seen = true;
                 used.push(k as u32);
             }
         }
-        let null_place = used.len() as u32;
         // The used values, then null where a row is null.
         let indices: UInt32Array = used
             .iter()
             .map(|&k| Some(k))
-            .chain(null_row.then_some(None))
+            .chain(nulls.is_some().then_some(None))
             .collect();
         let distinct = arrow::compute::take(values.as_ref(), &indices, None)?;
         let passed = self.evaluate(distinct)?;
-        let passes = |p: u32| passed.is_valid(p as usize) && passed.value(p as usize);
-        let mask = BooleanBuffer::collect_bool(rows, |i| {
-            if keys.is_null(i) {
-                passes(null_place)
-            } else {
-                passes(place[keys.value(i) as usize])
-            }
+        let passes = |p: usize| passed.is_valid(p) && passed.value(p);
+        // Whether each value passes (an unused one never does: no row holds it).
+        let mut pass = vec![false; values.len()];
+        for (p, &k) in used.iter().enumerate() {
+            pass[k as usize] = passes(p);
+        }
+        let keys_of_rows = keys.values();
+        let mut mask = BooleanBuffer::collect_bool(rows, |i| {
+            pass.get(keys_of_rows[i] as usize).copied().unwrap_or(false)
         });
+        // A null row's key slot holds any value: it passes when null does.
+        if let Some(nulls) = nulls {
+            mask = if passes(used.len()) {
+                &mask | &!nulls.inner()
+            } else {
+                &mask & nulls.inner()
+            };
+        }
         let kept = arrow::compute::filter_record_batch(batch, &BooleanArray::new(mask, None))?;
         let columns = self
             .projection

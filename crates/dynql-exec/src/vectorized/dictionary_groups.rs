@@ -445,28 +445,25 @@ impl Aggregation {
                 "DictionaryGroupsExec was given a dictionary of other values".into(),
             )
         })?;
+        // Each value's group, found when a row first uses it: a value no row holds (a
+        // filter above the scan dropped its rows, or a sliced dictionary) makes no group.
         self.value_groups.clear();
-        self.groups.find_views(values, &mut self.value_groups);
+        self.value_groups.resize(values.len(), usize::MAX);
         let mut indices = Vec::with_capacity(rows);
         let keys = dictionary.keys();
-        let out_of_range = || DataFusionError::Internal("a dictionary key past its values".into());
-        match keys.nulls().filter(|n| n.null_count() > 0) {
-            None => {
-                for &k in keys.values() {
-                    let g = self.value_groups.get(k as usize).ok_or_else(out_of_range)?;
-                    indices.push(*g);
-                }
+        let nulls = keys.nulls().filter(|n| n.null_count() > 0);
+        for (i, &k) in keys.values().iter().enumerate() {
+            if nulls.is_some_and(|n| n.is_null(i)) {
+                indices.push(self.groups.null_group());
+                continue;
             }
-            Some(nulls) => {
-                for (i, &k) in keys.values().iter().enumerate() {
-                    let g = if nulls.is_valid(i) {
-                        *self.value_groups.get(k as usize).ok_or_else(out_of_range)?
-                    } else {
-                        self.groups.null_group()
-                    };
-                    indices.push(g);
-                }
+            let group = self.value_groups.get_mut(k as usize).ok_or_else(|| {
+                DataFusionError::Internal("a dictionary key past its values".into())
+            })?;
+            if *group == usize::MAX {
+                *group = self.groups.group_of(values, k as usize);
             }
+            indices.push(*group);
         }
         let total = self.groups.len();
         for ((aggregate, filter), accumulator) in self
@@ -571,30 +568,25 @@ impl Groups {
             + self.bytes.len()
     }
 
-    /// The group of each value of `values` into `groups`, adding groups as met.
+    /// The group of value `i` of `values`, added if new.
+    fn group_of(&mut self, values: &BinaryViewArray, i: usize) -> usize {
+        if values.is_null(i) {
+            return self.null_group();
+        }
+        let view = values.views()[i];
+        if (view as u32) <= 12 {
+            self.inline_group(view)
+        } else {
+            self.long_group(values.value(i))
+        }
+    }
+
+    /// The group of each value of `values` into `groups`, adding groups as met (as
+    /// [`Groups::group_of`] of each in turn).
+    #[cfg(test)]
     fn find_views(&mut self, values: &BinaryViewArray, groups: &mut Vec<usize>) {
-        let views = values.views();
-        let nulls = values.nulls().filter(|n| n.null_count() > 0);
-        // The group of the previous view: runs of one value cost a compare.
-        let mut last: Option<(u128, usize)> = None;
-        for (i, &view) in views.iter().enumerate() {
-            if nulls.is_some_and(|n| n.is_null(i)) {
-                groups.push(self.null_group());
-                continue;
-            }
-            if let Some((v, g)) = last {
-                if v == view {
-                    groups.push(g);
-                    continue;
-                }
-            }
-            let g = if (view as u32) <= 12 {
-                self.inline_group(view)
-            } else {
-                self.long_group(values.value(i))
-            };
-            last = Some((view, g));
-            groups.push(g);
+        for i in 0..values.len() {
+            groups.push(self.group_of(values, i));
         }
     }
 
