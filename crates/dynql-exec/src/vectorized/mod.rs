@@ -34,6 +34,7 @@ pub(crate) mod pick;
 pub(crate) mod regex_calls;
 pub(crate) mod results;
 pub(crate) mod row_group_pruning;
+pub(crate) mod scan_output;
 pub(crate) mod scan_reads;
 pub(crate) mod stages;
 pub(crate) mod string_calls;
