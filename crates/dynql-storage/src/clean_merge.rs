@@ -26,6 +26,7 @@ use dynql_core::{TableSchema, ValueType};
 use crate::error::Result;
 use crate::kernel::key_range::KeyRange;
 use crate::kernel::key_search::{partition_keys, partition_keys_from};
+use crate::kernel::layer_dedup::{kept_by_key_offsets, kept_rows, Kept};
 use crate::kernel::layer_merge::{
     newest_per_key, rows_of, CommitTimestamps, Layer, LayerKeys, Run,
 };
@@ -62,6 +63,9 @@ pub(crate) fn integer_keys(keys: &[Vec<ArrayRef>]) -> Option<Vec<LayerKeys>> {
 #[derive(Default)]
 pub(crate) struct SharedRowGroups {
     columns: std::collections::HashMap<(usize, usize, usize), ArrayRef>,
+    /// The bitmap of [`kept_by_key_offsets`], reused from piece to piece (a fresh one's
+    /// pages would be zeroed by the kernel at every piece).
+    bitmap: Vec<u64>,
 }
 
 impl SharedRowGroups {
@@ -78,18 +82,31 @@ impl SharedRowGroups {
     }
 }
 
-/// What a piece's read asks for: the snapshot, the table columns (in that order) and whether
-/// byte strings come as views.
+/// What a piece's read asks for: the snapshot, the table columns (in that order), whether
+/// byte strings come as views, and whether the rows may come out of key order.
 pub(crate) struct PieceRead<'a> {
     pub(crate) timestamp: Timestamp,
     pub(crate) projection: &'a [usize],
     pub(crate) views: bool,
+    /// The rows each layer keeps, as a part of their own (see [`MergedPiece::parts`]),
+    /// instead of all of them gathered in key order.
+    pub(crate) any_order: bool,
+}
+
+/// Rows of a merged piece: the projected columns (none at all where the read projects
+/// none), and how many rows.
+pub(crate) struct Part {
+    pub(crate) columns: Vec<ArrayRef>,
+    pub(crate) rows: usize,
 }
 
 /// The projected columns of a merged piece, and the rows decoded for it.
 pub(crate) struct MergedPiece {
-    pub(crate) columns: Vec<ArrayRef>,
-    pub(crate) rows: usize,
+    /// The rows in parts, each the projected columns: one part in key order; or, where the
+    /// read allows any order, a part per layer that keeps rows, which holds them in the
+    /// layer's own key order and its columns as the chunk cache gives them (a column it
+    /// keeps as a dictionary stays one: nothing is gathered across layers).
+    pub(crate) parts: Vec<Part>,
     pub(crate) decoded: u64,
 }
 
@@ -110,6 +127,7 @@ impl Store {
             timestamp,
             projection,
             views,
+            any_order,
         } = read;
         let key_count = schema.key_column_count();
         if !crate::kernel::chunk_ref::keys_can_be_clean(schema) {
@@ -173,6 +191,23 @@ impl Store {
                 timestamps,
             });
         }
+        if any_order {
+            let timestamps: Option<Vec<u64>> = layers
+                .iter()
+                .map(|l| match l.timestamps {
+                    CommitTimestamps::One(t) => Some(t),
+                    CommitTimestamps::Each(_) => None,
+                })
+                .collect();
+            if let Some(kept) =
+                timestamps.and_then(|t| kept_by_key_offsets(&layer_keys, &t, &mut shared.bitmap))
+            {
+                let parts = self
+                    .kept_parts(shared, data, &layers, kept, projection, views)
+                    .await?;
+                return Ok(Some(MergedPiece { parts, decoded }));
+            }
+        }
         let keys = match integer_keys(&layer_keys) {
             Some(keys) => keys,
             None => {
@@ -197,10 +232,16 @@ impl Store {
         if rows == 0 {
             // The row groups' bounds met the piece, none of their keys is in it.
             return Ok(Some(MergedPiece {
-                columns: Vec::new(),
-                rows: 0,
+                parts: Vec::new(),
                 decoded,
             }));
+        }
+        if any_order {
+            let kept = kept_rows(&layers, &runs);
+            let parts = self
+                .kept_parts(shared, data, &layers, kept, projection, views)
+                .await?;
+            return Ok(Some(MergedPiece { parts, decoded }));
         }
         // The projected columns of the layers that give rows (the others' stay empty).
         let mut projected: Vec<Option<Vec<ArrayRef>>> = vec![None; layers.len()];
@@ -240,10 +281,51 @@ impl Store {
             columns.push(gather(&arrays, &runs, order.as_deref())?);
         }
         Ok(Some(MergedPiece {
-            columns,
-            rows,
+            parts: vec![Part { columns, rows }],
             decoded,
         }))
+    }
+
+    /// The rows each of `layers` keeps (`kept`, see [`kept_by_key_offsets`]) as a part of
+    /// their own, the projected columns as the chunk cache gives them: a slice of the layer
+    /// where it keeps all its rows, else filtered.
+    async fn kept_parts(
+        &self,
+        shared: &mut SharedRowGroups,
+        data: &TableData,
+        layers: &[Layer],
+        kept: Vec<Option<Kept>>,
+        projection: &[usize],
+        views: bool,
+    ) -> Result<Vec<Part>> {
+        let mut parts = Vec::new();
+        for (layer, kept) in layers.iter().zip(kept) {
+            let Some(kept) = kept else { continue };
+            let (ci, g, ref range) = layer.rows;
+            let columns: Vec<ArrayRef> = self
+                .shared_columns(shared, (ci, g), projection, views, data)
+                .await?
+                .iter()
+                .map(|a| a.slice(range.start, range.len()))
+                .collect();
+            parts.push(match kept {
+                Kept::All => Part {
+                    columns,
+                    rows: range.len(),
+                },
+                Kept::Some(mask) => {
+                    let filter = arrow::compute::FilterBuilder::new(&mask).optimize().build();
+                    Part {
+                        columns: columns
+                            .iter()
+                            .map(|c| filter.filter(c))
+                            .collect::<std::result::Result<_, _>>()?,
+                        rows: filter.count(),
+                    }
+                }
+            });
+        }
+        Ok(parts)
     }
 
     /// Table columns `columns` of row group `g` of chunk `ci` of `data`, decoded (or taken

@@ -257,7 +257,16 @@ impl Store {
         let ranges = normalize_ranges(ranges.unwrap_or(&all).to_vec());
         let mut sink = FnSink(sink);
         self.scan_state_pieces(
-            &state, path, &ranges, timestamp, columnar, None, None, None, None, &mut sink,
+            &state,
+            path,
+            &ranges,
+            timestamp,
+            columnar.map(Columnar::from),
+            None,
+            None,
+            None,
+            None,
+            &mut sink,
         )
         .await
     }
@@ -275,7 +284,7 @@ impl Store {
         path: &str,
         ranges: &[KeyRange],
         timestamp: Timestamp,
-        columnar: Option<ByteStrings>,
+        columnar: Option<Columnar>,
         tablets: Option<&[usize]>,
         columns: Option<&[usize]>,
         filter: Option<&dyn RowGroupFilter>,
@@ -284,6 +293,8 @@ impl Store {
     ) -> Result<ScanStatistics> {
         let (entry, data) = state.table_data(path)?;
         let schema = &entry.schema;
+        let any_order = columnar.is_some_and(|c| c.any_order);
+        let columnar = columnar.map(|c| c.strings);
         let project = |row: Vec<Value>| match columns {
             Some(columns) => project_row(row, columns),
             None => row,
@@ -522,6 +533,7 @@ impl Store {
                             timestamp,
                             projection,
                             views: columnar.is_some_and(ByteStrings::views),
+                            any_order,
                         };
                         if let Some(merged) = self
                             .merge_clean_row_groups(
@@ -536,13 +548,13 @@ impl Store {
                         {
                             decoded.extend(meeting.iter().copied());
                             statistics.rows_decoded += merged.decoded;
-                            if merged.rows > 0 {
+                            for part in &merged.parts {
                                 let batch = projected_batch(
                                     &names,
                                     projection,
-                                    &merged.columns,
-                                    0..merged.rows,
-                                    false,
+                                    &part.columns,
+                                    0..part.rows,
+                                    columnar == Some(ByteStrings::ViewsOrDictionaries),
                                     &mut last_schema,
                                 )?;
                                 let tablet = *tablet_index;
@@ -642,6 +654,27 @@ fn project_row(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
             }
         })
         .collect()
+}
+
+/// How a columnar scan hands on clean row groups: its byte strings, and whether a piece's
+/// rows may come out of key order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Columnar {
+    pub(crate) strings: ByteStrings,
+    /// Where layers of clean row groups overlap, each layer's newest versions as a batch
+    /// of their own (in the layer's key order), not gathered into one in key order: for a
+    /// reader the order does not matter to (a hash aggregation), which then reads every
+    /// layer's columns as they are, dictionaries and all.
+    pub(crate) any_order: bool,
+}
+
+impl From<ByteStrings> for Columnar {
+    fn from(strings: ByteStrings) -> Columnar {
+        Columnar {
+            strings,
+            any_order: false,
+        }
+    }
 }
 
 /// How a columnar scan gives the byte-string columns of clean row groups.

@@ -23,7 +23,7 @@ use crate::kernel::row_group_filter::RowGroupFilter;
 use crate::kernel::timestamp::Timestamp;
 use crate::progress::{ProgressSink, ReadProgress};
 use crate::scan::{
-    normalize_ranges, ByteStrings, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics,
+    normalize_ranges, ByteStrings, Columnar, KeyBound, KeyRange, Piece, PieceSink, ScanStatistics,
 };
 use crate::state::State;
 use crate::store::Store;
@@ -66,6 +66,8 @@ pub struct TableScan {
     gathered_slices: usize,
     /// Whether a stream of views may give dictionaries ([`TableScan::with_dictionaries`]).
     dictionaries: bool,
+    /// Whether a stream may give rows out of key order ([`TableScan::with_rows_in_any_order`]).
+    any_order: bool,
     /// Counts the rows and row groups the scan's streams read ([`TableScan::with_progress`]).
     progress: Option<Arc<ReadProgress>>,
 }
@@ -204,6 +206,7 @@ impl Snapshot {
             plan: made,
             gathered_slices: 1,
             dictionaries: false,
+            any_order: false,
             progress: None,
         })
     }
@@ -294,6 +297,17 @@ impl TableScan {
         self
     }
 
+    /// This scan, whose streams may give rows out of key order where that saves work: where
+    /// clean row groups of overlapping chunks (layers of overwrites not yet compacted) are
+    /// merged, each layer's newest versions come as batches of their own (each in key order)
+    /// instead of gathered into key order, and keep the chunk cache's dictionaries (with
+    /// [`TableScan::with_dictionaries`]). For a reader the order does not matter to, such as
+    /// a hash aggregation; the rows are the same, as are the rows read and decoded.
+    pub fn with_rows_in_any_order(mut self) -> TableScan {
+        self.any_order = true;
+        self
+    }
+
     /// Whether the scan reads little (a sorted table, at most 128 planned row groups, at most
     /// 65,536 unflushed keys in the table): such a scan is best read [`Prefetch::Inline`] and
     /// in one partition, as a task's spawn and wake-ups, or spreading a few batches over
@@ -371,10 +385,13 @@ impl TableScan {
                 &self.path,
                 &self.ranges,
                 self.timestamp,
-                Some(match (views, self.dictionaries) {
-                    (true, true) => ByteStrings::ViewsOrDictionaries,
-                    (true, false) => ByteStrings::Views,
-                    (false, _) => ByteStrings::Binary,
+                Some(Columnar {
+                    strings: match (views, self.dictionaries) {
+                        (true, true) => ByteStrings::ViewsOrDictionaries,
+                        (true, false) => ByteStrings::Views,
+                        (false, _) => ByteStrings::Binary,
+                    },
+                    any_order: self.any_order,
                 }),
                 Some(tablets),
                 columns,

@@ -8,7 +8,8 @@
 //!
 //! Holds so far: timestamps and MVCC version resolution, the chunk references the catalog
 //! keeps and the key order of versions, key ranges and key search, the merge of version
-//! runs, the newest version of each key across clean layers, TTL rules, compression
+//! runs, the newest version of each key across clean layers (in key order, or as the rows
+//! each layer keeps), TTL rules, compression
 //! codecs, checksums, the row-group and page-index pruning rules, and batch weights.
 
 pub mod checksum;
@@ -16,6 +17,7 @@ pub mod chunk_ref;
 pub mod codec;
 pub mod key_range;
 pub mod key_search;
+pub(crate) mod layer_dedup;
 pub(crate) mod layer_merge;
 pub mod merge;
 pub mod mvcc;
