@@ -108,6 +108,9 @@ impl Engine {
                 .with_physical_optimizer_rule(Arc::new(
                     crate::vectorized::dictionary_filter::DictionaryFilterRule,
                 ))
+                .with_physical_optimizer_rule(Arc::new(
+                    crate::vectorized::any_row_order::AnyRowOrderRule,
+                ))
                 .build();
             SessionContext::new_with_state(state)
         };

@@ -6,6 +6,7 @@
 //! YT's grouping depends on scan order ([`first_groups`], [`totals`]). A run keeps the plans
 //! it executes ([`stages`]) for EXPLAIN ANALYZE.
 
+pub(crate) mod any_row_order;
 pub(crate) mod between;
 pub(crate) mod budget;
 pub(crate) mod byte_kernels;

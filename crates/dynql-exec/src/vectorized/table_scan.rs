@@ -94,7 +94,8 @@ impl ScanSource {
 
     /// A stream of the rows of `tablets` (one of [`ScanSource::partitions`]), of the
     /// `projection` columns only; byte strings as views, or where `dictionaries`, as
-    /// dictionaries where the chunk cache keeps them so ([`TableScan::with_dictionaries`]).
+    /// dictionaries where the chunk cache keeps them so ([`TableScan::with_dictionaries`]);
+    /// rows in key order, or where `any_order` as [`TableScan::with_rows_in_any_order`] gives.
     #[allow(clippy::too_many_arguments)]
     fn stream(
         &self,
@@ -105,6 +106,7 @@ impl ScanSource {
         filter: Option<&Arc<dyn RowGroupFilter>>,
         fetch: Option<usize>,
         dictionaries: bool,
+        any_order: bool,
     ) -> crate::Result<ScanStream> {
         Ok(match self {
             ScanSource::Tablets(scan) => {
@@ -113,6 +115,9 @@ impl ScanSource {
                 let mut scan = scan.clone().with_gathered_slices(gathered);
                 if dictionaries {
                     scan = scan.with_dictionaries();
+                }
+                if any_order {
+                    scan = scan.with_rows_in_any_order();
                 }
                 let mut filters: Vec<Arc<dyn RowGroupFilter>> =
                     filter.into_iter().cloned().collect();
@@ -323,6 +328,12 @@ pub(crate) struct TabletScanExec {
     filter: Option<Arc<dyn RowGroupFilter>>,
     /// At most the rows wanted of the scan (a LIMIT), if known.
     fetch: Option<usize>,
+    /// Whether the query's result does not depend on the order of the scan's rows (it was
+    /// planned without `in_key_order`), so that a reader the order does not matter to may
+    /// take them in any order ([`TabletScanExec::in_any_row_order`]).
+    order_free: bool,
+    /// Whether the rows come in any order ([`TableScan::with_rows_in_any_order`]).
+    any_order: bool,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -341,7 +352,7 @@ impl TabletScanExec {
         reads: ScanReads,
     ) -> TabletScanExec {
         let partitions = scan.partitions(in_key_order, partitions);
-        let properties = scan_properties(&scan, &partitions, &columns, &schema, &limit);
+        let properties = scan_properties(&scan, &partitions, &columns, &schema, &limit, false);
         // A small read is read inline; a large one gets a task per partition, reading a
         // batch ahead (which overlaps the object store's latency with the query's work).
         let prefetch = if scan.is_small() {
@@ -363,19 +374,23 @@ impl TabletScanExec {
             pushed: Vec::new(),
             filter: None,
             fetch: None,
+            order_free: !in_key_order,
+            any_order: false,
             metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 }
 
 /// The properties of a scan of `columns` (as `schema`) in `partitions`: its partitions, and
-/// the key order of each, as far as DataFusion may rely on it.
+/// the key order of each, as far as DataFusion may rely on it (none where the rows come in
+/// `any_order`).
 fn scan_properties(
     scan: &ScanSource,
     partitions: &[Vec<usize>],
     columns: &[usize],
     schema: &SchemaRef,
     limit: &InputLimit,
+    any_order: bool,
 ) -> PlanProperties {
     // DataFusion may end a read in the declared order early (a LIMIT over it, a sort
     // it no longer needs), but YT sorts what ORDER BY asks unless it is a key prefix
@@ -385,7 +400,7 @@ fn scan_properties(
     // only one (all tablets, in key order).
     let in_order = partitions.len() == 1 || partitions.iter().all(|p| p.len() <= 1);
     let ordering = match key_ordering(scan, columns, schema)
-        .filter(|_| in_order && scan_cannot_pass(scan, limit))
+        .filter(|_| in_order && !any_order && scan_cannot_pass(scan, limit))
     {
         Some(ordering) => EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]),
         None => EquivalenceProperties::new(schema.clone()),
@@ -437,9 +452,33 @@ impl TabletScanExec {
             &self.projection,
             &schema,
             &self.limit,
+            self.any_order,
         );
         let mut exec = self.clone();
         exec.schema = schema;
+        exec.properties = Arc::new(properties);
+        exec.metrics = ExecutionPlanMetricsSet::new();
+        Some(exec)
+    }
+
+    /// This scan giving its rows in any order ([`TableScan::with_rows_in_any_order`]), and
+    /// declaring no key order: for a reader the order does not matter to (see
+    /// [`super::any_row_order`]). `None` where the query's result depends on the scan's
+    /// order, or for a file table (read in key order, nothing to save).
+    pub(crate) fn in_any_row_order(&self) -> Option<TabletScanExec> {
+        if !self.order_free || self.any_order || !matches!(self.scan, ScanSource::Tablets(_)) {
+            return None;
+        }
+        let properties = scan_properties(
+            &self.scan,
+            &self.partitions,
+            &self.projection,
+            &self.schema,
+            &self.limit,
+            true,
+        );
+        let mut exec = self.clone();
+        exec.any_order = true;
         exec.properties = Arc::new(properties);
         exec.metrics = ExecutionPlanMetricsSet::new();
         Some(exec)
@@ -484,6 +523,9 @@ impl DisplayAs for TabletScanExec {
         )?;
         if self.in_key_order {
             write!(f, ", in key order")?;
+        }
+        if self.any_order {
+            write!(f, ", rows in any order")?;
         }
         if self.filter.is_some() {
             write!(f, ", prunes row groups by filter")?;
@@ -607,6 +649,7 @@ impl ExecutionPlan for TabletScanExec {
                 self.filter.as_ref(),
                 self.fetch,
                 self.gives_dictionaries(),
+                self.any_order,
             )
             .map_err(failed)?;
         let metrics = Arc::new(ScanMetrics::new(&self.metrics, partition));
