@@ -142,7 +142,7 @@ async fn a_hash_aggregation_over_layers_reads_them_in_any_order_and_matches_the_
                 |_, _| true,
             ),
             (
-                "lower(s) as s, sum(v) as total, sum(1) as n from [//t] group by lower(s)",
+                "s, sum(v) as total, sum(1) as n from [//t] group by lower(s) as s",
                 |_, _| true,
             ),
             (
