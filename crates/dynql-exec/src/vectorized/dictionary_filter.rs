@@ -19,7 +19,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanArray, UInt32Array};
+use arrow::array::{
+    new_empty_array, new_null_array, Array, ArrayRef, AsArray, BooleanArray, UInt32Array,
+};
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -255,6 +257,35 @@ impl ExecutionPlan for DictionaryFilterExec {
     }
 }
 
+/// Which rows pass, by their dictionary keys (`keys`) and whether each value passes
+/// (`pass`; a key past it, which a valid dictionary has not, does not pass). A table lookup
+/// per row, 64 rows to a word, with no branch.
+fn rows_passing(keys: &[i32], pass: &[bool]) -> BooleanBuffer {
+    // Past the values: one more entry, a value that does not pass.
+    let mut table: Vec<u8> = pass.iter().map(|&p| u8::from(p)).collect();
+    table.push(0);
+    let past = pass.len();
+    let bit = |k: i32| u64::from(table[(k as u32 as usize).min(past)]);
+    let mut words = Vec::with_capacity(keys.len().div_ceil(64));
+    let chunks = keys.chunks_exact(64);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        let mut word = 0u64;
+        for (i, &k) in chunk.iter().enumerate() {
+            word |= bit(k) << i;
+        }
+        words.push(word);
+    }
+    if !rest.is_empty() {
+        let mut word = 0u64;
+        for (i, &k) in rest.iter().enumerate() {
+            word |= bit(k) << i;
+        }
+        words.push(word);
+    }
+    BooleanBuffer::new(arrow::buffer::Buffer::from_vec(words), 0, keys.len())
+}
+
 /// What a partition's stream needs to filter a batch.
 struct BatchFilter {
     predicate: Arc<dyn PhysicalExpr>,
@@ -267,7 +298,6 @@ struct BatchFilter {
 impl BatchFilter {
     /// The rows of `batch` that pass, as the filter gives them.
     fn filter(&self, batch: &RecordBatch) -> DfResult<RecordBatch> {
-        let rows = batch.num_rows();
         let column = batch.column(self.column);
         let dictionary = column.as_dictionary_opt::<Int32Type>().ok_or_else(|| {
             DataFusionError::Internal(format!(
@@ -312,10 +342,7 @@ impl BatchFilter {
         for (p, &k) in used.iter().enumerate() {
             pass[k as usize] = passes(p);
         }
-        let keys_of_rows = keys.values();
-        let mut mask = BooleanBuffer::collect_bool(rows, |i| {
-            pass.get(keys_of_rows[i] as usize).copied().unwrap_or(false)
-        });
+        let mut mask = rows_passing(keys.values(), &pass);
         // A null row's key slot holds any value: it passes when null does.
         if let Some(nulls) = nulls {
             mask = if passes(used.len()) {
@@ -323,6 +350,19 @@ impl BatchFilter {
             } else {
                 &mask & nulls.inner()
             };
+        }
+        let passing = mask.count_set_bits();
+        if self.projection.is_empty() || passing == 0 {
+            // Only the count is wanted (a `sum(1)`, a count), or no row passes.
+            return Ok(RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| new_empty_array(f.data_type()))
+                    .collect(),
+                &RecordBatchOptions::new().with_row_count(Some(passing)),
+            )?);
         }
         let kept = arrow::compute::filter_record_batch(batch, &BooleanArray::new(mask, None))?;
         let columns = self
@@ -372,5 +412,27 @@ impl BatchFilter {
                 passed.data_type()
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The rows that pass are those whose key's value passes; keys past the values (or
+        /// negative) never do.
+        #[test]
+        fn rows_pass_by_their_keys_value(
+            pass in proptest::collection::vec(proptest::bool::ANY, 0..20),
+            keys in proptest::collection::vec(-2i32..24, 0..300),
+        ) {
+            let mask = rows_passing(&keys, &pass);
+            proptest::prop_assert_eq!(mask.len(), keys.len());
+            for (i, &k) in keys.iter().enumerate() {
+                let expected = usize::try_from(k).ok().and_then(|k| pass.get(k)).copied().unwrap_or(false);
+                proptest::prop_assert_eq!(mask.value(i), expected, "row {}", i);
+            }
+        }
     }
 }
