@@ -72,16 +72,21 @@ impl Bits {
 
     /// The least and greatest of rows `rows` (not empty) as numbers, and the least's bits.
     fn bounds(&self, rows: std::ops::Range<usize>) -> (i128, i128, u64) {
-        let (mut least, mut greatest) = (self.value(rows.start), self.value(rows.start));
-        let mut least_bits = self.values[rows.start];
-        for i in rows {
-            let v = self.value(i);
-            if v < least {
-                (least, least_bits) = (v, self.values[i]);
+        // An int64's bits with the sign bit flipped are in the values' order: one unsigned
+        // minimum and maximum (which the compiler vectorises) for both types.
+        let flip = if self.signed { 1u64 << 63 } else { 0 };
+        let (least, greatest) = self.values[rows]
+            .iter()
+            .map(|&v| v ^ flip)
+            .fold((u64::MAX, 0), |(l, g), v| (l.min(v), g.max(v)));
+        let number = |ordered: u64| {
+            let bits = ordered ^ flip;
+            match self.signed {
+                true => i128::from(bits as i64),
+                false => i128::from(bits),
             }
-            greatest = greatest.max(v);
-        }
-        (least, greatest, least_bits)
+        };
+        (number(least), number(greatest), least ^ flip)
     }
 }
 
