@@ -99,6 +99,15 @@ fn options() -> SelectOptions {
     }
 }
 
+/// The physical plan of `query`.
+async fn plan_of(db: &Database, query: &str) -> String {
+    db.explain_query(query, &options())
+        .await
+        .unwrap()
+        .plan
+        .unwrap()
+}
+
 fn text(v: &Value) -> Option<String> {
     match v {
         Value::Null => None,
@@ -155,12 +164,7 @@ async fn a_hash_aggregation_over_layers_reads_them_in_any_order_and_matches_the_
             ),
         ];
         for (query, keep) in cases {
-            let plan = db
-                .explain_query(query, &options())
-                .await
-                .unwrap()
-                .plan
-                .unwrap();
+            let plan = plan_of(&db, query).await;
             assert!(plan.contains("rows in any order"), "{query}\n{plan}");
             let result = db.select_rows(query, &options()).await.unwrap();
             let groups: BTreeMap<Option<String>, (i64, i64)> = result
@@ -219,12 +223,7 @@ async fn reads_whose_result_depends_on_the_order_keep_key_order_over_layers() {
     // LIMIT without ORDER BY keeps the groups first met in key order: the scan stays in
     // key order under it.
     let query = "s, sum(1) as n from [//t] group by s limit 2";
-    let plan = db
-        .explain_query(query, &options())
-        .await
-        .unwrap()
-        .plan
-        .unwrap();
+    let plan = plan_of(&db, query).await;
     assert!(!plan.contains("rows in any order"), "{plan}");
     let result = db.select_rows(query, &options()).await.unwrap();
     let mut first_met = Vec::new();
