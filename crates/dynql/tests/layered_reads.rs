@@ -23,6 +23,9 @@ const CATEGORIES: [Option<&str>; 6] = [
 /// Per key: category and amount.
 type Model = BTreeMap<i64, (Option<String>, i64)>;
 
+/// Which rows of the model (key, amount) a query's WHERE keeps.
+type Keep = fn(i64, i64) -> bool;
+
 /// A small deterministic generator (no dependency on a seeded crate's stream).
 struct Lcg(u64);
 
@@ -143,7 +146,7 @@ fn expected(
 async fn a_hash_aggregation_over_layers_reads_them_in_any_order_and_matches_the_model() {
     for (seed, layers, unflushed) in [(1, 2, false), (2, 5, false), (3, 8, false), (4, 4, true)] {
         let (db, model) = layered_table(seed, layers, unflushed).await;
-        let cases: [(&str, fn(i64, i64) -> bool); 4] = [
+        let cases: [(&str, Keep); 4] = [
             // Through the dictionaries (`DictionaryGroupsExec`), and DataFusion's own
             // aggregation (grouped by an expression; with a filter).
             (
