@@ -39,6 +39,7 @@ mod lookup_cache;
 mod object_file;
 mod objects;
 pub mod partitioning;
+mod piece_batches;
 pub mod progress;
 pub mod queue;
 mod read;

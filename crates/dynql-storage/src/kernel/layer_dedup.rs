@@ -204,12 +204,7 @@ fn mark(bitmap: &mut [u64], values: &[u64], segments: &[Segment]) -> Option<Kept
     let mut s = 0;
     for (w, word) in words.iter_mut().enumerate() {
         let mut bits = 0u64;
-        for (i, &value) in values
-            .iter()
-            .enumerate()
-            .take((w * 64 + 64).min(rows))
-            .skip(w * 64)
-        {
+        for (i, &value) in values.iter().enumerate().skip(w * 64).take(64) {
             while i >= segments[s].end {
                 s += 1;
             }
