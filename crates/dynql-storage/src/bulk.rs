@@ -53,7 +53,7 @@ pub struct BulkWrite {
     /// The schema the rows are checked against; the commit re-checks it.
     schema: dynql_core::TableSchema,
     /// The table as the write started: what staged rows are validated against.
-    entry: crate::catalog::TableEntry,
+    entry: crate::kernel::catalog::TableEntry,
     sort_memory: usize,
     /// The staged rows; `None` before the first and after they are written.
     sorter: Option<ExternalSorter>,
@@ -88,7 +88,7 @@ impl BulkWrite {
     }
 
     /// The table as the write started: the schema and retention staged rows must fit.
-    pub fn table(&self) -> &crate::catalog::TableEntry {
+    pub fn table(&self) -> &crate::kernel::catalog::TableEntry {
         &self.entry
     }
 
@@ -152,7 +152,7 @@ impl BulkWrite {
 impl BulkWrite {
     /// A bulk write into `entry` at `path` with nothing written yet; `converting`: of a static
     /// table's rows, for its conversion to a dynamic table.
-    fn new(path: &str, entry: crate::catalog::TableEntry, converting: bool) -> BulkWrite {
+    fn new(path: &str, entry: crate::kernel::catalog::TableEntry, converting: bool) -> BulkWrite {
         BulkWrite {
             path: path.to_string(),
             table_id: entry.id.clone(),
@@ -193,7 +193,7 @@ impl Store {
     pub(crate) fn start_conversion(
         &self,
         path: &str,
-        entry: &crate::catalog::TableEntry,
+        entry: &crate::kernel::catalog::TableEntry,
     ) -> BulkWrite {
         BulkWrite::new(path, entry.clone(), true)
     }
@@ -374,7 +374,7 @@ impl Store {
 
     /// The table of a bulk write, checked to be the one it started on (same id and schema)
     /// and still writable; its chunks are cut at its pivot keys of now.
-    async fn bulk_table(&self, bulk: &BulkWrite) -> Result<crate::catalog::TableEntry> {
+    async fn bulk_table(&self, bulk: &BulkWrite) -> Result<crate::kernel::catalog::TableEntry> {
         let entry = self.table(&bulk.path).await?;
         if entry.id != bulk.table_id {
             return Err(Error::NoSuchTable {

@@ -195,7 +195,7 @@ impl Store {
         state: &crate::state::State,
         report: &mut CheckReport,
     ) -> Result<()> {
-        let mut chunks: BTreeMap<String, (crate::static_table::StaticChunk, Vec<String>)> =
+        let mut chunks: BTreeMap<String, (crate::kernel::static_rows::StaticChunk, Vec<String>)> =
             BTreeMap::new();
         let committed = state.tables.iter().flat_map(|(path, (entry, _))| {
             entry.static_chunks.iter().map(move |c| (c, path.clone()))

@@ -21,10 +21,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::catalog::TableEntry;
 use crate::chunk::{decode_chunk, decode_versions, new_chunk_path, write_versioned_chunk};
 use crate::conflict::{LockDelta, LockMode};
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::chunk_ref::{key_from_text, key_text, ChunkRef};
 use crate::kernel::mvcc::{RowDelta, WriteKind};
 use crate::kernel::timestamp::Timestamp;
@@ -35,7 +35,7 @@ use dynql_core::Value;
 pub(crate) const CHECKPOINT_DIR: &str = "_checkpoints";
 
 /// A checkpoint compacts a table deeper than this many layers of chunks (the most chunks a
-/// read of one key may merge, [`crate::compaction_policy::depth`]; not the number of chunks:
+/// read of one key may merge, [`crate::kernel::compaction_policy::depth`]; not the number of chunks:
 /// a large table is many chunks, one layer).
 pub const AUTO_COMPACTION_CHUNKS: usize = 8;
 
@@ -338,9 +338,9 @@ impl Store {
             .tables
             .iter()
             .filter(|(_, (e, d))| {
-                crate::compaction_policy::depth(&crate::scan_plan::tablet_ranges(e), &d.chunks)
+                crate::kernel::compaction_policy::depth(&crate::scan_plan::tablet_ranges(e), &d.chunks)
                     > AUTO_COMPACTION_CHUNKS
-                    || crate::compaction::periodic_compaction_due(e, d, now)
+                    || crate::compact::periodic_compaction_due(e, d, now)
                     // Ordered tables whose retention allows deleting rows: compaction trims
                     // the expired commits (it rewrites nothing).
                     || (!e.schema.is_sorted()

@@ -488,7 +488,7 @@ pub(crate) async fn put_encoded(objects: &dyn ObjectStore, path: &str, bytes: By
 /// `compact`, `write`, `tail`) and the creation time lets garbage collection spare chunks that
 /// are still being committed.
 pub(crate) fn new_chunk_path(table_id: &str, kind: &str) -> String {
-    let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
+    let now_ms = crate::kernel::retention::timestamp_ms(Timestamp::now());
     format!(
         "tables/{table_id}/{kind}-{now_ms}-{}.parquet",
         crate::store::fresh_id()

@@ -18,19 +18,37 @@ use arrow::array::{Array, UInt64Array};
 use dynql_core::TableSchema;
 
 use crate::bulk::BULK_CHUNK_ROWS;
-use crate::catalog::TableEntry;
 use crate::chunk::{encode_versions, new_chunk_path, ChunkEncoder, ROW_GROUP_ROWS};
 use crate::compact_source::{copies_clean_groups, in_range, ChunkSource, CleanGroup, Head};
-use crate::compaction::{compact_recent_versions, compact_versions};
 use crate::error::Result;
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::chunk_ref::{
     clean_since, compare_version_keys, nan_columns, version_key, ChunkRef, Cleanliness, RowGroupRef,
 };
 use crate::kernel::mvcc::RowDelta;
+use crate::kernel::retention::{compact_recent_versions, compact_versions};
 use crate::kernel::timestamp::Timestamp;
 use crate::scan_plan::tablet_ranges;
 use crate::state::TableData;
 use crate::store::Store;
+
+/// Whether `auto_compaction_period` asks for a full compaction of the table at `now`: its last
+/// full compaction (ever, for a table never compacted) is at least the period old, and it has
+/// stored data.
+pub(crate) fn periodic_compaction_due(
+    entry: &crate::kernel::catalog::TableEntry,
+    data: &crate::state::TableData,
+    now: Timestamp,
+) -> bool {
+    entry.auto_compaction_period.is_some_and(|period| {
+        crate::kernel::retention::timestamp_ms(now)
+            .saturating_sub(crate::kernel::retention::timestamp_ms(data.last_compaction))
+            >= period
+            && (!data.chunks.is_empty()
+                || !data.sorted.is_empty()
+                || data.queues.iter().any(|q| !q.rows.is_empty()))
+    })
+}
 
 /// Versions written as one chunk, a row group at a time (see the module docs).
 pub(crate) struct VersionChunkWriter {
@@ -200,7 +218,7 @@ impl VersionChunkWriter {
 pub(crate) enum Compacted<'a> {
     /// Every chunk and the dynamic store of a table: each key's whole history.
     Whole(&'a TableData),
-    /// The newest chunks over their keys ([`crate::compaction_policy`]): each key's recent
+    /// The newest chunks over their keys ([`crate::kernel::compaction_policy`]): each key's recent
     /// history, older versions possibly elsewhere.
     Recent(Vec<&'a ChunkRef>),
 }
@@ -406,9 +424,9 @@ mod tests {
     use dynql_core::Value;
 
     use super::*;
-    use crate::catalog::TableOptions;
-    use crate::compaction::Retention;
+    use crate::kernel::catalog::TableOptions;
     use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::retention::Retention;
     use crate::store::{RowValues, LARGE_WRITE_ROWS};
     use crate::tablets::{Reshard, TabletCommand};
     use crate::test_tables::{create_key_value_table, key_value_row, key_value_schema};

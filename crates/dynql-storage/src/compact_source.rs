@@ -15,12 +15,12 @@ use arrow::array::{Array, RecordBatch, UInt64Array};
 use dynql_core::{compare_rows, compare_values, TableSchema, Value};
 
 use crate::chunk::{check_key_order, decode_versions, versioned_schema, ROW_GROUP_ROWS};
-use crate::compaction::Retention;
 use crate::error::Result;
 use crate::kernel::chunk_ref::{
     compare_version_keys, version_key, ChunkRef, Cleanliness, RowGroupRef,
 };
 use crate::kernel::mvcc::RowDelta;
+use crate::kernel::retention::Retention;
 use crate::scan::KeyRange;
 use crate::store::Store;
 

@@ -18,10 +18,10 @@ use std::sync::Mutex;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use crate::catalog::TableEntry;
 use crate::chunk::{new_chunk_path, write_versioned_chunk};
 use crate::compact::Compacted;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::chunk_ref::{version_key, ChunkRef};
 use crate::kernel::mvcc::RowDelta;
 use crate::kernel::timestamp::Timestamp;
@@ -194,7 +194,7 @@ impl Store {
             .fold(up_to, Timestamp::min))
     }
 
-    /// Runs the automatic compaction policy ([`crate::compaction_policy`]) on the sorted
+    /// Runs the automatic compaction policy ([`crate::kernel::compaction_policy`]) on the sorted
     /// table at `path` once: merges the chunks it chooses, if any, and returns whether it did.
     /// A table whose chunk list changed meanwhile under the choice is left for the next run.
     #[tracing::instrument(level = "debug", skip(self))]
@@ -204,7 +204,8 @@ impl Store {
         if !entry.schema.is_sorted() || !entry.enable_compaction_and_partitioning {
             return Ok(false);
         }
-        let Some(chosen) = crate::compaction_policy::choose(&tablet_ranges(entry), &data.chunks)
+        let Some(chosen) =
+            crate::kernel::compaction_policy::choose(&tablet_ranges(entry), &data.chunks)
         else {
             return Ok(false);
         };
@@ -272,7 +273,7 @@ impl Store {
             // `auto_compaction_period`: a full compaction once the last one is that old.
             if let Ok(state) = self.refresh().await {
                 let due = state.tables.get(path).is_some_and(|(e, d)| {
-                    crate::compaction::periodic_compaction_due(e, d, Timestamp::now())
+                    crate::compact::periodic_compaction_due(e, d, Timestamp::now())
                 });
                 if due {
                     // Boxed: a compaction may flush, and a flush compacts after its commit.
@@ -290,7 +291,7 @@ impl Store {
     }
 
     /// Compacts a table now: merges its chunks and dynamic store into one chunk, dropping the
-    /// versions its retention allows (see [`crate::compaction`]). Returns the number of
+    /// versions its retention allows (see [`crate::kernel::retention`]). Returns the number of
     /// versions before and after.
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn compact(&self, path: &str) -> Result<(usize, usize)> {

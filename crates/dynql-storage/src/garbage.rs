@@ -150,7 +150,7 @@ impl Store {
         }
         let chunks =
             crate::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables")).await?;
-        let now_ms = crate::compaction::timestamp_ms(Timestamp::now());
+        let now_ms = crate::kernel::retention::timestamp_ms(Timestamp::now());
         for c in chunks {
             // A key filter file lives as long as its chunk.
             let owner = crate::key_filter::filtered_chunk(c.location.as_ref());

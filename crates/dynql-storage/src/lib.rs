@@ -19,8 +19,6 @@ mod clock;
 mod commit;
 mod compact;
 mod compact_source;
-pub mod compaction;
-pub mod compaction_policy;
 pub mod conflict;
 mod count;
 pub mod cypress;
@@ -63,22 +61,24 @@ mod validate;
 mod write;
 
 /// The kernel's modules that are part of the public API keep their paths at the crate root.
-pub use kernel::{checksum, codec, mvcc, row_group_filter, timestamp, ttl};
+pub use kernel::{
+    checksum, codec, compaction_policy, mvcc, retention, row_group_filter, timestamp, ttl,
+};
 
 pub use bulk::BulkWrite;
 pub use cache_entries::CacheAdmission;
-pub use catalog::{
+pub use check::{CheckReport, Damage};
+pub use commit::MAX_READ_AHEAD_NANOS;
+pub use conflict::LockMode;
+pub use error::{Error, Result};
+pub use kernel::catalog::{
     canonical_attribute, validate_path, AttributeValue, TableEntry, TableOptions, MAX_PATH_BYTES,
     MAX_PATH_DEPTH, MOUNT_CONFIG_KEYS, WRITABLE_ATTRIBUTES,
 };
-pub use check::{CheckReport, Damage};
-pub use commit::MAX_READ_AHEAD_NANOS;
-pub use compaction::Retention;
-pub use conflict::LockMode;
-pub use error::{Error, Result};
 pub use kernel::chunk_ref::{ChunkRef, Cleanliness, RowGroupRef};
 pub use kernel::key_range::PivotKey;
 pub use kernel::mvcc::WriteKind;
+pub use kernel::retention::Retention;
 pub use kernel::row_group_filter::{AllOf, ColumnStatistics, RowGroupFilter};
 pub use kernel::timestamp::Timestamp;
 pub use queue::QueueTablet;

@@ -12,9 +12,9 @@ use dynql_core::{TableSchema, Value, Yson};
 use object_store::path::Path as ObjectPath;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::TableEntry;
 use crate::conflict::LockMode;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::chunk_ref::ChunkRef;
 use crate::kernel::mvcc::WriteKind;
 
@@ -155,7 +155,7 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         replaces: Vec<String>,
     },
-    /// A minor compaction at `now` ([`crate::compaction_policy`]): `chunks` replace the chunks
+    /// A minor compaction at `now` ([`crate::kernel::compaction_policy`]): `chunks` replace the chunks
     /// named in `replaces` (the newest chunks over their keys), taking the place of the
     /// newest of them in the chunk list; the dynamic store is untouched. `horizon` as for
     /// [`Action::Compact`].
@@ -200,7 +200,7 @@ pub enum Action {
         path: String,
         table_id: String,
         name: String,
-        value: crate::catalog::AttributeValue,
+        value: crate::kernel::catalog::AttributeValue,
     },
     /// `mount-table`, `unmount-table`, `freeze-table`, `unfreeze-table`.
     SetTabletState {
@@ -222,7 +222,7 @@ pub enum Action {
         table_id: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         append: bool,
-        chunks: Vec<crate::static_table::StaticChunk>,
+        chunks: Vec<crate::kernel::static_rows::StaticChunk>,
     },
     /// A node that is not a table joins the tree ([`crate::cypress`]).
     CreateNode {

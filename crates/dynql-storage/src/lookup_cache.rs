@@ -238,7 +238,7 @@ mod tests {
     /// Runs `ops`, checking every lookup through the cache against the same lookup without.
     /// Returns the cache hits seen.
     async fn run(ops: &[Op]) -> u64 {
-        use crate::catalog::TableOptions;
+        use crate::kernel::catalog::TableOptions;
         use crate::kernel::mvcc::WriteKind;
         use crate::store::Store;
         let dir = tempfile::tempdir().unwrap();

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use dynql_core::{Value, Yson};
 
-use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action};
 use crate::scan::{row_weight, value_weight, KeyBound, KeyRange, ScanStatistics};
@@ -210,14 +210,14 @@ pub(crate) fn expired_trims(
     } else {
         r.max_data_ttl.max(r.min_data_ttl)
     };
-    let now_ms = crate::compaction::timestamp_ms(now);
+    let now_ms = crate::kernel::retention::timestamp_ms(now);
     let mut trims = Vec::new();
     for (t, q) in data.queues.iter().enumerate() {
         let skip = q.trimmed.saturating_sub(q.first_stored) as usize;
         let expired = q.rows[skip.min(q.rows.len())..]
             .iter()
             .take_while(|(ts, _)| {
-                crate::compaction::timestamp_ms(*ts).saturating_add(ttl) <= now_ms
+                crate::kernel::retention::timestamp_ms(*ts).saturating_add(ttl) <= now_ms
             })
             .count();
         if expired > 0 {

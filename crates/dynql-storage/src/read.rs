@@ -230,7 +230,7 @@ impl Store {
     /// ([`crate::key_filter`]); chunks so skipped are counted in `statistics`.
     async fn lookup_in(
         &self,
-        entry: &crate::catalog::TableEntry,
+        entry: &crate::kernel::catalog::TableEntry,
         data: &crate::state::TableData,
         keys: &[Vec<Value>],
         timestamp: Timestamp,

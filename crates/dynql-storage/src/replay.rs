@@ -12,14 +12,14 @@ use std::sync::Arc;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
-use crate::catalog::{set_attribute, TableEntry};
-use crate::compaction::compact_versions;
 use crate::conflict::decode_key;
 use crate::conflict::{all_groups, LockDelta};
 use crate::cypress::transactions::committed_node_mut as node_mut;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::{set_attribute, TableEntry};
 use crate::kernel::chunk_ref::ChunkRef;
 use crate::kernel::mvcc::RowDelta;
+use crate::kernel::retention::compact_versions;
 use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action, CommitRecord};
 use crate::state::{KeyOrd, State, TableData};
@@ -554,10 +554,12 @@ fn apply_action(
                 }
                 // Older records: locks older than the retention window went.
                 None => {
-                    let horizon = crate::compaction::timestamp_ms(now)
+                    let horizon = crate::kernel::retention::timestamp_ms(now)
                         .saturating_sub(entry.retention.min_data_ttl);
                     data.locks.retain(|_, ls| {
-                        ls.retain(|l| crate::compaction::timestamp_ms(l.timestamp) >= horizon);
+                        ls.retain(|l| {
+                            crate::kernel::retention::timestamp_ms(l.timestamp) >= horizon
+                        });
                         !ls.is_empty()
                     });
                 }

@@ -4,8 +4,10 @@
 //! Tablets are the spans between a sorted table's pivot keys; a flushed or compacted chunk
 //! belongs to one tablet. Each chunk records the key bounds of its row groups
 //! ([`ChunkRef::row_groups`]), so a scan decodes only the row groups it needs, merges them
-//! with the dynamic store range by range ([`crate::kernel::merge`]) and resolves each key at the read
-//! timestamp.
+//! with the dynamic store range by range ([`crate::kernel::merge`]) and resolves each key at
+//! the read timestamp.
+//!
+//! [`ChunkRef::row_groups`]: crate::kernel::chunk_ref::ChunkRef::row_groups
 
 use arrow::record_batch::RecordBatch;
 

@@ -3,8 +3,8 @@
 //! records ([`crate::kernel::chunk_ref::ChunkRef::row_groups`]). Pure: it reads the replayed state only;
 //! the scan itself ([`crate::scan`]) decodes what the plan selects.
 
-use crate::catalog::TableEntry;
 use crate::error::Result;
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::key_range::{KeyBound, KeyRange};
 use crate::kernel::timestamp::Timestamp;
 use crate::scan::ScanStatistics;

@@ -203,7 +203,7 @@ impl Store {
     /// group by row group); `None` for a chunk without versions.
     pub(crate) async fn rewrite_chunks(
         &self,
-        entry: &crate::catalog::TableEntry,
+        entry: &crate::kernel::catalog::TableEntry,
         new: &TableSchema,
         map: &ColumnMap,
         chunks: &[ChunkRef],

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use dynql_core::{compare_rows, TableSchema, Value};
 
-use crate::catalog::TableEntry;
 use crate::conflict::{check_key, Claim, LockDelta};
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::chunk_ref::ChunkRef;
 use crate::kernel::mvcc::RowDelta;
 use crate::kernel::timestamp::Timestamp;

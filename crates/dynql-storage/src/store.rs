@@ -226,10 +226,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{validate_path, TableOptions};
+    use crate::kernel::catalog::{validate_path, TableOptions};
     use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::pivots::validate_tablets;
     use crate::kernel::timestamp::Timestamp;
-    use crate::tablets::validate_tablets;
     use dynql_core::TableSchema;
 
     fn schema() -> TableSchema {

@@ -17,8 +17,8 @@ use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::Value;
 use tokio::sync::mpsc;
 
-use crate::catalog::TableEntry;
 use crate::error::Result;
+use crate::kernel::catalog::TableEntry;
 use crate::kernel::row_group_filter::RowGroupFilter;
 use crate::kernel::timestamp::Timestamp;
 use crate::progress::{ProgressSink, ReadProgress};

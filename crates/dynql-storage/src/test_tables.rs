@@ -3,7 +3,7 @@
 
 use dynql_core::{TableSchema, Value};
 
-use crate::catalog::TableOptions;
+use crate::kernel::catalog::TableOptions;
 use crate::store::{RowValues, Store};
 
 /// `k int64` (the key), `v int64`.

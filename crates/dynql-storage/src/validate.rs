@@ -13,8 +13,8 @@
 
 use dynql_core::TableSchema;
 
-use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::state::{State, TableData};
 
 /// The write validator every row written by key passes (insert, import, bulk writes, the
@@ -32,9 +32,9 @@ use crate::state::{State, TableData};
 /// input (a row number, a file line); this check is the one the store relies on: a value it
 /// lets through is one replay can apply, so a bad row never reaches the log.
 ///
-/// [`Retention::check_row_ttl`]: crate::compaction::Retention::check_row_ttl
+/// [`Retention::check_row_ttl`]: crate::kernel::retention::Retention::check_row_ttl
 pub(crate) fn rows(
-    entry: &crate::catalog::TableEntry,
+    entry: &crate::kernel::catalog::TableEntry,
     path: &str,
     kind: crate::kernel::mvcc::WriteKind,
     rows: &[crate::store::RowValues],
@@ -47,7 +47,7 @@ pub(crate) fn rows(
 
 /// One row of [`rows`]; `Err` says what is wrong with it.
 pub(crate) fn row(
-    entry: &crate::catalog::TableEntry,
+    entry: &crate::kernel::catalog::TableEntry,
     kind: crate::kernel::mvcc::WriteKind,
     row: &crate::store::RowValues,
 ) -> std::result::Result<(), String> {
@@ -193,9 +193,9 @@ pub(crate) fn logged_append_weights(
 mod write_validator_tests {
     use dynql_core::{TableSchema, Value};
 
-    use crate::catalog::TableOptions;
-    use crate::compaction::Retention;
+    use crate::kernel::catalog::TableOptions;
     use crate::kernel::mvcc::WriteKind;
+    use crate::kernel::retention::Retention;
     use crate::kernel::timestamp::Timestamp;
     use crate::store::Store;
 

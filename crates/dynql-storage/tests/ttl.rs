@@ -3,7 +3,7 @@
 //! time; `set`/`remove` change it at once; full compactions drop expired rows for good.
 
 use dynql_core::{TableSchema, Value};
-use dynql_storage::compaction::Retention;
+use dynql_storage::Retention;
 use dynql_storage::{AttributeValue, Store, TableOptions, Timestamp, WriteKind};
 
 const TTL: &str = "Interval(\"PT1H\") ON at";

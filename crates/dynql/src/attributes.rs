@@ -278,8 +278,10 @@ impl Database {
                 let mut tablets = Vec::new();
                 if entry.schema.is_sorted() {
                     let chunks = self.store().chunks(path).await?;
-                    let sizes =
-                        dynql_storage::partitioning::tablet_bytes(&entry.pivot_keys, &chunks);
+                    let sizes = dynql_storage::kernel::partitioning::tablet_bytes(
+                        &entry.pivot_keys,
+                        &chunks,
+                    );
                     for (i, p) in entry.pivot_keys.iter().enumerate() {
                         tablets.push(Yson::Map(vec![
                             (b"index".to_vec(), Yson::Int64(i as i64)),
@@ -471,7 +473,7 @@ impl Database {
         let first = name.split('/').next().unwrap_or_default();
         Ok(dynql_storage::WRITABLE_ATTRIBUTES.contains(&name)
             || ATTRIBUTES.contains(&first)
-            || dynql_storage::partitioning::ATTRIBUTES.contains(&name)
+            || dynql_storage::kernel::partitioning::ATTRIBUTES.contains(&name)
             || dynql_storage::cypress::SYSTEM_ATTRIBUTES.contains(&first))
     }
 

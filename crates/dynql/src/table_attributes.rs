@@ -79,7 +79,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
             // Checked against the key once the schema is known.
             "chunk_writer" => chunk_writer = Some(v),
             "key_bloom_filter" => {
-                key_bloom_filter = Some(dynql_storage::catalog::key_bloom_filter(
+                key_bloom_filter = Some(dynql_storage::kernel::catalog::key_bloom_filter(
                     &crate::attributes::attribute_value("key_bloom_filter", v)?,
                 )?)
             }
@@ -145,7 +145,7 @@ pub(crate) fn table_definition(attributes: &Yson) -> Result<(TableSchema, TableO
                     ))
                 }
             },
-            name if dynql_storage::partitioning::ATTRIBUTES.contains(&name) => {
+            name if dynql_storage::kernel::partitioning::ATTRIBUTES.contains(&name) => {
                 let value = crate::attributes::attribute_value(name, v)?;
                 options.auto_partitioning.set(name, &value)?;
             }
@@ -224,7 +224,7 @@ fn is_dynamic_only(key: &str) -> bool {
         "ttl",
     ];
     DYNAMIC_ONLY.contains(&key)
-        || dynql_storage::partitioning::ATTRIBUTES.contains(&key)
+        || dynql_storage::kernel::partitioning::ATTRIBUTES.contains(&key)
         || dynql_storage::MOUNT_CONFIG_KEYS.contains(&key)
 }
 

@@ -3,7 +3,7 @@
 use dynql_core::{TableSchema, Value};
 
 use super::*;
-use crate::catalog::TableOptions;
+use crate::kernel::catalog::TableOptions;
 use crate::store::LARGE_WRITE_ROWS;
 
 fn row(k: i64, v: &str) -> RowValues {

@@ -1,7 +1,7 @@
 //! Tests of [`crate::checkpoint`].
 
 use super::*;
-use crate::catalog::TableOptions;
+use crate::kernel::catalog::TableOptions;
 use dynql_core::{TableSchema, Value};
 
 fn schema() -> TableSchema {
@@ -232,7 +232,7 @@ async fn the_last_compaction_survives_a_checkpoint_and_paces_auto_compaction_per
             let state = s.refresh().await.unwrap();
             let (e, d) = &state.tables["//t"];
             (
-                crate::compaction::periodic_compaction_due(e, d, Timestamp::now()),
+                crate::compact::periodic_compaction_due(e, d, Timestamp::now()),
                 d.last_compaction,
             )
         }
@@ -253,7 +253,7 @@ async fn checkpoints_compact_crowded_tables() {
     let s = Store::open("memory://").unwrap();
     let schema = crate::test_tables::key_value_schema();
     let options = TableOptions {
-        retention: crate::compaction::Retention {
+        retention: crate::kernel::retention::Retention {
             min_data_ttl: 0,
             max_data_ttl: 0,
             ..Default::default()
@@ -316,7 +316,7 @@ async fn checkpoints_trim_expired_rows_of_ordered_tables() {
     let s = Store::open("memory://").unwrap();
     let queue = TableSchema::parse("[{name=a;type=int64}]").unwrap();
     let options = |min_data_versions| TableOptions {
-        retention: crate::compaction::Retention {
+        retention: crate::kernel::retention::Retention {
             min_data_versions,
             max_data_versions: min_data_versions,
             min_data_ttl: 0,

@@ -17,9 +17,10 @@ use super::transactions::{Change, Changes, Entry, NodeDelta};
 use super::tree::Tree;
 use super::{now_ms, NodeKind, NodeView};
 use crate::error::{Error, Result};
+use crate::kernel::static_rows::RowsDelta;
 use crate::log::Action;
 use crate::state::State;
-use crate::static_table::{has_dynamic_rows, RowsDelta};
+use crate::static_table::has_dynamic_rows;
 use crate::store::{fresh_id, Store};
 
 /// The state with expired transactions aborted, and the actions that abort them.
@@ -227,8 +228,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::TableEntry;
     use crate::cypress::transactions::MasterTransaction;
+    use crate::kernel::catalog::TableEntry;
     use crate::state::TableData;
 
     /// An attribute set in a transaction on a directory only a table's path implies (stores

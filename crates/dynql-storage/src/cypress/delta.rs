@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::transactions::Entry;
 use super::{Node, NodeKind};
-use crate::catalog::TableEntry;
-use crate::static_table::{RowsDelta, StagedRows, StaticChunk};
+use crate::kernel::catalog::TableEntry;
+use crate::kernel::static_rows::{RowsDelta, StagedRows, StaticChunk};
 
 /// What a transaction changed at one path.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -32,8 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use dynql_core::Yson;
 
-use crate::catalog::TableEntry;
 use crate::error::Result;
+use crate::kernel::catalog::TableEntry;
 use crate::state::State;
 pub use tree::Tree;
 

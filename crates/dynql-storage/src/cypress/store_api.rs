@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use dynql_core::Yson;
 
 use super::{normalize, plan, Node, NodeKind, NodeView, Tree};
-use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
 use crate::store::Store;
 
 /// A node as [`Store::node`] describes it.

@@ -23,10 +23,10 @@ pub use super::delta::{Change, NodeDelta};
 use super::locks::Lock;
 use super::tree::Tree;
 use super::Node;
-use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
+use crate::kernel::static_rows::StagedRows;
 use crate::state::{State, TableData};
-use crate::static_table::StagedRows;
 
 /// The most a master transaction's timeout can be (YT's default limit, one hour); a longer
 /// one is cut to it.
@@ -427,8 +427,8 @@ pub(crate) fn committed_node_mut<'a>(
 mod tests {
     use super::*;
     use crate::kernel::checksum::ChunkChecksum;
+    use crate::kernel::static_rows::{RowsDelta, StaticChunk};
     use crate::log::Action;
-    use crate::static_table::{RowsDelta, StaticChunk};
 
     fn chunk(name: &str) -> StaticChunk {
         StaticChunk {

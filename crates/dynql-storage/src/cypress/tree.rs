@@ -18,8 +18,8 @@ use super::{
     builtin, child_path, parent, prefix_of, system_children, Node, NodeKind, NodeView, ROOT,
 };
 use crate::error::{Error, Result};
+use crate::kernel::static_rows::StaticChunk;
 use crate::state::State;
-use crate::static_table::StaticChunk;
 
 /// The tree seen by a transaction (or none).
 #[derive(Clone)]

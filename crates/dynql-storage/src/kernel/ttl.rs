@@ -592,7 +592,7 @@ mod tests {
             max_versions in 1u64..3,
             min_ttl_seconds in 0u64..40,
         ) {
-            use crate::compaction::{compact_versions, Retention};
+            use crate::kernel::retention::{compact_versions, Retention};
             let s = schema();
             let ttl = ColumnTtl::parse("Interval(\"PT10S\") ON n", &s).unwrap();
             let mut second = 0;

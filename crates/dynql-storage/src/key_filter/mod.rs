@@ -1,4 +1,4 @@
-//! Key filters: per row group of a chunk, an [xor filter](xor) of its keys (and of key
+//! Key filters: per row group of a chunk, an [xor filter](crate::kernel::xor_filter) of its keys (and of key
 //! prefixes of chosen lengths), written beside the chunk's Parquet file as `<chunk>.kf`.
 //! A lookup (or a select of key prefixes) asks the filters of the row groups whose key
 //! bounds admit a key before decoding them: a key a filter rules out is certainly not there.
@@ -7,9 +7,6 @@
 //! The file: `DQKF`, a format byte, the key lengths filtered, the row group count, then per
 //! row group and length one xor filter (seed, block length, width, packed fingerprints),
 //! and a farm hash of all that before it. Numbers are little-endian.
-
-mod settings;
-mod xor;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,8 +22,10 @@ use crate::error::{Error, Result};
 use crate::kernel::chunk_ref::{ChunkRef, KeyFilterRef};
 use crate::store::Store;
 
-pub use settings::{ChunkWriterSettings, KeyFilterSettings, DEFAULT_FALSE_POSITIVE_RATE};
-use xor::XorFilter;
+pub use crate::kernel::key_filter_settings::{
+    ChunkWriterSettings, KeyFilterSettings, DEFAULT_FALSE_POSITIVE_RATE,
+};
+use crate::kernel::xor_filter::XorFilter;
 
 const MAGIC: &[u8; 4] = b"DQKF";
 const FORMAT: u8 = 1;

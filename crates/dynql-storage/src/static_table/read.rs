@@ -7,12 +7,13 @@ use arrow::record_batch::RecordBatch;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
-use super::{has_dynamic_rows, StaticChunk};
-use crate::catalog::TableEntry;
+use super::has_dynamic_rows;
 use crate::cypress::locks::LockMode;
 use crate::cypress::transactions::Entry;
 use crate::cypress::{NodeView, Tree};
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
+use crate::kernel::static_rows::StaticChunk;
 use crate::kernel::timestamp::Timestamp;
 use crate::state::State;
 use crate::store::Store;

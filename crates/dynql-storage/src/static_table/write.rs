@@ -8,11 +8,12 @@ use arrow::datatypes::SchemaRef;
 use dynql_core::arrow_convert::{rows_to_batch, table_arrow_schema};
 use dynql_core::Value;
 
-use super::{check_follows, check_writable, has_dynamic_rows, last_key, StaticChunk};
-use crate::catalog::TableEntry;
+use super::{check_writable, has_dynamic_rows};
 use crate::chunk::{new_chunk_path, put_encoded, ChunkEncoder};
 use crate::cypress::{NodeView, Tree};
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
+use crate::kernel::static_rows::{check_follows, last_key, StaticChunk};
 use crate::log::Action;
 use crate::store::Store;
 

@@ -8,50 +8,16 @@
 
 use dynql_core::{TableSchema, ValueType};
 
-use crate::catalog::TableEntry;
 use crate::error::{Error, Result};
+use crate::kernel::catalog::TableEntry;
+pub use crate::kernel::tablet_state::{TabletCommand, TabletState};
 use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
 use crate::store::Store;
 
 mod pivots;
 
-pub use pivots::{check_pivots, uniform_pivots, Reshard, MAX_TABLET_COUNT};
-pub(crate) use pivots::{check_tablet_count, validate_tablets};
-
-/// The state of a table's tablets (`@tablet_state`). Tables are created mounted (YT creates
-/// them unmounted; `mount-table` is accepted and needed by nothing here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TabletState {
-    #[default]
-    Mounted,
-    /// Readable, not writable (`freeze-table`).
-    Frozen,
-    /// Neither readable nor writable; required for `reshard-table` and `alter-table`.
-    Unmounted,
-}
-
-impl TabletState {
-    /// YT's name of the state.
-    pub fn name(self) -> &'static str {
-        match self {
-            TabletState::Mounted => "mounted",
-            TabletState::Frozen => "frozen",
-            TabletState::Unmounted => "unmounted",
-        }
-    }
-}
-
-/// A tablet-state command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TabletCommand {
-    Mount,
-    Unmount,
-    Remount,
-    Freeze,
-    Unfreeze,
-}
+pub use crate::kernel::pivots::{check_pivots, uniform_pivots, Reshard, MAX_TABLET_COUNT};
 
 /// Checks that `path` (in `state`) accepts writes.
 pub(crate) fn check_writable(entry: &TableEntry, path: &str) -> Result<()> {

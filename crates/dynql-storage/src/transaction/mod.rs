@@ -287,7 +287,7 @@ impl Store {
 
     /// The oldest start timestamp of a transaction that is live (not expired, not finished):
     /// compaction keeps every version committed after it (see
-    /// [`crate::compaction::compact_versions`]).
+    /// [`crate::kernel::retention::compact_versions`]).
     pub(crate) async fn oldest_live_transaction_start(&self) -> Result<Option<Timestamp>> {
         let listing = self
             .objects

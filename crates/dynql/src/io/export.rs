@@ -224,7 +224,7 @@ impl Database {
         &self,
         path: &str,
         entry: &dynql_storage::TableEntry,
-        static_chunks: Option<&[dynql_storage::static_table::StaticChunk]>,
+        static_chunks: Option<&[dynql_storage::kernel::static_rows::StaticChunk]>,
         timestamp: Timestamp,
         estimate: u64,
         writer: &mut PartWriter,
@@ -295,7 +295,7 @@ enum Written {
 /// What an export reads at a time: a key range of a dynamic table, or a static table's chunk.
 enum Part<'a> {
     Range(KeyRange),
-    Chunk(&'a dynql_storage::static_table::StaticChunk),
+    Chunk(&'a dynql_storage::kernel::static_rows::StaticChunk),
 }
 
 /// The name of the `index`th file of an export.

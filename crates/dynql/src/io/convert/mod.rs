@@ -16,7 +16,7 @@ use dynql_core::arrow_convert::{array_value, arrow_type, table_arrow_schema};
 use dynql_core::schema::{ORDERED_SYSTEM_COLUMNS, TTL_COLUMN, VIRTUAL_TABLET_INDEX};
 use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType};
 use dynql_ql::ComputedColumns;
-use dynql_storage::compaction::Retention;
+use dynql_storage::Retention;
 use dynql_storage::TableEntry;
 
 use crate::error::{Error, Result};

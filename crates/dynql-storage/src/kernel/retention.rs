@@ -48,7 +48,7 @@ impl Retention {
     /// the table's `min_data_ttl`. Every write path (insert, import) applies this one rule.
     ///
     /// ```
-    /// use dynql_storage::compaction::Retention;
+    /// use dynql_storage::Retention;
     /// let r = Retention { min_data_ttl: 1000, ..Retention::default() };
     /// assert!(r.check_row_ttl(1000).is_ok());
     /// assert_eq!(
@@ -68,22 +68,6 @@ impl Retention {
 }
 
 /// Milliseconds since the epoch of a timestamp.
-/// Whether `auto_compaction_period` asks for a full compaction of the table at `now`: its last
-/// full compaction (ever, for a table never compacted) is at least the period old, and it has
-/// stored data.
-pub(crate) fn periodic_compaction_due(
-    entry: &crate::catalog::TableEntry,
-    data: &crate::state::TableData,
-    now: Timestamp,
-) -> bool {
-    entry.auto_compaction_period.is_some_and(|period| {
-        timestamp_ms(now).saturating_sub(timestamp_ms(data.last_compaction)) >= period
-            && (!data.chunks.is_empty()
-                || !data.sorted.is_empty()
-                || data.queues.iter().any(|q| !q.rows.is_empty()))
-    })
-}
-
 pub fn timestamp_ms(t: Timestamp) -> u64 {
     t.unix_seconds() * 1000
         + (t.0 & ((1 << crate::kernel::timestamp::COUNTER_BITS) - 1)) / 1_000_000
@@ -301,7 +285,7 @@ fn oldest_kept(
 
 /// [`compact_versions`] for the *recent part* of a row's history: the versions held by the
 /// newest chunks of a table, while older versions of the row may remain in older chunks
-/// (a minor compaction, [`crate::compaction_policy`]).
+/// (a minor compaction, [`crate::kernel::compaction_policy`]).
 ///
 /// Retention is applied the same way, but nothing may be folded (an update or an aggregate
 /// delta may build on a version out of sight), so versions go only below a version that

@@ -29,7 +29,7 @@
 //! order (see [`Action::CompactChunks`](crate::log::Action)).
 //!
 //! Retention applies on the way as far as a partial history allows
-//! ([`compact_recent_versions`](crate::compaction::compact_recent_versions)); a full
+//! ([`compact_recent_versions`](crate::kernel::retention::compact_recent_versions)); a full
 //! compaction (`compact`, and checkpoints for tables deeper than
 //! [`AUTO_COMPACTION_CHUNKS`](crate::checkpoint::AUTO_COMPACTION_CHUNKS)) also drops what only
 //! a whole history can tell. `mount_config/enable_compaction_and_partitioning=%false` turns
@@ -40,7 +40,7 @@ use std::cmp::Ordering;
 use dynql_core::{compare_rows, Value};
 
 use crate::kernel::chunk_ref::ChunkRef;
-use crate::scan::KeyRange;
+use crate::kernel::key_range::KeyRange;
 
 /// A tier merges once it gathers this many layers (YT's `min_compaction_store_count`).
 pub const MIN_MERGE_CHUNKS: usize = 3;
@@ -206,9 +206,9 @@ mod tests {
 
     /// The rows read at the end, the table's greatest depth ever and its depth at the end.
     async fn run(ops: &[Op], policy: bool) -> (Vec<Vec<Value>>, usize, usize) {
-        use crate::catalog::TableOptions;
-        use crate::compaction::Retention;
+        use crate::kernel::catalog::TableOptions;
         use crate::kernel::mvcc::WriteKind;
+        use crate::kernel::retention::Retention;
         use crate::store::Store;
         let store = Store::open("memory://").unwrap();
         let schema = dynql_core::TableSchema::parse(
