@@ -77,7 +77,8 @@ impl Store {
             }
         };
         report.tables = state.tables.len();
-        for (file, problem) in crate::checkpoint::damaged_checkpoints(self.objects.as_ref()).await?
+        for (file, problem) in
+            crate::io::checkpoint::damaged_checkpoints(self.objects.as_ref()).await?
         {
             report.damage.push(Damage {
                 file,

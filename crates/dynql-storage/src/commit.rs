@@ -3,9 +3,9 @@
 //! writer means refresh and retry (so concurrent writers never lose a commit).
 
 use crate::error::{Error, Result};
+use crate::io::log_store::Append;
 use crate::kernel::timestamp::{Timestamp, COUNTER_BITS};
 use crate::log::{Action, CommitRecord};
-use crate::log_store::Append;
 use crate::state::State;
 use crate::store::{Store, CHECKPOINT_INTERVAL, MAX_COMMIT_ATTEMPTS};
 

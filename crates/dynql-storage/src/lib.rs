@@ -8,12 +8,9 @@
 pub mod bulk;
 mod bulk_chunk;
 mod bulk_upload;
-mod cache_entries;
 pub mod catalog;
 pub mod check;
-pub mod checkpoint;
 pub mod chunk;
-mod chunk_cache;
 mod clean_merge;
 mod clock;
 mod commit;
@@ -26,16 +23,10 @@ pub mod error;
 mod external_sort;
 pub mod files;
 mod flush;
-mod garbage;
-pub mod in_memory;
+pub mod io;
 pub mod kernel;
 pub mod key_filter;
-mod local_files;
 pub mod log;
-pub mod log_store;
-mod lookup_cache;
-mod object_file;
-mod objects;
 pub mod partitioning;
 mod piece_batches;
 pub mod progress;
@@ -66,11 +57,12 @@ pub use kernel::{
 };
 
 pub use bulk::BulkWrite;
-pub use cache_entries::CacheAdmission;
 pub use check::{CheckReport, Damage};
 pub use commit::MAX_READ_AHEAD_NANOS;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
+pub use io::cache_entries::CacheAdmission;
+pub use io::{checkpoint, in_memory, log_store};
 pub use kernel::catalog::{
     canonical_attribute, validate_path, AttributeValue, TableEntry, TableOptions, MAX_PATH_BYTES,
     MAX_PATH_DEPTH, MOUNT_CONFIG_KEYS, WRITABLE_ATTRIBUTES,

@@ -1,5 +1,5 @@
 //! The commit log's records: one JSON record per commit at `_log/<seq:020>.json`, its actions
-//! and their encoding (the I/O is [`crate::log_store`]'s, which creates each record with
+//! and their encoding (the I/O is [`crate::io::log_store`]'s, which creates each record with
 //! `PutMode::Create` so that exactly one writer wins each sequence number).
 //!
 //! A record lists every action of one commit (catalog changes and row writes of any number

@@ -131,7 +131,7 @@ impl Store {
             .0)
     }
 
-    /// [`Store::lookup_rows`] through the table's lookup row cache ([`crate::lookup_cache`])
+    /// [`Store::lookup_rows`] through the table's lookup row cache ([`crate::io::lookup_cache`])
     /// when `use_cache` says so (`None`: the table's `enable_lookup_cache_by_default`), the
     /// table has a `lookup_cache_rows_ratio` and the read is at the latest timestamp. Returns
     /// the rows and how many came from the cache.

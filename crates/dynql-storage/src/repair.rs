@@ -22,8 +22,8 @@ use object_store::ObjectStoreExt;
 
 use crate::check::CheckReport;
 use crate::error::{Error, Result};
+use crate::io::log_store::Append;
 use crate::log::{self, Action, CommitRecord, LostRecord};
-use crate::log_store::Append;
 use crate::store::Store;
 
 /// Where damaged files are set aside.
@@ -48,7 +48,8 @@ impl Store {
     pub async fn repair(&self, accept_loss: &[String]) -> Result<RepairReport> {
         let mut repaired = Vec::new();
         let state = self.refresh().await?;
-        for (file, problem) in crate::checkpoint::damaged_checkpoints(self.objects.as_ref()).await?
+        for (file, problem) in
+            crate::io::checkpoint::damaged_checkpoints(self.objects.as_ref()).await?
         {
             let aside = self.set_aside(&file).await?;
             repaired.push(format!(
@@ -141,7 +142,7 @@ impl Store {
         let from = ObjectPath::from(path);
         let to = ObjectPath::from(format!("{DAMAGED_DIR}/{path}"));
         self.objects.copy(&from, &to).await?;
-        crate::objects::delete_if_present(self.objects.as_ref(), &from).await?;
+        crate::io::objects::delete_if_present(self.objects.as_ref(), &from).await?;
         Ok(to.to_string())
     }
 }

@@ -640,7 +640,7 @@ impl Store {
     pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
         let mut current = self.current();
         if current.seq == 0 {
-            if let Some(state) = crate::checkpoint::load_latest(self.objects.as_ref()).await? {
+            if let Some(state) = crate::io::checkpoint::load_latest(self.objects.as_ref()).await? {
                 let mut guard = match self.state.lock() {
                     Ok(g) => g,
                     Err(poisoned) => poisoned.into_inner(),
@@ -668,9 +668,11 @@ impl Store {
                     log::LogEntry::Missing { seq, .. } => Some(*seq),
                     _ => None,
                 }) {
-                    Some(missing) => crate::checkpoint::newest_manifest_seq(self.objects.as_ref())
-                        .await?
-                        .is_some_and(|newest| newest >= missing),
+                    Some(missing) => {
+                        crate::io::checkpoint::newest_manifest_seq(self.objects.as_ref())
+                            .await?
+                            .is_some_and(|newest| newest >= missing)
+                    }
                     None => false,
                 },
                 Err(_) => false,
@@ -679,7 +681,7 @@ impl Store {
                 break read?;
             }
             reloaded = true;
-            if let Some(state) = crate::checkpoint::load_latest(self.objects.as_ref()).await? {
+            if let Some(state) = crate::io::checkpoint::load_latest(self.objects.as_ref()).await? {
                 let mut guard = match self.state.lock() {
                     Ok(g) => g,
                     Err(poisoned) => poisoned.into_inner(),

@@ -15,8 +15,8 @@ use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use dynql_core::TableSchema;
 
 use crate::error::{Error, Result};
+use crate::io::object_file::ObjectFile;
 use crate::kernel::chunk_ref::ChunkRef;
-use crate::object_file::ObjectFile;
 
 /// A row group as Parquet decodes it (table columns plus the version columns), and since
 /// when it is clean (see [`crate::kernel::chunk_ref::clean_since`]), if it is.

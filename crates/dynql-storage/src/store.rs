@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! <root>/_log/<seq:020>.json     one record per commit: catalog changes and row deltas
-//! <root>/_checkpoints/…          the replayed state as of a log position (crate::checkpoint)
+//! <root>/_checkpoints/…          the replayed state as of a log position (crate::io::checkpoint)
 //! <root>/tables/<id>/…parquet    key-sorted chunks of versions (crate::chunk)
 //! ```
 //!
@@ -31,10 +31,10 @@ use object_store::ObjectStore;
 
 use dynql_core::Value;
 
-use crate::cache_entries::CacheAdmission;
-use crate::chunk_cache::ChunkCache;
 use crate::error::{Error, Result};
-use crate::log_store::{LogStore, ObjectLogStore};
+use crate::io::cache_entries::CacheAdmission;
+use crate::io::chunk_cache::ChunkCache;
+use crate::io::log_store::{LogStore, ObjectLogStore};
 use crate::state::State;
 
 /// Writes of at least this many rows (outside transactions) go straight to a chunk.
@@ -56,13 +56,13 @@ pub struct Store {
     url: String,
     pub(crate) state: Arc<Mutex<Arc<State>>>,
     pub(crate) cache: Arc<ChunkCache>,
-    /// Rows lookups resolved ([`crate::lookup_cache`]).
-    pub(crate) lookup_cache: Arc<crate::lookup_cache::LookupCache>,
+    /// Rows lookups resolved ([`crate::io::lookup_cache`]).
+    pub(crate) lookup_cache: Arc<crate::io::lookup_cache::LookupCache>,
     /// Decoded key filters of chunks ([`crate::key_filter`]).
     pub(crate) key_filters: Arc<crate::key_filter::KeyFilterCache>,
     /// How long garbage collection spares a chunk nothing references (it may be in flight).
     pub(crate) gc_grace_ms: u64,
-    /// The commit log ([`crate::log_store`]): over `objects`, unless a test put its own.
+    /// The commit log ([`crate::io::log_store`]): over `objects`, unless a test put its own.
     pub(crate) log: Arc<dyn LogStore>,
     /// See [`Store::with_page_windows`].
     pub(crate) page_windows: bool,
@@ -99,7 +99,7 @@ impl Store {
         let local = |dir: &str| -> Result<Arc<dyn ObjectStore>> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| bad(&format!("cannot create directory: {e}")))?;
-            Ok(Arc::new(crate::local_files::LocalFiles::new(
+            Ok(Arc::new(crate::io::local_files::LocalFiles::new(
                 LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(&e.to_string()))?,
             )))
         };
@@ -158,7 +158,7 @@ impl Store {
         };
         let dir = std::path::Path::new(dir);
         dir.join(crate::log::LOG_DIR).exists()
-            || dir.join(crate::checkpoint::CHECKPOINT_DIR).exists()
+            || dir.join(crate::io::checkpoint::CHECKPOINT_DIR).exists()
     }
 
     /// A store over an existing object store (tests wrap one to inject faults).

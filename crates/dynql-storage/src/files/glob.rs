@@ -64,7 +64,9 @@ pub(crate) fn resolve(location: &str) -> Result<Location> {
                 .ok_or_else(|| invalid(location, "not valid UTF-8"))?
                 .to_string();
             (
-                Arc::new(crate::local_files::LocalFiles::new(LocalFileSystem::new())),
+                Arc::new(crate::io::local_files::LocalFiles::new(
+                    LocalFileSystem::new(),
+                )),
                 "file://".to_string(),
                 normalize(&text),
             )

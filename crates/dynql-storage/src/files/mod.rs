@@ -32,8 +32,8 @@ use dynql_core::arrow_convert::{array_value, batch_to_rows, table_arrow_schema};
 use dynql_core::{compare_rows, ColumnSchema, TableSchema, Value, ValueType};
 
 use crate::error::{Error, Result};
+use crate::io::object_file::ObjectFile;
 use crate::kernel::row_group_filter::RowGroupFilter;
-use crate::object_file::ObjectFile;
 use crate::scan::{normalize_ranges, FnSink, KeyRange, Piece, PieceSink, ScanStatistics};
 use crate::stream::{Prefetch, ScanStream};
 use columns::{describe, same_fields, table_schema};

@@ -46,7 +46,7 @@ pub struct TableOptions {
     /// `mount_config/enable_key_filter_for_lookup`: lookups and key-prefix selects consult
     /// the chunks' key filters.
     pub enable_key_filter_for_lookup: Option<bool>,
-    /// `in_memory_mode` ([`crate::in_memory`]).
+    /// `in_memory_mode` ([`crate::io::in_memory`]).
     pub in_memory_mode: Option<crate::kernel::in_memory_mode::InMemoryMode>,
     /// `compression_codec`: the codec of the table's chunks ([`crate::kernel::codec`]).
     pub compression_codec: Option<crate::kernel::codec::CompressionCodec>,
@@ -114,7 +114,7 @@ pub struct TableEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forced_compaction_revision: Option<u64>,
     /// `mount_config/lookup_cache_rows_ratio`: the share of the table's versions the lookup
-    /// row cache holds (0: no cache; [`crate::lookup_cache`]).
+    /// row cache holds (0: no cache; [`crate::io::lookup_cache`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lookup_cache_rows_ratio: f64,
     /// `mount_config/enable_lookup_cache_by_default`: lookups that do not say use the cache.
@@ -133,7 +133,7 @@ pub struct TableEntry {
     #[serde(default, skip_serializing_if = "is_false")]
     pub enable_key_filter_for_lookup: bool,
     /// `in_memory_mode`: a long-lived process holds the table's chunks in memory
-    /// ([`crate::in_memory`]).
+    /// ([`crate::io::in_memory`]).
     #[serde(
         default,
         skip_serializing_if = "crate::kernel::in_memory_mode::InMemoryMode::is_none"

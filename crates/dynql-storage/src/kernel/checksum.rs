@@ -10,7 +10,7 @@
 //!   verifies the tail before it parses the footer, and every block it touches before it
 //!   decodes a page, so a ranged read of one page verifies only that page's blocks.
 //! * **Log records and checkpoint manifests** carry the hash of their body in a header
-//!   ([`crate::log`], [`crate::checkpoint`]).
+//!   ([`crate::log`], [`crate::io::checkpoint`]).
 //!
 //! The hash is xxHash64 (seed 0): fast enough to verify every read, and any single flipped
 //! bit changes it.

@@ -31,7 +31,7 @@
 //! Retention applies on the way as far as a partial history allows
 //! ([`compact_recent_versions`](crate::kernel::retention::compact_recent_versions)); a full
 //! compaction (`compact`, and checkpoints for tables deeper than
-//! [`AUTO_COMPACTION_CHUNKS`](crate::checkpoint::AUTO_COMPACTION_CHUNKS)) also drops what only
+//! [`AUTO_COMPACTION_CHUNKS`](crate::io::checkpoint::AUTO_COMPACTION_CHUNKS)) also drops what only
 //! a whole history can tell. `mount_config/enable_compaction_and_partitioning=%false` turns
 //! the policy off for a table, as in YT.
 

@@ -1,5 +1,5 @@
 //! A table's `in_memory_mode` attribute (YT's): whether a long-lived process holds the
-//! table's chunk files, and their decoded row groups, in memory (see `crate::in_memory`).
+//! table's chunk files, and their decoded row groups, in memory (see `crate::io::in_memory`).
 
 use serde::{Deserialize, Serialize};
 

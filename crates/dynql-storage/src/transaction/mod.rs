@@ -320,7 +320,7 @@ impl Store {
             let Some(id) = folder.filename() else {
                 continue;
             };
-            let objects = crate::objects::list_all(self.objects.as_ref(), &folder).await?;
+            let objects = crate::io::objects::list_all(self.objects.as_ref(), &folder).await?;
             let newest = objects
                 .iter()
                 .map(|o| o.last_modified.timestamp_millis().max(0) as u64)

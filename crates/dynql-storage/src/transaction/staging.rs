@@ -36,7 +36,8 @@ type ReadSlot = (Slot, Option<String>);
 
 impl Store {
     async fn listing(&self, id: &str) -> Result<Listing> {
-        let objects = crate::objects::list_all(self.objects.as_ref(), &slot::folder(id)).await?;
+        let objects =
+            crate::io::objects::list_all(self.objects.as_ref(), &slot::folder(id)).await?;
         let mut listing = Listing::default();
         for o in objects {
             match slot::classify(&o.location) {

@@ -30,7 +30,7 @@ pub(crate) struct ObjectFile {
     pub(crate) tail: Option<Bytes>,
     /// The hashes of the data blocks, from the verified footer.
     pub(crate) blocks: Option<Arc<Vec<u64>>>,
-    /// The whole file, verified, when its table is kept in memory ([`crate::in_memory`]):
+    /// The whole file, verified, when its table is kept in memory ([`crate::io::in_memory`]):
     /// reads are slices of it.
     pub(crate) pinned: Option<Bytes>,
 }
@@ -111,7 +111,7 @@ impl ObjectFile {
     }
 
     /// Bytes `range` of the file as stored. Asked as one of a list of ranges: the ranged read
-    /// every store implements, and the one a local store makes in place (crate::local_files).
+    /// every store implements, and the one a local store makes in place (crate::io::local_files).
     async fn fetch(&self, range: std::ops::Range<u64>) -> parquet::errors::Result<Bytes> {
         let mut fetched = self
             .objects

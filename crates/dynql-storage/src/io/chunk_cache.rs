@@ -2,7 +2,7 @@
 //! [`Store`](crate::Store).
 //!
 //! Chunks are immutable, so a decoded unit is valid for as long as it is cached; what is
-//! kept, evicted and admitted is [`crate::cache_entries`]'s. Whole chunks serve merges over a whole table
+//! kept, evicted and admitted is [`crate::io::cache_entries`]'s. Whole chunks serve merges over a whole table
 //! (compaction, full reads, lookups); single row groups serve pruned scans, which read them
 //! with ranged requests after the file's footer.
 
@@ -20,16 +20,16 @@ use parquet::file::metadata::PageIndexPolicy;
 
 use dynql_core::{TableSchema, ValueType};
 
-use crate::cache_entries::{
-    window_rows, CacheAdmission, Cached, Entries, Part, What, ALL_ROWS, WHOLE,
-};
 use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions};
 use crate::error::{Error, Result};
+use crate::io::cache_entries::{
+    window_rows, CacheAdmission, Cached, Entries, Part, What, ALL_ROWS, WHOLE,
+};
+use crate::io::object_file::ObjectFile;
 use crate::kernel::chunk_ref::{ChunkRef, Cleanliness};
 use crate::kernel::mvcc::RowDelta;
 use crate::kernel::page_index::KeySegments;
 use crate::kernel::row_group_filter::{column_statistics, ColumnStatistics};
-use crate::object_file::ObjectFile;
 use crate::row_group_decode::{
     few_values_as_dictionary, inspect_raw, one_batch, row_group_reader, views_schema, RawRowGroup,
 };
@@ -48,8 +48,8 @@ const CACHED_SEGMENTS: usize = 4096;
 pub(crate) struct ChunkCache {
     entries: Mutex<Entries>,
     budget: usize,
-    /// Files and row groups of in-memory tables, outside the budget ([`crate::in_memory`]).
-    pub(crate) in_memory: crate::in_memory::InMemoryChunks,
+    /// Files and row groups of in-memory tables, outside the budget ([`crate::io::in_memory`]).
+    pub(crate) in_memory: crate::io::in_memory::InMemoryChunks,
 }
 
 impl Default for ChunkCache {
@@ -115,7 +115,7 @@ impl ChunkCache {
         }
         let bytes = match self.in_memory.file(&chunk.path) {
             Some(pinned) => pinned,
-            None => crate::in_memory::fetch_verified(objects, chunk).await?,
+            None => crate::io::in_memory::fetch_verified(objects, chunk).await?,
         };
         let mut versions = decode_versioned_chunk(&chunk.path, schema, bytes)?;
         chunk.stamp(&mut versions);
@@ -193,7 +193,7 @@ impl ChunkCache {
     /// Only the columns missing from the cache are decoded (Parquet's projection), and each
     /// is cached on its own, so queries reading other columns of the row group share them.
     /// The chunk must record its row groups. `read_again`: the caller will ask for them
-    /// again (admitted at once, see [`crate::cache_entries`]).
+    /// again (admitted at once, see [`crate::io::cache_entries`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn columns(
         &self,

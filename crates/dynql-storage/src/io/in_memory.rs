@@ -154,7 +154,7 @@ impl Store {
         Ok(())
     }
 
-    /// Bytes of a table's chunk files held in memory now ([`crate::in_memory`]).
+    /// Bytes of a table's chunk files held in memory now ([`crate::io::in_memory`]).
     pub async fn in_memory_bytes(&self, path: &str) -> Result<u64> {
         let state = self.refresh().await?;
         let (_, data) = state.table_data(path)?;

@@ -1,4 +1,4 @@
-//! What the chunk cache ([`crate::chunk_cache`]) holds and its bookkeeping: units of a
+//! What the chunk cache ([`crate::io::chunk_cache`]) holds and its bookkeeping: units of a
 //! chunk by path, least-recently-used eviction by a budget of bytes, and admission. Once the
 //! budget is reached, a unit is admitted only when asked for a second time: a one-pass scan
 //! larger than the cache then leaves it as it was (and costs no eviction per row group),

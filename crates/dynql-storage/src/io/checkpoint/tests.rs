@@ -1,4 +1,4 @@
-//! Tests of [`crate::checkpoint`].
+//! Tests of [`crate::io::checkpoint`].
 
 use super::*;
 use crate::kernel::catalog::TableOptions;

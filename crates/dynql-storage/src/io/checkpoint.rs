@@ -107,7 +107,7 @@ fn manifest_path(seq: u64) -> ObjectPath {
 /// The checkpoint manifests in the store, newest first.
 async fn manifests(objects: &dyn ObjectStore) -> Result<Vec<(u64, ObjectPath)>> {
     let prefix = ObjectPath::from(CHECKPOINT_DIR);
-    let metas = crate::objects::list_all(objects, &prefix).await?;
+    let metas = crate::io::objects::list_all(objects, &prefix).await?;
     let mut found: Vec<(u64, ObjectPath)> = metas
         .iter()
         .filter_map(|m| {

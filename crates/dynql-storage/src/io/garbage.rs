@@ -28,8 +28,8 @@ impl Store {
     /// (and `--repair` to set aside); with fewer than two intact checkpoints nothing is
     /// deleted, so the store can always open from an intact checkpoint or the whole log.
     pub(crate) async fn collect_garbage(&self) -> Result<()> {
-        let prefix = ObjectPath::from(crate::checkpoint::CHECKPOINT_DIR);
-        let metas = crate::objects::list_all(self.objects.as_ref(), &prefix).await?;
+        let prefix = ObjectPath::from(crate::io::checkpoint::CHECKPOINT_DIR);
+        let metas = crate::io::objects::list_all(self.objects.as_ref(), &prefix).await?;
         let mut seqs: Vec<(u64, ObjectPath)> = metas
             .iter()
             .filter_map(|m| Some((sequence_number(&m.location)?, m.location.clone())))
@@ -42,11 +42,11 @@ impl Store {
             if intact.len() == 2 {
                 break;
             }
-            match crate::checkpoint::verify(self.objects.as_ref(), *seq, location).await {
+            match crate::io::checkpoint::verify(self.objects.as_ref(), *seq, location).await {
                 Ok(()) => intact.push((*seq, location.clone())),
                 // One deleted meanwhile was collected by a newer checkpoint's collection,
                 // which covers this one's work.
-                Err(e) if crate::checkpoint::is_not_found(&e) => return Ok(()),
+                Err(e) if crate::io::checkpoint::is_not_found(&e) => return Ok(()),
                 Err(Error::ObjectStore(e)) => return Err(e.into()),
                 Err(_) => damaged_kept = true,
             }
@@ -58,21 +58,22 @@ impl Store {
         for (seq, location) in &seqs {
             if *seq >= oldest_kept {
                 // A damaged manifest names chunks nobody can know: sweep none.
-                match crate::checkpoint::manifest_chunks(self.objects.as_ref(), location).await {
+                match crate::io::checkpoint::manifest_chunks(self.objects.as_ref(), location).await
+                {
                     Ok(named) => referenced.extend(named),
-                    Err(e) if crate::checkpoint::is_not_found(&e) => return Ok(()),
+                    Err(e) if crate::io::checkpoint::is_not_found(&e) => return Ok(()),
                     Err(Error::ObjectStore(e)) => return Err(e.into()),
                     Err(_) => damaged_kept = true,
                 }
             }
         }
         for (_, location) in seqs.iter().filter(|(seq, _)| *seq < oldest_kept) {
-            crate::objects::delete_if_present(self.objects.as_ref(), location).await?;
+            crate::io::objects::delete_if_present(self.objects.as_ref(), location).await?;
         }
         // Log records covered by the older kept checkpoint are no longer needed to open the
         // store; a reader still behind them reloads a checkpoint.
         {
-            let mut records = crate::objects::list_all(
+            let mut records = crate::io::objects::list_all(
                 self.objects.as_ref(),
                 &ObjectPath::from(crate::log::LOG_DIR),
             )
@@ -83,7 +84,8 @@ impl Store {
             for r in records {
                 let seq = sequence_number(&r.location);
                 if seq.is_some_and(|s| s <= oldest_kept) {
-                    crate::objects::delete_if_present(self.objects.as_ref(), &r.location).await?;
+                    crate::io::objects::delete_if_present(self.objects.as_ref(), &r.location)
+                        .await?;
                 }
             }
         }
@@ -93,7 +95,7 @@ impl Store {
         // Chunks named by the remaining log records (large writes, flushes, compactions) are
         // live too; an unnamed chunk younger than the grace period may belong to a commit in
         // flight.
-        let records = crate::objects::list_all(
+        let records = crate::io::objects::list_all(
             self.objects.as_ref(),
             &ObjectPath::from(crate::log::LOG_DIR),
         )
@@ -149,7 +151,8 @@ impl Store {
             }
         }
         let chunks =
-            crate::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables")).await?;
+            crate::io::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables"))
+                .await?;
         let now_ms = crate::kernel::retention::timestamp_ms(Timestamp::now());
         for c in chunks {
             // A key filter file lives as long as its chunk.
@@ -159,7 +162,7 @@ impl Store {
             }
             let created = c.location.filename().and_then(chunk_created_ms);
             if created.is_some_and(|ms| ms.saturating_add(self.gc_grace_ms) <= now_ms) {
-                crate::objects::delete_if_present(self.objects.as_ref(), &c.location).await?;
+                crate::io::objects::delete_if_present(self.objects.as_ref(), &c.location).await?;
             }
         }
         Ok(())
