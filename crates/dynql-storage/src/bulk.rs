@@ -181,7 +181,7 @@ impl Store {
         let entry = self.table(path).await?;
         crate::tablets::check_writable(&entry, path)?;
         if !entry.schema.is_sorted() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "bulk writes by key are not supported for ordered table {path}: append its rows"
             )));
         }
@@ -368,7 +368,7 @@ impl Store {
         bulk.chunks.extend(uploads.finish().await?);
         bulk.folded = merging
             .join()
-            .map_err(|_| Error::Invalid("internal: the sort's merge thread panicked".into()))?;
+            .map_err(|_| Error::Internal("the sort's merge thread panicked".into()))?;
         Ok(())
     }
 

@@ -89,9 +89,7 @@ impl ChunkEncoding {
         // The thread stopped on an error: its outcome says which.
         match (&mut self.encoded).await {
             Ok(Err(e)) => Err(e),
-            _ => Err(Error::Invalid(
-                "internal: a chunk encoding thread stopped".into(),
-            )),
+            _ => Err(Error::Internal("a chunk encoding thread stopped".into())),
         }
     }
 
@@ -100,7 +98,7 @@ impl ChunkEncoding {
         drop(self.sender);
         self.encoded
             .await
-            .map_err(|_| Error::Invalid("internal: a chunk encoding thread panicked".into()))?
+            .map_err(|_| Error::Internal("a chunk encoding thread panicked".into()))?
     }
 }
 
@@ -162,7 +160,7 @@ impl ChunkUploads {
         if let Some(upload) = self.in_flight.pop_front() {
             let chunk = upload
                 .await
-                .map_err(|e| Error::Invalid(format!("internal: a chunk upload failed: {e}")))??;
+                .map_err(|e| Error::Internal(format!("a chunk upload failed: {e}")))??;
             self.done.extend(chunk);
         }
         Ok(())

@@ -86,7 +86,7 @@ impl Store {
                 Append::LostRace => continue,
             }
         }
-        Err(Error::Invalid(format!(
+        Err(Error::Contended(format!(
             "commit failed: lost the race for the next log record {MAX_COMMIT_ATTEMPTS} times; retry"
         )))
     }

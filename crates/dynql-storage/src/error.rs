@@ -35,9 +35,37 @@ pub enum Error {
     /// The transaction does not exist: never started, committed, aborted or expired.
     #[error("No such transaction {id}: it has expired, was aborted or was already committed")]
     NoSuchTransaction { id: String },
-    /// The request is invalid (bad path, bad attributes, bad rows).
+    /// The request is invalid (bad path, bad attributes, bad arguments).
     #[error("{0}")]
     Invalid(String),
+    /// Row `row` (counted from 0 in the request) of a write to `path` does not fit the
+    /// table; `column` names the column to blame where one is.
+    #[error("row #{row} for {path}: {message}")]
+    InvalidRow {
+        path: String,
+        row: u64,
+        column: Option<String>,
+        message: String,
+    },
+    /// The table's state refuses the operation (`state`: `frozen`, `unmounted`, `static`,
+    /// ...): the message says which command changes it.
+    #[error("{message}")]
+    WrongState {
+        path: String,
+        state: String,
+        message: String,
+    },
+    /// dynql does not do this, for this kind of table or in this context; the message says
+    /// what to do instead.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The operation lost its race with concurrent writers every time it tried; nothing was
+    /// changed, and running it again normally succeeds.
+    #[error("{0}")]
+    Contended(String),
+    /// An invariant of dynql did not hold, or a thread of its own failed: a bug.
+    #[error("internal error (a bug in dynql): {0}")]
+    Internal(String),
     /// The table's state is unknown: a log record or chunk it depends on is damaged.
     #[error("Table {path} is damaged: {reason}. Reading and writing it fail until it is repaired; `dynql check` lists the damage (README, \"Recovering from damage\")")]
     Damaged { path: String, reason: String },
@@ -65,4 +93,16 @@ pub enum Error {
     /// A schema or value error.
     #[error(transparent)]
     Core(#[from] dynql_core::Error),
+}
+
+impl Error {
+    /// The table at `path` is `state` (`frozen`, `unmounted`, `static`, ...), which refuses
+    /// what was asked; `message` says so and what changes the state.
+    pub(crate) fn wrong_state(path: &str, state: &str, message: String) -> Error {
+        Error::WrongState {
+            path: path.into(),
+            state: state.into(),
+            message,
+        }
+    }
 }

@@ -146,7 +146,7 @@ impl ExternalSorter {
         if let Some(spilling) = self.spilling.pop_front() {
             let (file, folded) = spilling
                 .join()
-                .map_err(|_| Error::Invalid("internal: a sort spill thread panicked".into()))??;
+                .map_err(|_| Error::Internal("a sort spill thread panicked".into()))??;
             self.runs.push(file);
             self.folded += folded;
         }

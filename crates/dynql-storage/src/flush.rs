@@ -373,7 +373,7 @@ impl Store {
                 }
             }
         }
-        Err(Error::Invalid(format!(
+        Err(Error::Contended(format!(
             "compaction of {path} lost the race to concurrent flushes {COMPACTION_ATTEMPTS} times; retry"
         )))
     }

@@ -432,13 +432,15 @@ impl Store {
         let mut added = vec![0u64; entry.tablet_count];
         for (n, (tablet, values)) in rows.iter().enumerate() {
             if values.len() != width {
-                return Err(Error::Invalid(format!(
-                    "row #{n} for {path} has {} values",
-                    values.len()
-                )));
+                return Err(Error::InvalidRow {
+                    path: path.into(),
+                    row: n as u64,
+                    column: None,
+                    message: format!("{} values for {width} columns", values.len()),
+                });
             }
             crate::validate::row(entry, crate::kernel::mvcc::WriteKind::Overwrite, values)
-                .map_err(|m| Error::Invalid(format!("row #{n} for {path}: {m}")))?;
+                .map_err(|fault| fault.of_row(path, n))?;
             let tablet = tablet.unwrap_or(random);
             if tablet >= entry.tablet_count {
                 return Err(Error::Invalid(format!(

@@ -40,9 +40,35 @@ pub(crate) fn rows(
     rows: &[crate::store::RowValues],
 ) -> Result<()> {
     for (n, r) in rows.iter().enumerate() {
-        row(entry, kind, r).map_err(|m| Error::Invalid(format!("row #{n} for {path}: {m}")))?;
+        row(entry, kind, r).map_err(|fault| fault.of_row(path, n))?;
     }
     Ok(())
+}
+
+/// What is wrong with one row of a write: the column to blame, where one is, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RowFault {
+    pub(crate) column: Option<String>,
+    pub(crate) message: String,
+}
+
+impl RowFault {
+    fn of_column(column: &str, message: String) -> RowFault {
+        RowFault {
+            column: Some(column.to_string()),
+            message,
+        }
+    }
+
+    /// The fault as the error of row `n` of a write to `path`.
+    pub(crate) fn of_row(self, path: &str, n: usize) -> Error {
+        Error::InvalidRow {
+            path: path.into(),
+            row: n as u64,
+            column: self.column,
+            message: self.message,
+        }
+    }
 }
 
 /// One row of [`rows`]; `Err` says what is wrong with it.
@@ -50,17 +76,16 @@ pub(crate) fn row(
     entry: &crate::kernel::catalog::TableEntry,
     kind: crate::kernel::mvcc::WriteKind,
     row: &crate::store::RowValues,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RowFault> {
     use crate::kernel::mvcc::WriteKind;
     use dynql_core::{Value, ValueType};
     let schema = &entry.schema;
     let columns = schema.columns();
     if row.len() != columns.len() {
-        return Err(format!(
-            "{} values for {} columns",
-            row.len(),
-            columns.len()
-        ));
+        return Err(RowFault {
+            column: None,
+            message: format!("{} values for {} columns", row.len(), columns.len()),
+        });
     }
     let key_count = schema.key_column_count();
     for (c, (value, column)) in row.iter().zip(columns).enumerate() {
@@ -68,36 +93,51 @@ pub(crate) fn row(
         if kind == WriteKind::Delete && !key {
             continue;
         }
+        let name = &column.name;
         match value {
-            None if key => return Err(format!("missing key column {:?}", column.name)),
+            None if key => {
+                return Err(RowFault::of_column(
+                    name,
+                    format!("missing key column {name:?}"),
+                ))
+            }
             None if column.required && kind == WriteKind::Overwrite => {
-                return Err(format!("missing required column {:?}", column.name))
+                return Err(RowFault::of_column(
+                    name,
+                    format!("missing required column {name:?}"),
+                ))
             }
             None => {}
             Some(Value::Null) if column.required => {
-                return Err(format!(
-                    "column {:?} is required and cannot be null",
-                    column.name
+                return Err(RowFault::of_column(
+                    name,
+                    format!("column {name:?} is required and cannot be null"),
                 ))
             }
             Some(Value::Null) => {}
             Some(v) => {
                 let wire = column.wire_type();
                 if wire != ValueType::Any && v.value_type() != wire {
-                    return Err(format!(
-                        "column {:?} of type {} cannot hold a {} value",
-                        column.name,
-                        column.logical_type,
-                        v.value_type().name()
+                    return Err(RowFault::of_column(
+                        name,
+                        format!(
+                            "column {name:?} of type {} cannot hold a {} value",
+                            column.logical_type,
+                            v.value_type().name()
+                        ),
                     ));
                 }
-                dynql_core::row::check_logical_type(column, v).map_err(|e| e.to_string())?;
+                dynql_core::row::check_logical_type(column, v)
+                    .map_err(|e| RowFault::of_column(name, e.to_string()))?;
             }
         }
     }
     if let Some(c) = schema.column_index(dynql_core::schema::TTL_COLUMN) {
         if let Some(Value::Uint64(t)) = &row[c] {
-            entry.retention.check_row_ttl(*t)?;
+            entry
+                .retention
+                .check_row_ttl(*t)
+                .map_err(|m| RowFault::of_column(dynql_core::schema::TTL_COLUMN, m))?;
         }
     }
     Ok(())

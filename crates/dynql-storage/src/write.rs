@@ -35,9 +35,7 @@ impl Store {
             .prepare_write(path, kind, aggregate, &rows, true)
             .await?;
         let Action::WriteRows { table_id, .. } = &action else {
-            return Err(Error::Invalid(
-                "internal error (a bug): prepare_write made no write".into(),
-            ));
+            return Err(Error::Internal("prepare_write made no write".into()));
         };
         let id = table_id.clone();
         // Re-checked against the state the record is appended to (see crate::validate).
@@ -134,7 +132,7 @@ impl Store {
         let schema = &entry.schema;
         let key_count = schema.key_column_count();
         if key_count == 0 {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "{} is not supported for ordered table {path}: ordered tables are queues (append rows, trim them)",
                 match kind {
                     WriteKind::Delete => "delete_rows",

@@ -464,7 +464,8 @@ async fn bank_transfers_keep_the_total_under_compaction_and_freezes() {
                     Err(
                         Error::Conflict { .. }
                         | Error::CompactedSinceStart { .. }
-                        | Error::Invalid(_),
+                        | Error::Invalid(_)
+                        | Error::WrongState { .. },
                     ) => {}
                     Err(e) => panic!("unexpected {e}"),
                 }

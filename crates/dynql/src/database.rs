@@ -232,7 +232,7 @@ impl Database {
         let entry = self.store.table(path).await?;
         let schema = &entry.schema;
         if !schema.is_sorted() && options.update {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "update mode is not supported for ordered table {path}: ordered tables are queues"
             )));
         }
@@ -380,7 +380,7 @@ impl Database {
     pub(crate) async fn prepare_delete(&self, path: &str, keys: &[Yson]) -> Result<Vec<RowValues>> {
         let entry = self.store.table(path).await?;
         if !entry.schema.is_sorted() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "delete_rows is not supported for ordered table {path}: ordered tables are queues (use trim_rows)"
             )));
         }

@@ -5,6 +5,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a caller can do about an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The request is wrong (bad query, bad row, unknown table): fix it.
     InvalidInput,
@@ -15,6 +16,9 @@ pub enum ErrorKind {
     Unavailable,
     /// Stored data does not decode.
     Corrupt,
+    /// dynql does not do this (for this kind of table, or in this context); the message
+    /// says what to do instead.
+    Unsupported,
     /// A row limit of the query was hit.
     LimitExceeded,
     /// The transaction conflicts with a concurrent commit or has expired: retry it.
@@ -41,6 +45,10 @@ pub enum Error {
     /// An invalid request detected by the facade (attributes, rows).
     #[error("{0}")]
     Invalid(String),
+    /// dynql does not do this (for this kind of table, or in this context); the message says
+    /// what to do instead.
+    #[error("{0}")]
+    Unsupported(String),
     /// A node has no attribute of the name asked for (`get PATH/@NAME`); the message names
     /// the node, the attribute and, where it helps, the names there are.
     #[error("{0}")]
@@ -101,6 +109,7 @@ impl Error {
             | Error::NoSuchColumn { .. }
             | Error::RowValue { .. }
             | Error::Rejected { .. } => ErrorKind::InvalidInput,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
             Error::Runtime(_) => ErrorKind::Unavailable,
             Error::File { source, .. } => file_kind(source.as_ref()),
             Error::Storage(e) => storage_kind(e),
@@ -150,6 +159,7 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
     use dynql_storage::Error as S;
     match e {
         S::Conflict { .. }
+        | S::Contended(_)
         | S::NoSuchTransaction { .. }
         | S::TransactionSealed { .. }
         | S::LockConflict(_)
@@ -158,10 +168,13 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         | S::NoSuchTable { .. }
         | S::NoSuchNode { .. }
         | S::Invalid(_)
+        | S::InvalidRow { .. }
+        | S::WrongState { .. }
         | S::Core(_) => ErrorKind::InvalidInput,
+        S::Unsupported(_) => ErrorKind::Unsupported,
         S::AlreadyExists { .. } => ErrorKind::AlreadyExists,
         S::Corrupt { .. } | S::Damaged { .. } | S::Parquet(_) => ErrorKind::Corrupt,
         S::ObjectStore(_) | S::LogTruncated { .. } | S::Spill { .. } => ErrorKind::Unavailable,
-        S::Arrow(_) => ErrorKind::Internal,
+        S::Arrow(_) | S::Internal(_) => ErrorKind::Internal,
     }
 }

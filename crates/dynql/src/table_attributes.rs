@@ -267,7 +267,7 @@ fn mount_config_setting(options: &mut TableOptions, key: &str, v: &Yson) -> Resu
             options.enable_compaction_and_partitioning = Some(boolean(key)?)
         }
         other => {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "mount_config/{other} is not supported by dynql (supported: {})",
                 dynql_storage::MOUNT_CONFIG_KEYS.join(", ")
             )))

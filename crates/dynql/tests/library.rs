@@ -147,6 +147,25 @@ async fn errors_have_kinds_and_change_nothing() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    // What dynql does not do says so, and a table in the wrong state says which.
+    db.create_table_from_text("//queue", "{dynamic=%true; schema=[{name=a;type=int64}]}")
+        .await
+        .unwrap();
+    let key = dynql::yson::parse(b"{a=1}").unwrap();
+    let e = db.delete_rows("//queue", &[key]).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    db.set_tablet_state("//users", dynql::TabletCommand::Freeze)
+        .await
+        .unwrap();
+    let e = db
+        .insert_json_rows("//users", &[json!({"id": 100})])
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(
+        matches!(&e, dynql::Error::Storage(dynql_storage::Error::WrongState { state, .. }) if state == "frozen"),
+        "{e:?}"
+    );
 }
 
 #[tokio::test]

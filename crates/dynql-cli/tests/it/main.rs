@@ -68,7 +68,11 @@ impl TestStore {
         let mut child = cmd.spawn().expect("spawn dynql");
         let mut input = child.stdin.take().expect("stdin");
         if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).expect("write stdin");
+            // A command refused before it reads its input (a bad argument) may exit first.
+            match input.write_all(text.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.expect("write stdin"),
+            }
         }
         drop(input);
         child.wait_with_output().expect("dynql output")

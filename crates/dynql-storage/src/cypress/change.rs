@@ -195,7 +195,7 @@ fn stage(tree: &Tree, staged: &mut Changes, action: Action) -> Result<Option<Act
                 return Err(Error::NoSuchTable { path: source });
             };
             if table.dynamic || dynamic_rows {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Unsupported(format!(
                     "Cannot copy or move dynamic table {source} inside a master transaction: dynql branches only static tables; copy or move it outside transactions"
                 )));
             }
@@ -206,7 +206,7 @@ fn stage(tree: &Tree, staged: &mut Changes, action: Action) -> Result<Option<Act
             }
             Ok(None)
         }
-        other => Err(Error::Invalid(format!(
+        other => Err(Error::Unsupported(format!(
             "{} cannot be done inside a master transaction",
             crate::replay::action_summary(&other)
         ))),

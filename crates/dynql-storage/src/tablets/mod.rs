@@ -22,32 +22,44 @@ pub use crate::kernel::pivots::{check_pivots, uniform_pivots, Reshard, MAX_TABLE
 /// Checks that `path` (in `state`) accepts writes.
 pub(crate) fn check_writable(entry: &TableEntry, path: &str) -> Result<()> {
     if !entry.dynamic {
-        return Err(Error::Invalid(format!(
-            "Cannot write to table {path}: it is static (alter-table --dynamic true first)"
-        )));
+        return Err(Error::wrong_state(
+            path,
+            "static",
+            format!(
+                "Cannot write to table {path}: it is static (alter-table --dynamic true first)"
+            ),
+        ));
     }
     match entry.tablet_state {
         TabletState::Mounted => Ok(()),
-        TabletState::Frozen => Err(Error::Invalid(format!(
-            "Cannot write to table {path}: its tablets are frozen (unfreeze-table first)"
-        ))),
-        TabletState::Unmounted => Err(Error::Invalid(format!(
-            "Cannot write to table {path}: it is not mounted (mount-table first)"
-        ))),
+        TabletState::Frozen => Err(Error::wrong_state(
+            path,
+            "frozen",
+            format!("Cannot write to table {path}: its tablets are frozen (unfreeze-table first)"),
+        )),
+        TabletState::Unmounted => Err(Error::wrong_state(
+            path,
+            "unmounted",
+            format!("Cannot write to table {path}: it is not mounted (mount-table first)"),
+        )),
     }
 }
 
 /// Checks that `path` can be read.
 pub fn check_readable(entry: &TableEntry, path: &str) -> Result<()> {
     if !entry.dynamic {
-        return Err(Error::Invalid(format!(
-            "Cannot read table {path} with select_rows: it is static, not dynamic"
-        )));
+        return Err(Error::wrong_state(
+            path,
+            "static",
+            format!("Cannot read table {path} with select_rows: it is static, not dynamic"),
+        ));
     }
     if entry.tablet_state == TabletState::Unmounted {
-        return Err(Error::Invalid(format!(
-            "Cannot read table {path}: it is not mounted (mount-table first)"
-        )));
+        return Err(Error::wrong_state(
+            path,
+            "unmounted",
+            format!("Cannot read table {path}: it is not mounted (mount-table first)"),
+        ));
     }
     Ok(())
 }
@@ -116,10 +128,12 @@ impl Store {
     ) -> Result<()> {
         let unmounted = |entry: &TableEntry| {
             if entry.tablet_state != TabletState::Unmounted {
-                return Err(Error::Invalid(format!(
-                    "Cannot alter table {path} since it is {}: unmount-table first",
-                    entry.tablet_state.name()
-                )));
+                let state = entry.tablet_state.name();
+                return Err(Error::wrong_state(
+                    path,
+                    state,
+                    format!("Cannot alter table {path} since it is {state}: unmount-table first"),
+                ));
             }
             Ok(())
         };
@@ -172,7 +186,7 @@ impl Store {
             match &converted {
                 Some((read, chunks)) if !entry.dynamic => {
                     if !static_paths.iter().copied().eq(read.iter()) {
-                        return Err(Error::Invalid(format!(
+                        return Err(Error::Contended(format!(
                             "Cannot alter table {path}: its rows changed while they were converted; try again"
                         )));
                     }
@@ -186,7 +200,7 @@ impl Store {
                 }
                 _ if !static_paths.is_empty() => {
                     // Its chunks hold unversioned rows in the schema they were written with.
-                    return Err(Error::Invalid(format!(
+                    return Err(Error::Unsupported(format!(
                         "Cannot alter static table {path}: it has rows written by write-table; dynql alters them only to make the table dynamic (alter-table --dynamic true, sorted tables)"
                     )));
                 }
@@ -194,7 +208,7 @@ impl Store {
             }
             if let Some((replaces, chunks)) = &rewritten {
                 if !data.chunks.iter().map(|c| &c.path).eq(replaces.iter()) {
-                    return Err(Error::Invalid(format!(
+                    return Err(Error::Contended(format!(
                         "Cannot alter table {path}: its chunks changed while they were rewritten; try again"
                     )));
                 }
@@ -227,7 +241,7 @@ impl Store {
         entry: &TableEntry,
     ) -> Result<(Vec<String>, Vec<crate::kernel::chunk_ref::ChunkRef>)> {
         if !entry.schema.is_sorted() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "Cannot make static table {path} dynamic: it is not sorted, and dynql's ordered dynamic tables keep their rows in tablets of their own log (write them with insert-rows instead)"
             )));
         }
@@ -251,9 +265,11 @@ impl Store {
             let (entry, _) = state.table_data(path)?;
             let current = entry.tablet_state;
             if !entry.dynamic && !matches!(command, TabletCommand::Unmount) {
-                return Err(Error::Invalid(format!(
-                    "Cannot mount static table {path}: only dynamic tables have tablets (alter-table --dynamic true first)"
-                )));
+                return Err(Error::wrong_state(
+                    path,
+                    "static",
+                    format!("Cannot mount static table {path}: only dynamic tables have tablets (alter-table --dynamic true first)"),
+                ));
             }
             let next = match (command, current) {
                 (TabletCommand::Mount, _) | (TabletCommand::Unfreeze, TabletState::Frozen) => {
@@ -266,15 +282,17 @@ impl Store {
                 (TabletCommand::Remount, TabletState::Mounted | TabletState::Frozen) => current,
                 (TabletCommand::Unfreeze, TabletState::Mounted) => TabletState::Mounted,
                 (command, current) => {
-                    return Err(Error::Invalid(format!(
-                        "Cannot {} table {path} since it is {}",
-                        match command {
-                            TabletCommand::Freeze => "freeze",
-                            TabletCommand::Unfreeze => "unfreeze",
-                            _ => "remount",
-                        },
-                        current.name()
-                    )))
+                    let verb = match command {
+                        TabletCommand::Freeze => "freeze",
+                        TabletCommand::Unfreeze => "unfreeze",
+                        _ => "remount",
+                    };
+                    let state = current.name();
+                    return Err(Error::wrong_state(
+                        path,
+                        state,
+                        format!("Cannot {verb} table {path} since it is {state}"),
+                    ));
                 }
             };
             if next == current {

@@ -12,6 +12,19 @@ use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
 use crate::store::Store;
 
+/// Refuses a reshard of a table that is not unmounted (YT's rule).
+fn unmounted_for_reshard(entry: &TableEntry, path: &str) -> Result<()> {
+    if entry.tablet_state == TabletState::Unmounted {
+        return Ok(());
+    }
+    let state = entry.tablet_state.name();
+    Err(Error::wrong_state(
+        path,
+        state,
+        format!("Cannot reshard table {path} since it is {state}: unmount-table first"),
+    ))
+}
+
 impl Store {
     async fn reshard_queues(
         &self,
@@ -58,12 +71,7 @@ impl Store {
         let table_id = entry.id.clone();
         self.commit(|state| {
             let (e, data) = crate::validate::same_table(state, path, &table_id)?;
-            if e.tablet_state != TabletState::Unmounted {
-                return Err(Error::Invalid(format!(
-                    "Cannot reshard table {path} since it is {}: unmount-table first",
-                    e.tablet_state.name()
-                )));
-            }
+            unmounted_for_reshard(e, path)?;
             if tablet_count < span {
                 for t in first + tablet_count..=last {
                     if data.queues.get(t).is_some_and(|q| q.trimmed > 0) {
@@ -128,12 +136,7 @@ impl Store {
     pub async fn reshard_table(&self, path: &str, reshard: Reshard) -> Result<usize> {
         let entry = self.table(path).await?;
         let schema = &entry.schema;
-        if entry.tablet_state != TabletState::Unmounted {
-            return Err(Error::Invalid(format!(
-                "Cannot reshard table {path} since it is {}: unmount-table first",
-                entry.tablet_state.name()
-            )));
-        }
+        unmounted_for_reshard(&entry, path)?;
         if !schema.is_sorted() {
             return self.reshard_queues(path, &entry, reshard).await;
         }
@@ -172,12 +175,7 @@ impl Store {
             let (current, _) = crate::validate::same_table(state, path, &entry.id)?;
             // Checked again here: a mount that won the race would let writes land in
             // tablets this reshard is about to move.
-            if current.tablet_state != TabletState::Unmounted {
-                return Err(Error::Invalid(format!(
-                    "Cannot reshard table {path} since it is {}: unmount-table first",
-                    current.tablet_state.name()
-                )));
-            }
+            unmounted_for_reshard(current, path)?;
             Ok(vec![Action::Reshard {
                 path: path.into(),
                 table_id: current.id.clone(),

@@ -247,7 +247,7 @@ impl Store {
                 return result;
             }
         }
-        Err(Error::Invalid(format!(
+        Err(Error::Contended(format!(
             "commit of transaction {id} kept racing with flushes; retry"
         )))
     }

@@ -115,7 +115,7 @@ impl Store {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Error::Invalid(format!(
+        Err(Error::Contended(format!(
             "transaction {id}: lost the race for a staging slot {MAX_SLOT_ATTEMPTS} times; retry"
         )))
     }

@@ -48,7 +48,7 @@ pub(crate) fn expand_sources(
         let local = if let Some(rest) = pattern.strip_prefix("file://") {
             rest
         } else if let Some((scheme, _)) = pattern.split_once("://") {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Unsupported(format!(
                 "cannot import from {pattern:?}: {scheme}:// is not supported, only local paths and file:// URLs"
             )));
         } else {
