@@ -72,6 +72,21 @@ async fn a_bad_row_names_its_row_and_column() {
     assert_eq!(rows(&store).await, 1, "a refused write changed the table");
 }
 
+/// Asserts that `e` is a `WrongState` error naming `state`.
+fn assert_state(e: &Error, state: &str) {
+    assert!(
+        matches!(e, Error::WrongState { state: s, .. } if s == state),
+        "expected the state {state}: {e:?}"
+    );
+}
+
+async fn refused_write(store: &Store) -> Error {
+    store
+        .write_rows("//t", WriteKind::Overwrite, false, vec![row(5, None)])
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test]
 async fn a_table_in_the_wrong_state_names_the_state() {
     let store = store_with_table().await;
@@ -79,35 +94,19 @@ async fn a_table_in_the_wrong_state_names_the_state() {
         .set_tablet_state("//t", TabletCommand::Freeze)
         .await
         .unwrap();
-    let e = store
-        .write_rows("//t", WriteKind::Overwrite, false, vec![row(5, None)])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&e, Error::WrongState { state, .. } if state == "frozen"),
-        "{e:?}"
-    );
+    let e = refused_write(&store).await;
+    assert_state(&e, "frozen");
     assert!(e.to_string().contains("unfreeze-table first"), "{e}");
     store
         .set_tablet_state("//t", TabletCommand::Unmount)
         .await
         .unwrap();
-    let e = store
-        .write_rows("//t", WriteKind::Overwrite, false, vec![row(5, None)])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&e, Error::WrongState { state, .. } if state == "unmounted"),
-        "{e:?}"
-    );
+    assert_state(&refused_write(&store).await, "unmounted");
     let e = store
         .set_tablet_state("//t", TabletCommand::Freeze)
         .await
         .unwrap_err();
-    assert!(
-        matches!(&e, Error::WrongState { state, .. } if state == "unmounted"),
-        "{e:?}"
-    );
+    assert_state(&e, "unmounted");
     store
         .set_tablet_state("//t", TabletCommand::Mount)
         .await

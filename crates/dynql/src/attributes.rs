@@ -349,15 +349,15 @@ impl Database {
             "forced_compaction_revision" => {
                 entry.forced_compaction_revision.map_or(Yson::Entity, uint)
             }
-            "mount_config" => mount_config(&entry),
+            "mount_config" => mount_config(entry),
             other if other.starts_with("mount_config/") => {
                 let key = &other["mount_config/".len()..];
-                match mount_config(&entry).get(key) {
+                match mount_config(entry).get(key) {
                     Some(value) => value.clone(),
                     None => {
                         return Err(Error::NoSuchAttribute(format!(
                             "Attribute {other:?} is not found: mount_config holds {}",
-                            mount_config_keys(&entry).join(", ")
+                            mount_config_keys(entry).join(", ")
                         )))
                     }
                 }

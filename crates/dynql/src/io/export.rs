@@ -235,7 +235,7 @@ impl Database {
             let mut rows = 0u64;
             let mut weight = 0u64;
             let ranges: Vec<KeyRange> = if schema.is_sorted() {
-                tablet_ranges(&entry)
+                tablet_ranges(entry)
             } else {
                 (0..entry.tablet_count)
                     .map(|t| {
