@@ -421,7 +421,6 @@ impl Store {
                 "{path} is a sorted table: use insert_rows"
             )));
         }
-        let width = entry.schema.columns().len();
         // One random tablet for the rows that name none.
         let random = fresh_id()
             .bytes()
@@ -431,14 +430,7 @@ impl Store {
         let mut logged = Vec::with_capacity(rows.len());
         let mut added = vec![0u64; entry.tablet_count];
         for (n, (tablet, values)) in rows.iter().enumerate() {
-            if values.len() != width {
-                return Err(Error::InvalidRow {
-                    path: path.into(),
-                    row: n as u64,
-                    column: None,
-                    message: format!("{} values for {width} columns", values.len()),
-                });
-            }
+            // Also checks the row's width.
             crate::validate::row(entry, crate::kernel::mvcc::WriteKind::Overwrite, values)
                 .map_err(|fault| fault.of_row(path, n))?;
             let tablet = tablet.unwrap_or(random);

@@ -34,7 +34,7 @@ use crate::state::{State, TableData};
 ///
 /// [`Retention::check_row_ttl`]: crate::kernel::retention::Retention::check_row_ttl
 pub(crate) fn rows(
-    entry: &crate::kernel::catalog::TableEntry,
+    entry: &TableEntry,
     path: &str,
     kind: crate::kernel::mvcc::WriteKind,
     rows: &[crate::store::RowValues],
@@ -73,7 +73,7 @@ impl RowFault {
 
 /// One row of [`rows`]; `Err` says what is wrong with it.
 pub(crate) fn row(
-    entry: &crate::kernel::catalog::TableEntry,
+    entry: &TableEntry,
     kind: crate::kernel::mvcc::WriteKind,
     row: &crate::store::RowValues,
 ) -> std::result::Result<(), RowFault> {
