@@ -360,8 +360,8 @@ impl Store {
                     false,
                 )
                 .await?;
-            for (c, array) in missing.into_iter().zip(arrays) {
-                shared.columns.insert((ci, g, c), array);
+            for (c, column) in missing.into_iter().zip(arrays) {
+                shared.columns.insert((ci, g, c), column.array);
             }
         }
         Ok(columns

@@ -21,7 +21,7 @@ use crate::kernel::merge::{KeyGroup, KeyGroups, VersionMerge};
 use crate::kernel::mvcc::{resolve_versions, RowDelta};
 use crate::kernel::row_group_filter::RowGroupFilter;
 use crate::kernel::timestamp::Timestamp;
-pub use crate::kernel::weight::{batch_weight, row_weight, value_weight};
+pub use crate::kernel::weight::{batch_weight, column_weight, row_weight, value_weight};
 use crate::piece_batches::projected_batch;
 pub(crate) use crate::piece_batches::{ByteStrings, Columnar};
 use crate::scan_plan::{plan_scan, ScanPlan};
@@ -496,19 +496,26 @@ impl Store {
                                 };
                                 // A row group reaching past the piece is read again by the next.
                                 let again = !piece.upper.is_after(max);
-                                let mut arrays = self
+                                let mut columns = self
                                     .cache
                                     .columns(&self.objects, chunk, g, window, &wanted, views, again)
                                     .await?;
                                 let (lo, hi) = if whole {
                                     (0, rows)
                                 } else {
-                                    let keys: Vec<_> = arrays.drain(..key_count).collect();
+                                    let keys: Vec<_> =
+                                        columns.drain(..key_count).map(|c| c.array).collect();
                                     let lo = partition_keys(&keys, &key_types, &piece.lower);
                                     let hi =
                                         partition_keys_from(&keys, &key_types, lo, &piece.upper);
                                     (lo, hi)
                                 };
+                                // All of the decoded columns go on as they are: their cached
+                                // weights are the batch's.
+                                let weight = (lo == 0 && hi == rows && ttl.is_none()).then(|| {
+                                    rows as u64 + columns.iter().map(|c| c.weight()).sum::<u64>()
+                                });
+                                let arrays: Vec<_> = columns.into_iter().map(|c| c.array).collect();
                                 if hi > lo {
                                     let batch = projected_batch(
                                         &names,
@@ -520,7 +527,9 @@ impl Store {
                                     )?;
                                     let tablet = *tablet_index;
                                     let batch = live_rows(batch, ttl.as_ref())?;
-                                    if !hand_on(sink, tablet, batch, &mut statistics).await? {
+                                    if !hand_on(sink, tablet, batch, weight, &mut statistics)
+                                        .await?
+                                    {
                                         break 'tablets;
                                     }
                                 }
@@ -563,7 +572,7 @@ impl Store {
                                 )?;
                                 let tablet = *tablet_index;
                                 let batch = live_rows(batch, ttl.as_ref())?;
-                                if !hand_on(sink, tablet, batch, &mut statistics).await? {
+                                if !hand_on(sink, tablet, batch, None, &mut statistics).await? {
                                     break 'tablets;
                                 }
                             }
@@ -627,18 +636,21 @@ fn live_rows(batch: RecordBatch, ttl: Option<&crate::kernel::ttl::ScanTtl>) -> R
     }
 }
 
-/// Hands a batch of rows to `sink`, counting it as read; false when the sink stops the scan
-/// (an empty batch is skipped).
+/// Hands a batch of rows to `sink`, counting it as read (its data weight is `weight` when
+/// known, else weighed here); false when the sink stops the scan (an empty batch is
+/// skipped).
 async fn hand_on<S: PieceSink>(
     sink: &mut S,
     tablet: usize,
     batch: RecordBatch,
+    weight: Option<u64>,
     statistics: &mut ScanStatistics,
 ) -> Result<bool> {
     if batch.num_rows() == 0 {
         return Ok(true);
     }
-    let weight = batch_weight(&batch);
+    debug_assert!(weight.is_none_or(|w| w == batch_weight(&batch)));
+    let weight = weight.unwrap_or_else(|| batch_weight(&batch));
     statistics.rows_read += batch.num_rows() as u64;
     statistics.data_weight += weight;
     sink.accept(tablet, Piece::Batch(batch, weight)).await

@@ -261,29 +261,71 @@ impl ExecutionPlan for DictionaryFilterExec {
 /// (`pass`; a key past it, which a valid dictionary has not, does not pass). A table lookup
 /// per row, 64 rows to a word, with no branch.
 fn rows_passing(keys: &[i32], pass: &[bool]) -> BooleanBuffer {
+    // Where at most four values pass, or all but at most four, a row's bit is a few
+    // comparisons of its key, which the compiler vectorises; else a lookup per row.
+    let keys_of = |p: bool| -> Vec<i32> {
+        (0..pass.len() as i32)
+            .filter(|&k| pass[k as usize] == p)
+            .collect()
+    };
+    let passing = keys_of(true);
+    if passing.is_empty() {
+        return BooleanBuffer::new_unset(keys.len());
+    }
+    if passing.len() <= FEW {
+        let [a, b, c, d] = padded(&passing);
+        return bits_of(keys, move |k| (k == a) | (k == b) | (k == c) | (k == d));
+    }
+    let failing = keys_of(false);
+    if failing.len() <= FEW {
+        let [a, b, c, d] = padded(&failing);
+        let n = pass.len() as u32;
+        return bits_of(keys, move |k| {
+            ((k as u32) < n) & (k != a) & (k != b) & (k != c) & (k != d)
+        });
+    }
     // Past the values: one more entry, a value that does not pass.
     let mut table: Vec<u8> = pass.iter().map(|&p| u8::from(p)).collect();
     table.push(0);
     let past = pass.len();
-    let bit = |k: i32| u64::from(table[(k as u32 as usize).min(past)]);
-    let mut words = Vec::with_capacity(keys.len().div_ceil(64));
+    bits_of(keys, |k| table[(k as u32 as usize).min(past)] != 0)
+}
+
+/// One bit per key, set where `f` holds, 64 keys to a word (a fixed-size loop the compiler
+/// can vectorise).
+fn bits_of(keys: &[i32], f: impl Fn(i32) -> bool) -> BooleanBuffer {
+    let word = |chunk: &[i32]| {
+        chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (i, &k)| w | (u64::from(f(k)) << i))
+    };
     let chunks = keys.chunks_exact(64);
     let rest = chunks.remainder();
-    for chunk in chunks {
-        let mut word = 0u64;
-        for (i, &k) in chunk.iter().enumerate() {
-            word |= bit(k) << i;
-        }
-        words.push(word);
-    }
+    let mut words: Vec<u64> = chunks
+        .map(|chunk| {
+            let chunk: &[i32; 64] = chunk.try_into().expect("chunks of 64");
+            let mut w = 0u64;
+            for (i, &k) in chunk.iter().enumerate() {
+                w |= u64::from(f(k)) << i;
+            }
+            w
+        })
+        .collect();
     if !rest.is_empty() {
-        let mut word = 0u64;
-        for (i, &k) in rest.iter().enumerate() {
-            word |= bit(k) << i;
-        }
-        words.push(word);
+        words.push(word(rest));
     }
     BooleanBuffer::new(arrow::buffer::Buffer::from_vec(words), 0, keys.len())
+}
+
+/// The most values [`rows_passing`] compares a key with.
+const FEW: usize = 4;
+
+/// Up to [`FEW`] keys, the last repeated in the rest (none: -1, no value's key).
+fn padded(keys: &[i32]) -> [i32; FEW] {
+    let mut four = [keys.last().copied().unwrap_or(-1); FEW];
+    four[..keys.len()].copy_from_slice(keys);
+    four
 }
 
 /// What a partition's stream needs to filter a batch.
@@ -364,7 +406,7 @@ impl BatchFilter {
                 &RecordBatchOptions::new().with_row_count(Some(passing)),
             )?);
         }
-        let kept = arrow::compute::filter_record_batch(batch, &BooleanArray::new(mask, None))?;
+        let kept = super::keep_rows::keep_rows(batch, &mask, passing)?;
         let columns = self
             .projection
             .iter()
@@ -425,7 +467,10 @@ mod tests {
         #[test]
         fn rows_pass_by_their_keys_value(
             pass in proptest::collection::vec(proptest::bool::ANY, 0..20),
-            keys in proptest::collection::vec(-2i32..24, 0..300),
+            keys in proptest::collection::vec(
+                proptest::prop_oneof![-2i32..24, proptest::strategy::Just(i32::MAX), proptest::strategy::Just(i32::MIN)],
+                0..300,
+            ),
         ) {
             let mask = rows_passing(&keys, &pass);
             proptest::prop_assert_eq!(mask.len(), keys.len());

@@ -23,6 +23,7 @@ pub(crate) mod in_list;
 pub(crate) mod input;
 pub(crate) mod integer_arithmetic;
 pub(crate) mod join_keys;
+pub(crate) mod keep_rows;
 #[cfg(test)]
 pub(crate) mod kernel_tests;
 pub(crate) mod key_order;

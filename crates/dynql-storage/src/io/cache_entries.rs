@@ -56,7 +56,32 @@ pub(crate) enum Cached {
     Versions(Arc<Vec<RowDelta>>),
     /// Since when the unit is clean, if it is.
     Clean(Option<u64>),
-    Column(ArrayRef),
+    Column(CachedColumn),
+}
+
+/// A decoded column as the cache holds it, with its data weight
+/// ([`crate::kernel::weight::column_weight`]) once asked for: a scan that hands on the
+/// whole column (a row group read again, warm) then weighs it once, not on every read.
+#[derive(Clone)]
+pub(crate) struct CachedColumn {
+    pub(crate) array: ArrayRef,
+    weight: Arc<std::sync::OnceLock<u64>>,
+}
+
+impl CachedColumn {
+    pub(crate) fn new(array: ArrayRef) -> CachedColumn {
+        CachedColumn {
+            array,
+            weight: Arc::default(),
+        }
+    }
+
+    /// The column's data weight, weighed on the first call.
+    pub(crate) fn weight(&self) -> u64 {
+        *self
+            .weight
+            .get_or_init(|| crate::kernel::weight::column_weight(self.array.as_ref()))
+    }
 }
 
 impl Cached {
@@ -66,7 +91,7 @@ impl Cached {
         match self {
             Cached::Versions(v) => v.iter().map(|d| 64 + d.values.len() * 40).sum(),
             Cached::Clean(_) => 64,
-            Cached::Column(a) => a.get_array_memory_size(),
+            Cached::Column(c) => c.array.get_array_memory_size(),
         }
     }
 }
@@ -248,7 +273,11 @@ mod tests {
 
     #[test]
     fn the_least_recently_used_unit_goes_first_and_its_chunk_with_it() {
-        let column = || Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![7i64; 1000])));
+        let column = || {
+            Cached::Column(CachedColumn::new(Arc::new(arrow::array::Int64Array::from(
+                vec![7i64; 1000],
+            ))))
+        };
         let size = column().bytes();
         let budget = size * 5 / 2;
         let mut e = Entries::default();
@@ -268,8 +297,11 @@ mod tests {
 
     #[test]
     fn room_admits_at_once_and_a_unit_larger_than_the_budget_alone() {
-        let column =
-            |n: usize| Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![1i64; n])));
+        let column = |n: usize| {
+            Cached::Column(CachedColumn::new(Arc::new(arrow::array::Int64Array::from(
+                vec![1i64; n],
+            ))))
+        };
         let mut e = Entries::default();
         let big = column(10_000);
         let budget = big.bytes() / 2;
@@ -288,7 +320,11 @@ mod tests {
 
     #[test]
     fn a_one_command_cache_admits_only_what_is_read_again() {
-        let column = || Cached::Column(Arc::new(arrow::array::Int64Array::from(vec![1i64; 10])));
+        let column = || {
+            Cached::Column(CachedColumn::new(Arc::new(arrow::array::Int64Array::from(
+                vec![1i64; 10],
+            ))))
+        };
         let mut e = Entries {
             admission: CacheAdmission::SecondRead,
             ..Entries::default()

@@ -23,7 +23,7 @@ use dynql_core::{TableSchema, ValueType};
 use crate::chunk::{check_key_order, decode_versioned_chunk, decode_versions};
 use crate::error::{Error, Result};
 use crate::io::cache_entries::{
-    window_rows, CacheAdmission, Cached, Entries, Part, What, ALL_ROWS, WHOLE,
+    window_rows, CacheAdmission, Cached, CachedColumn, Entries, Part, What, ALL_ROWS, WHOLE,
 };
 use crate::io::object_file::ObjectFile;
 use crate::kernel::chunk_ref::{ChunkRef, Cleanliness};
@@ -193,7 +193,8 @@ impl ChunkCache {
     /// Only the columns missing from the cache are decoded (Parquet's projection), and each
     /// is cached on its own, so queries reading other columns of the row group share them.
     /// The chunk must record its row groups. `read_again`: the caller will ask for them
-    /// again (admitted at once, see [`crate::io::cache_entries`]).
+    /// again (admitted at once, see [`crate::io::cache_entries`]). Each column comes with
+    /// its data weight, weighed once for as long as it is cached.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn columns(
         &self,
@@ -204,11 +205,11 @@ impl ChunkCache {
         columns: &[usize],
         views: bool,
         read_again: bool,
-    ) -> Result<Vec<ArrayRef>> {
+    ) -> Result<Vec<CachedColumn>> {
         let window = window_rows(&rows);
         let part = |c: usize| (index, What::Column { index: c, views }, window);
         // One lock for all the columns (a point read asks for a handful per row group).
-        let mut found: Vec<Option<ArrayRef>> = self
+        let mut found: Vec<Option<CachedColumn>> = self
             .lock()
             .get_all(&chunk.path, columns.iter().map(|&c| part(c)))
             .into_iter()
@@ -230,10 +231,11 @@ impl ChunkCache {
                 .decode_columns(objects, chunk, index, rows, &missing, views)
                 .await?;
             for (c, array) in missing.into_iter().zip(decoded) {
+                let column = CachedColumn::new(array);
                 for (slot, _) in found.iter_mut().zip(columns).filter(|(_, &k)| k == c) {
-                    *slot = Some(array.clone());
+                    *slot = Some(column.clone());
                 }
-                self.insert(&chunk.path, part(c), Cached::Column(array), read_again);
+                self.insert(&chunk.path, part(c), Cached::Column(column), read_again);
             }
         }
         found
@@ -503,6 +505,7 @@ fn worth_a_window(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::weight::column_weight;
     use crate::row_group_decode::expanded;
     use arrow::datatypes::DataType;
     use dynql_core::Value;
@@ -576,7 +579,9 @@ mod tests {
                         .columns(&objects, &chunk, 1, window.clone(), &columns, views, false)
                         .await
                         .unwrap();
-                    for (array, &c) in got.iter().zip(&columns) {
+                    for (column, &c) in got.iter().zip(&columns) {
+                        let array = &column.array;
+                        assert_eq!(column.weight(), column_weight(array.as_ref()));
                         // Few distinct strings stay a dictionary of views; many become views.
                         let expected_type = match (views, c) {
                             (true, 3) => DataType::Dictionary(

@@ -21,34 +21,43 @@ pub fn row_weight(row: &[Value]) -> u64 {
 
 /// YT's data weight of a batch: one byte per row plus each value's size.
 pub fn batch_weight(batch: &RecordBatch) -> u64 {
-    use arrow::array::{Array, AsArray};
+    batch.num_rows() as u64
+        + batch
+            .columns()
+            .iter()
+            .map(|c| column_weight(c.as_ref()))
+            .sum::<u64>()
+}
+
+/// YT's data weight of a column's values (without the byte per row): 8 bytes per present
+/// number, 1 per boolean, a string's bytes, nothing for null. A batch weighs its rows plus
+/// its columns' weights, so a column weighed once (the chunk cache keeps the weight of
+/// what it holds) need not be weighed again.
+pub fn column_weight(column: &dyn arrow::array::Array) -> u64 {
+    use arrow::array::AsArray;
     use arrow::datatypes::DataType;
-    let mut weight = batch.num_rows() as u64;
-    for column in batch.columns() {
-        let present = (column.len() - column.null_count()) as u64;
-        weight += match column.data_type() {
-            DataType::Boolean => present,
-            DataType::Binary => {
-                let a = column.as_binary::<i32>();
-                let offsets = a.value_offsets();
-                (offsets[offsets.len() - 1] - offsets[0]) as u64
-            }
-            DataType::Utf8 => {
-                let a = column.as_string::<i32>();
-                let offsets = a.value_offsets();
-                (offsets[offsets.len() - 1] - offsets[0]) as u64
-            }
-            DataType::BinaryView => view_bytes(column.as_binary_view().views(), column.nulls()),
-            DataType::Utf8View => view_bytes(column.as_string_view().views(), column.nulls()),
-            DataType::Dictionary(key, value)
-                if **key == DataType::Int32 && **value == DataType::BinaryView =>
-            {
-                dictionary_bytes(column.as_dictionary::<arrow::datatypes::Int32Type>())
-            }
-            _ => 8 * present,
-        };
+    let present = (column.len() - column.null_count()) as u64;
+    match column.data_type() {
+        DataType::Boolean => present,
+        DataType::Binary => {
+            let a = column.as_binary::<i32>();
+            let offsets = a.value_offsets();
+            (offsets[offsets.len() - 1] - offsets[0]) as u64
+        }
+        DataType::Utf8 => {
+            let a = column.as_string::<i32>();
+            let offsets = a.value_offsets();
+            (offsets[offsets.len() - 1] - offsets[0]) as u64
+        }
+        DataType::BinaryView => view_bytes(column.as_binary_view().views(), column.nulls()),
+        DataType::Utf8View => view_bytes(column.as_string_view().views(), column.nulls()),
+        DataType::Dictionary(key, value)
+            if **key == DataType::Int32 && **value == DataType::BinaryView =>
+        {
+            dictionary_bytes(column.as_dictionary::<arrow::datatypes::Int32Type>())
+        }
+        _ => 8 * present,
     }
-    weight
 }
 
 /// The bytes of the present values of byte-string views (a view's low 32 bits are its
