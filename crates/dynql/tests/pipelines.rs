@@ -160,6 +160,15 @@ fn query() -> impl Strategy<Value = (String, bool)> {
             format!("w, sum({v}) as s, sum(1) as n from [//t] left join [//u] using g where {w} group by w"),
             false
         )),
+        // An inner join grouped by its string key and a foreign column: the key through the
+        // scan's dictionaries, null keys matching no foreign row.
+        (bool_expr(), int_expr(), proptest::bool::ANY).prop_map(|(w, v, left)| (
+            format!(
+                "g, w, sum({v}) as s, sum(1) as n from [//t] {}join [//u] using g where {w} group by g, w",
+                if left { "left " } else { "" }
+            ),
+            false
+        )),
         // WITH TOTALS before and after HAVING (a null group key fails), and the first groups
         // of a LIMIT without ORDER BY.
         (bool_expr(), int_expr(), -10i64..10, 0u8..3).prop_map(|(w, v, h, placement)| {

@@ -13,7 +13,7 @@ use arrow::array::{
 };
 use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::compute::take;
-use arrow::datatypes::{ByteViewType, DataType, Float64Type};
+use arrow::datatypes::{ByteViewType, DataType, Float64Type, Int32Type};
 use arrow::row::{Row, RowConverter, Rows, SortField};
 use foldhash::fast::FixedState;
 
@@ -49,6 +49,9 @@ impl Matches {
 impl LeftKeys {
     /// The ids of `keys`' tuples (one array per equation, all of one length).
     pub(crate) fn new(keys: &[ArrayRef]) -> Result<LeftKeys> {
+        if let Some(keys) = by_dictionary(keys)? {
+            return Ok(keys);
+        }
         let rows = keys.first().map_or(0, |a| a.len());
         let mut ids = Vec::with_capacity(rows);
         let mut firsts = Vec::new();
@@ -86,23 +89,46 @@ impl LeftKeys {
         &self.firsts
     }
 
+    /// The distinct tuples of `keys` (the arrays these ids were made of), one row per id,
+    /// dictionaries expanded to their values' type.
+    pub(crate) fn distinct(&self, keys: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
+        let firsts = UInt32Array::from(self.firsts.clone());
+        keys.iter()
+            .map(|a| {
+                let taken = take(a.as_ref(), &firsts, None)?;
+                Ok(match taken.data_type() {
+                    DataType::Dictionary(_, values) => arrow::compute::cast(&taken, values)?,
+                    _ => taken,
+                })
+            })
+            .collect()
+    }
+
     /// The pairs of rows whose tuples are equal: `left` are the arrays these ids were made
     /// of, `foreign` the foreign side's (same types, but for byte string layouts).
+    #[cfg(test)]
     pub(crate) fn match_rows(
         &self,
         left: &[ArrayRef],
         foreign: &[ArrayRef],
         left_outer: bool,
     ) -> Result<Matches> {
+        self.match_distinct(&self.distinct(left)?, foreign, left_outer)
+    }
+
+    /// [`LeftKeys::match_rows`] given the distinct tuples ([`LeftKeys::distinct`]).
+    pub(crate) fn match_distinct(
+        &self,
+        distinct: &[ArrayRef],
+        foreign: &[ArrayRef],
+        left_outer: bool,
+    ) -> Result<Matches> {
         // Per id, the foreign rows with its tuple, in foreign order.
         let mut matched: Vec<Vec<u32>> = vec![Vec::new(); self.firsts.len()];
-        match (single_bytes(left), single_bytes(foreign)) {
+        match (single_bytes(distinct), single_bytes(foreign)) {
             (Some(left), Some(foreign)) => {
-                let ids: HashMap<Option<&[u8]>, u32, FixedState> = self
-                    .firsts
-                    .iter()
-                    .enumerate()
-                    .map(|(id, &row)| (left.get(row as usize), id as u32))
+                let ids: HashMap<Option<&[u8]>, u32, FixedState> = (0..self.firsts.len())
+                    .map(|id| (left.get(id), id as u32))
                     .collect();
                 for row in 0..foreign.len() {
                     if let Some(&id) = ids.get(&foreign.get(row)) {
@@ -112,12 +138,7 @@ impl LeftKeys {
             }
             _ => {
                 // Only the distinct tuples of the left side are encoded.
-                let firsts = UInt32Array::from(self.firsts.clone());
-                let distinct = left
-                    .iter()
-                    .map(|a| Ok(take(a.as_ref(), &firsts, None)?))
-                    .collect::<Result<Vec<_>>>()?;
-                let (converter, distinct) = encode(&distinct, None)?;
+                let (converter, distinct) = encode(distinct, None)?;
                 let (_, foreign) = encode(foreign, Some(converter))?;
                 let ids: HashMap<Row<'_>, u32, FixedState> = distinct
                     .iter()
@@ -206,6 +227,64 @@ impl LeftKeys {
             foreign: UInt32Array::from(foreign),
         }
     }
+}
+
+/// [`LeftKeys::new`] of one dictionary column (a scan gives a low-cardinality string column
+/// so, see [`super::dictionary_groups::scan_giving_dictionaries`]): the dictionary's values
+/// are interned once, and each row takes its key's id, numbered in order of first use.
+/// `None` for anything else, and where the keys or values hold nulls (left to the general
+/// path, which makes every null one tuple).
+fn by_dictionary(keys: &[ArrayRef]) -> Result<Option<LeftKeys>> {
+    let [column] = keys else {
+        return Ok(None);
+    };
+    let Some(dictionary) = column.as_dictionary_opt::<Int32Type>() else {
+        return Ok(None);
+    };
+    let values = dictionary.values();
+    if dictionary.keys().null_count() > 0 || values.null_count() > 0 {
+        return Ok(None);
+    }
+    let of_values = LeftKeys::new(std::slice::from_ref(values))?;
+    let tuples = of_values.firsts.len();
+    let keys = dictionary.keys().values();
+    // Per value's tuple, its id among the rows, numbered in order of first use; the rows
+    // are looked at until every tuple is met (within a few rows for few values).
+    let mut renumbered = vec![u32::MAX; tuples];
+    let mut firsts = Vec::new();
+    for (row, &k) in keys.iter().enumerate() {
+        if firsts.len() == tuples {
+            break;
+        }
+        let value_id = *of_values.ids.get(k as u32 as usize).ok_or_else(|| {
+            datafusion::error::DataFusionError::Internal("a dictionary key past its values".into())
+        })?;
+        let id = &mut renumbered[value_id as usize];
+        if *id == u32::MAX {
+            *id = firsts.len() as u32;
+            firsts.push(row as u32);
+        }
+    }
+    // Per key, its row id (`u32::MAX` for a value no row uses, and for keys past the
+    // values, one more entry): then each row's id is a gather.
+    let by_key: Vec<u32> = of_values
+        .ids
+        .iter()
+        .map(|&v| renumbered[v as usize])
+        .chain([u32::MAX])
+        .collect();
+    let past = values.len();
+    let ids: Vec<u32> = keys
+        .iter()
+        .map(|&k| by_key[(k as u32 as usize).min(past)])
+        .collect();
+    if ids.contains(&u32::MAX) {
+        return Err(datafusion::error::DataFusionError::Internal(
+            "a dictionary key past its values".into(),
+        )
+        .into());
+    }
+    Ok(Some(LeftKeys { ids, firsts }))
 }
 
 /// Interns each row of a view array as [`LeftKeys::new`] does. A view names its value: an
@@ -369,6 +448,47 @@ mod tests {
             pairs(&[left], &[foreign], false),
             [(0, Some(0)), (1, Some(2)), (2, Some(1))]
         );
+    }
+
+    proptest::proptest! {
+        /// A dictionary column interns and matches as its rows expanded: the same ids,
+        /// first rows and output pairs (nulls, in keys or values, take the general path).
+        #[test]
+        fn a_dictionary_interns_and_matches_as_its_rows(
+            values in proptest::collection::vec("[a-c]{0,14}", 1..8),
+            keys in proptest::collection::vec(0i32..8, 0..200),
+            null_key in proptest::option::weighted(0.2, 0usize..200),
+            null_value in proptest::option::weighted(0.2, 0usize..8),
+            foreign in proptest::collection::vec(proptest::option::of("[a-c]{0,14}"), 0..6),
+            outer in proptest::bool::ANY,
+        ) {
+            let n = values.len() as i32;
+            let keys: arrow::array::Int32Array = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (null_key != Some(i)).then_some(k % n))
+                .collect();
+            let values: ArrayRef = Arc::new(BinaryViewArray::from_iter(
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (null_value != Some(i)).then_some(v.as_bytes())),
+            ));
+            let dictionary: ArrayRef =
+                Arc::new(arrow::array::DictionaryArray::new(keys, values.clone()));
+            let rows = arrow::compute::cast(&dictionary, &DataType::BinaryView).unwrap();
+            let foreign: ArrayRef = Arc::new(BinaryViewArray::from_iter(
+                foreign.iter().map(|v| v.as_ref().map(|v| v.as_bytes())),
+            ));
+            let by_dictionary = LeftKeys::new(std::slice::from_ref(&dictionary)).unwrap();
+            let by_rows = LeftKeys::new(std::slice::from_ref(&rows)).unwrap();
+            proptest::prop_assert_eq!(&by_dictionary.ids, &by_rows.ids);
+            proptest::prop_assert_eq!(&by_dictionary.firsts, &by_rows.firsts);
+            proptest::prop_assert_eq!(
+                pairs(&[dictionary], &[foreign.clone()], outer),
+                pairs(&[rows], &[foreign], outer)
+            );
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::sync::{Arc, PoisonError};
 
 use arrow::array::{ArrayRef, AsArray, UInt32Array};
 use arrow::compute::take;
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
@@ -50,12 +50,13 @@ use dynql_core::arrow_convert::arrow_type;
 use dynql_core::{TableSchema, ValueType};
 use dynql_ql::eval::EvalOptions;
 use dynql_ql::plan::JoinPlan;
-use dynql_ql::texpr::TypedExpr;
+use dynql_ql::texpr::{TExpr, TypedExpr};
 use dynql_storage::files::FileTable;
 use dynql_storage::scan::batch_weight;
 use dynql_storage::{KeyRange, Prefetch, Snapshot, Timestamp};
 
 use super::budget::Budget;
+use super::dictionary_groups::scan_giving_dictionaries;
 use super::evaluate::{evaluate, Batch};
 use super::join_keys::LeftKeys;
 use super::scan_reads::InputLimit;
@@ -270,6 +271,19 @@ impl TableProvider for JoinedTable {
         // The equations may read any column joined so far: every one is kept until the last
         // join, which gives only the projected columns.
         let mut plan = self.main.scan(state, Some(&scanned), &[], None).await?;
+        // The first join's equation on one string column of the main table reads it as the
+        // scan's dictionaries: its keys are then interned once per distinct value.
+        if let Some(first) = self.steps.first() {
+            if let [key] = first.join.self_keys.as_slice() {
+                if let (TExpr::Column(c), ValueType::String) = (&key.kind, key.ty) {
+                    if *c < main_width {
+                        if let Some(scan) = scan_giving_dictionaries(&plan, position(*c)) {
+                            plan = scan;
+                        }
+                    }
+                }
+            }
+        }
         let mut width = kept;
         for step in 0..self.steps.len() {
             let left = types[..width].to_vec();
@@ -403,7 +417,9 @@ impl Lookup {
         let foreign_types = &layout.joined[layout.left.len()..];
         let self_keys = evaluate_all(&layout.self_keys, &batch, &layout.left, opts)?;
         let ids = LeftKeys::new(&self_keys)?;
-        let ranges = join_ranges(&step.join, &step.schema, &self_keys, ids.firsts())?;
+        let distinct = ids.distinct(&self_keys)?;
+        let each: Vec<u32> = (0..ids.firsts().len() as u32).collect();
+        let ranges = join_ranges(&step.join, &step.schema, &distinct, &each)?;
         let foreign: Arc<RecordBatch> = match ranges {
             Some(ranges) if ranges.is_empty() => {
                 Arc::new(RecordBatch::new_empty(joined_schema(foreign_types)))
@@ -418,7 +434,7 @@ impl Lookup {
                 .clone(),
         };
         let (foreign, foreign_keys) = foreign_side(&step.join, &foreign, foreign_types, opts)?;
-        let matches = ids.match_rows(&self_keys, &foreign_keys, step.join.left_outer)?;
+        let matches = ids.match_distinct(&distinct, &foreign_keys, step.join.left_outer)?;
         let passed = self.context.output[layout.step]
             .admit(matches.len() as u64)
             .ok_or(Error::LimitExceeded { what: "output" })? as usize;
@@ -604,6 +620,15 @@ fn evaluate_all(
     };
     Ok(exprs
         .iter()
-        .map(|e| evaluate(e, input, opts))
+        .map(|e| match &e.kind {
+            // A column the scan gives as a dictionary (see `JoinedTable::scan`) stays one:
+            // the keys are interned through it.
+            TExpr::Column(c)
+                if matches!(batch.column(*c).data_type(), DataType::Dictionary(..)) =>
+            {
+                Ok(batch.column(*c).clone())
+            }
+            _ => evaluate(e, input, opts),
+        })
         .collect::<dynql_ql::Result<Vec<_>>>()?)
 }
