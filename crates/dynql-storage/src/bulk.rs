@@ -347,7 +347,7 @@ impl Store {
                             largest => largest + largest / 8,
                         };
                         writer.insert(uploads.start(BulkChunkWriter::new(
-                            new_chunk_path(&entry.id, "bulk"),
+                            new_chunk_path(&entry.id, "bulk", &self.fresh),
                             schema,
                             capacity,
                             entry.chunk_writer.filters(schema.key_column_count()),

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::kernel::catalog::*;
 use crate::kernel::pivots::validate_tablets;
 use crate::log::Action;
-use crate::store::{fresh_id, Store};
+use crate::store::Store;
 
 impl Store {
     /// Sets a writable attribute (see [`WRITABLE_ATTRIBUTES`]); takes effect for the
@@ -105,7 +105,7 @@ impl Store {
             .map(|t| table_ttl(&schema, t))
             .transpose()?;
         let entry = TableEntry {
-            id: fresh_id(),
+            id: self.fresh.id(),
             schema,
             tablet_count,
             pivot_keys,
@@ -162,6 +162,7 @@ impl Store {
                 "table",
                 options.recursive,
                 options.ignore_existing,
+                &self.fresh,
             )?
             else {
                 return Ok(vec![]);

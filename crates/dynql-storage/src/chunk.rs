@@ -486,12 +486,12 @@ pub(crate) async fn put_encoded(objects: &dyn ObjectStore, path: &str, bytes: By
 
 /// The object path for a new chunk of table `table_id`; `kind` says what wrote it (`flush`,
 /// `compact`, `write`, `tail`) and the creation time lets garbage collection spare chunks that
-/// are still being committed.
-pub(crate) fn new_chunk_path(table_id: &str, kind: &str) -> String {
-    let now_ms = crate::kernel::retention::timestamp_ms(Timestamp::now());
+/// are still being committed; both the time and the id come from the store's `fresh`.
+pub(crate) fn new_chunk_path(table_id: &str, kind: &str, fresh: &crate::clock::Fresh) -> String {
     format!(
-        "tables/{table_id}/{kind}-{now_ms}-{}.parquet",
-        crate::store::fresh_id()
+        "tables/{table_id}/{kind}-{}-{}.parquet",
+        fresh.now_ms(),
+        fresh.id()
     )
 }
 

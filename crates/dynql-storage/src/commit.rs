@@ -68,7 +68,7 @@ impl Store {
             if actions.is_empty() {
                 return Ok((state.last_timestamp, None));
             }
-            let timestamp = Timestamp::next_after(state.last_timestamp);
+            let timestamp = self.fresh.next_after(state.last_timestamp);
             let record = CommitRecord {
                 seq: state.seq + 1,
                 timestamp: timestamp.0,
@@ -113,7 +113,7 @@ impl Store {
         if timestamp <= last {
             return Ok(());
         }
-        let now = Timestamp::now();
+        let now = self.fresh.now();
         if timestamp < now {
             return Ok(());
         }
@@ -130,8 +130,8 @@ impl Store {
 
     /// A fresh timestamp after every commit so far (`generate-timestamp`).
     pub async fn generate_timestamp(&self) -> Result<Timestamp> {
-        Ok(Timestamp::next_after(
-            self.last_committed_timestamp().await?,
-        ))
+        Ok(self
+            .fresh
+            .next_after(self.last_committed_timestamp().await?))
     }
 }

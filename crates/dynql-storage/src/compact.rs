@@ -277,7 +277,7 @@ impl Store {
                 let mut writer: Option<VersionChunkWriter> = None;
                 let new_writer = || {
                     VersionChunkWriter::new(
-                        new_chunk_path(&entry.id, "compact"),
+                        new_chunk_path(&entry.id, "compact", &self.fresh),
                         schema,
                         entry.chunk_writer.filters(schema.key_column_count()),
                         entry.compression_codec,

@@ -67,7 +67,7 @@ pub(crate) async fn write_tablet_chunks(
         };
         let (part, tail) = rest.split_at(end);
         rest = tail;
-        let path = new_chunk_path(&entry.id, kind);
+        let path = new_chunk_path(&entry.id, kind, &store.fresh);
         if let Some(c) = write_versioned_chunk(
             store.objects.as_ref(),
             path,
@@ -211,7 +211,7 @@ impl Store {
         };
         let chosen: Vec<&ChunkRef> = chosen.iter().map(|&i| &data.chunks[i]).collect();
         let replaces: Vec<String> = chosen.iter().map(|c| c.path.clone()).collect();
-        let now = Timestamp::now();
+        let now = self.fresh.now();
         let horizon = self
             .compaction_horizon(&state, state.last_timestamp)
             .await?;
@@ -273,7 +273,7 @@ impl Store {
             // `auto_compaction_period`: a full compaction once the last one is that old.
             if let Ok(state) = self.refresh().await {
                 let due = state.tables.get(path).is_some_and(|(e, d)| {
-                    crate::compact::periodic_compaction_due(e, d, Timestamp::now())
+                    crate::compact::periodic_compaction_due(e, d, self.fresh.now())
                 });
                 if due {
                     // Boxed: a compaction may flush, and a flush compacts after its commit.
@@ -309,7 +309,7 @@ impl Store {
             let state = self.refresh().await?;
             let (entry, data) = state.table_data(path)?;
             let before = data.version_count();
-            let now = Timestamp::now();
+            let now = self.fresh.now();
             let up_to = state.last_timestamp;
             let horizon = self.compaction_horizon(&state, up_to).await?;
             let schema = &entry.schema;

@@ -58,6 +58,7 @@ pub use kernel::{
 
 pub use bulk::BulkWrite;
 pub use check::{CheckReport, Damage};
+pub use clock::{Clock, Fresh, IdGenerator, ManualClock, ProcessIds, SeededIds, SystemClock};
 pub use commit::MAX_READ_AHEAD_NANOS;
 pub use conflict::LockMode;
 pub use error::{Error, Result};

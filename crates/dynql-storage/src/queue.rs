@@ -21,7 +21,7 @@ use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action};
 use crate::scan::{row_weight, value_weight, KeyBound, KeyRange, ScanStatistics};
 use crate::state::{State, TableData};
-use crate::store::{fresh_id, RowValues, Store};
+use crate::store::{RowValues, Store};
 
 /// The name of the column that pins a written row to a tablet.
 pub const TABLET_INDEX_COLUMN: &str = "$tablet_index";
@@ -422,11 +422,12 @@ impl Store {
             )));
         }
         // One random tablet for the rows that name none.
-        let random = fresh_id()
-            .bytes()
-            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
-            as usize
-            % entry.tablet_count.max(1);
+        let random =
+            self.fresh
+                .id()
+                .bytes()
+                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)) as usize
+                % entry.tablet_count.max(1);
         let mut logged = Vec::with_capacity(rows.len());
         let mut added = vec![0u64; entry.tablet_count];
         for (n, (tablet, values)) in rows.iter().enumerate() {

@@ -99,7 +99,7 @@ impl Store {
         let ttl = entry
             .ttl
             .as_ref()
-            .and_then(|t| t.cut(schema, Timestamp::resolve_latest(timestamp)));
+            .and_then(|t| t.cut(schema, self.fresh.resolve_latest(timestamp)));
         Ok(VersionMerge::new(key_count, sources)
             .filter_map(|history| resolve_versions(schema, &history, timestamp))
             .filter(|row| ttl.is_none_or(|t| t.keeps_row(row)))
@@ -163,7 +163,7 @@ impl Store {
         let ttl = entry
             .ttl
             .as_ref()
-            .and_then(|t| t.cut(&entry.schema, Timestamp::resolve_latest(timestamp)));
+            .and_then(|t| t.cut(&entry.schema, self.fresh.resolve_latest(timestamp)));
         let live = |row: Option<Vec<Value>>| row.filter(|r| ttl.is_none_or(|t| t.keeps_row(r)));
         if !cached {
             let rows = self

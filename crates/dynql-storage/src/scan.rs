@@ -342,7 +342,7 @@ impl Store {
             entry.ttl.as_ref(),
             schema,
             columns.unwrap_or(&all_columns),
-            Timestamp::resolve_latest(timestamp),
+            self.fresh.resolve_latest(timestamp),
         );
         // Pieces are built of the projection, plus the TTL column when it lacks it.
         let projection = ttl

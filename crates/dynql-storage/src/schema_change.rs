@@ -211,7 +211,7 @@ impl Store {
         let mut out = Vec::with_capacity(chunks.len());
         for chunk in chunks {
             let mut writer = crate::compact::VersionChunkWriter::new(
-                crate::chunk::new_chunk_path(&entry.id, "alter"),
+                crate::chunk::new_chunk_path(&entry.id, "alter", &self.fresh),
                 new,
                 entry.chunk_writer.filters(new.key_column_count()),
                 entry.compression_codec,

@@ -22,7 +22,6 @@
 //! `bulk.rs`; conflict checks are `conflict.rs` (pure: state and decoded chunks in, a verdict
 //! out).
 
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use object_store::local::LocalFileSystem;
@@ -31,6 +30,7 @@ use object_store::ObjectStore;
 
 use dynql_core::Value;
 
+use crate::clock::{Clock, Fresh, IdGenerator};
 use crate::error::{Error, Result};
 use crate::io::cache_entries::CacheAdmission;
 use crate::io::chunk_cache::ChunkCache;
@@ -66,24 +66,12 @@ pub struct Store {
     pub(crate) log: Arc<dyn LogStore>,
     /// See [`Store::with_page_windows`].
     pub(crate) page_windows: bool,
+    /// Where the store's timestamps, times and ids come from ([`crate::clock`]).
+    pub(crate) fresh: Fresh,
 }
 
 /// Default of [`Store::with_gc_grace_ms`]: one hour.
 pub const GC_GRACE_MS: u64 = 3_600_000;
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-
-pub(crate) fn fresh_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{nanos:x}-{:x}-{:x}",
-        std::process::id(),
-        NEXT_ID.fetch_add(1, AtomicOrdering::Relaxed)
-    )
-}
 
 impl Store {
     /// Opens the store at `url`: `file://DIR` (created if missing), a bare directory, or
@@ -173,7 +161,27 @@ impl Store {
             key_filters: Arc::default(),
             gc_grace_ms: GC_GRACE_MS,
             page_windows: true,
+            fresh: Fresh::default(),
         }
+    }
+
+    /// This store reading the time from `clock` instead of the wall clock (see
+    /// [`crate::clock`]): commit timestamps, TTL's and compaction's "now", transaction
+    /// deadlines.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Store {
+        self.fresh = self.fresh.with_clock(clock);
+        self
+    }
+
+    /// This store making its ids (tables, chunks, nodes, locks, transactions) with `ids`.
+    pub fn with_ids(mut self, ids: Arc<dyn IdGenerator>) -> Store {
+        self.fresh = self.fresh.with_ids(ids);
+        self
+    }
+
+    /// The store's clock and id generator.
+    pub fn fresh(&self) -> &Fresh {
+        &self.fresh
     }
 
     /// This store with its commit log in `log` instead of its object store's `log/` files:

@@ -157,7 +157,7 @@ impl Store {
             let batch = crate::chunk::encode_versions(schema, &refs)?;
             let (bytes, checksum) =
                 crate::chunk::encode_chunk(&batch.schema(), &[batch], entry.compression_codec)?;
-            let chunk = crate::chunk::new_chunk_path(&entry.id, "write");
+            let chunk = crate::chunk::new_chunk_path(&entry.id, "write", &self.fresh);
             self.objects
                 .put(&ObjectPath::from(chunk.as_str()), PutPayload::from(bytes))
                 .await?;

@@ -76,7 +76,7 @@ async fn a_record_that_does_not_apply_damages_only_its_table() {
     // A record no validated commit could make: a row with a column the table lacks.
     let record = CommitRecord {
         seq: seq + 1,
-        timestamp: Timestamp::next_after(state_ts).0,
+        timestamp: dynql_storage::Fresh::default().next_after(state_ts).0,
         transaction_id: None,
         actions: vec![Action::WriteRows {
             path: "//bad".into(),
@@ -253,7 +253,9 @@ async fn a_damaged_table_takes_no_change_but_its_removal() {
     let seq = std::fs::read_dir(dir.path().join("_log")).unwrap().count() as u64;
     let record = CommitRecord {
         seq: seq + 1,
-        timestamp: Timestamp::next_after(s.last_committed_timestamp().await.unwrap()).0,
+        timestamp: dynql_storage::Fresh::default()
+            .next_after(s.last_committed_timestamp().await.unwrap())
+            .0,
         transaction_id: None,
         actions: vec![Action::WriteRows {
             path: "//bad".into(),

@@ -119,3 +119,40 @@ fn the_check_finds_io_clocks_and_outside_modules_but_not_comments_or_tests() {
         ],
     );
 }
+
+/// What only `src/clock.rs` may call: the wall clock, and the process id ids are made of.
+const CLOCK_ONLY: &[&str] = &["SystemTime::now", "process::id"];
+
+/// The store reads the time and makes ids through its injected clock and id generator
+/// (`src/clock.rs`), so that a seeded run replays exactly: no other file of the crate's
+/// code calls the wall clock or names the process (clippy's `disallowed-methods` says the
+/// same in `clippy.toml`; this check runs with the tests).
+#[test]
+fn only_the_clock_module_reads_the_wall_clock_or_the_process_id() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    kernel_files(&src, &mut files);
+    files.sort();
+    assert!(files.len() >= 50, "the crate's sources: {files:?}");
+    let mut report = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("src/clock.rs")) {
+        let source = std::fs::read_to_string(file).expect("a source file is readable");
+        let code = match source.find("#[cfg(test)]\nmod tests") {
+            Some(end) => &source[..end],
+            None => &source,
+        };
+        for (n, line) in code.lines().enumerate() {
+            let line = line.find("//").map_or(line, |comment| &line[..comment]);
+            for call in CLOCK_ONLY {
+                if line.contains(call) {
+                    report.push(format!("{}:{}: calls `{call}`", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "read through the store's `Fresh` instead:\n{}",
+        report.join("\n")
+    );
+}

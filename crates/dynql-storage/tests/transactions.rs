@@ -512,7 +512,7 @@ async fn a_read_at_a_timestamp_is_repeatable() {
     };
     // A generated timestamp, the clock a moment later, and one just ahead of the clock.
     let generated = s.generate_timestamp().await.unwrap();
-    let ahead = Timestamp(Timestamp::now().0 + 200_000_000);
+    let ahead = Timestamp(dynql_storage::Fresh::default().now().0 + 200_000_000);
     for at in [generated, ahead] {
         let before = scan(s.clone(), at).await.unwrap();
         for k in 3..6 {
@@ -538,7 +538,7 @@ async fn a_read_at_a_timestamp_is_repeatable() {
         .unwrap();
     }
     // Far ahead of the clock: refused by every read, with the reason.
-    let far = Timestamp(Timestamp::now().0 + (3600u64 << 30));
+    let far = Timestamp(dynql_storage::Fresh::default().now().0 + (3600u64 << 30));
     let refused = scan(s.clone(), far).await.unwrap_err();
     assert!(
         matches!(&refused, Error::Invalid(m) if m.contains("ahead of the clock")),

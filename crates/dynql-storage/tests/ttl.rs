@@ -16,7 +16,7 @@ fn schema() -> TableSchema {
 }
 
 fn now_seconds() -> u64 {
-    Timestamp::now().unix_seconds()
+    dynql_storage::Fresh::default().now().unix_seconds()
 }
 
 /// Row `k`: even keys were made two hours ago (expired under a one-hour TTL), odd keys

@@ -15,17 +15,19 @@ use std::borrow::Cow;
 use super::locks::{already_held, conflict, conflict_message, implied, Lock, LockState};
 use super::transactions::{Change, Changes, Entry, NodeDelta};
 use super::tree::Tree;
-use super::{now_ms, NodeKind, NodeView};
+use super::{NodeKind, NodeView};
+use crate::clock::Fresh;
 use crate::error::{Error, Result};
 use crate::kernel::static_rows::RowsDelta;
 use crate::log::Action;
 use crate::state::State;
 use crate::static_table::has_dynamic_rows;
-use crate::store::{fresh_id, Store};
+use crate::store::Store;
 
-/// The state with expired transactions aborted, and the actions that abort them.
-pub(crate) fn reap_expired(state: &State) -> Result<(Cow<'_, State>, Vec<Action>)> {
-    let expired = state.master.expired(now_ms());
+/// The state with the transactions expired at `now_ms` aborted, and the actions that abort
+/// them.
+pub(crate) fn reap_expired(state: &State, now_ms: u64) -> Result<(Cow<'_, State>, Vec<Action>)> {
+    let expired = state.master.expired(now_ms);
     if expired.is_empty() {
         return Ok((Cow::Borrowed(state), vec![]));
     }
@@ -42,16 +44,18 @@ pub(crate) fn reap_expired(state: &State) -> Result<(Cow<'_, State>, Vec<Action>
 }
 
 /// The actions of a change planned by `plan` in transaction `tx` (`None`: outside
-/// transactions), after the expired transactions' aborts.
+/// transactions), after the aborts of the transactions expired by `fresh`'s clock; the
+/// locks it takes get ids from `fresh`.
 ///
 /// # Errors
 /// No such transaction; the plan's error; a lock conflict.
 pub(crate) fn actions(
     state: &State,
     tx: Option<&str>,
+    fresh: &Fresh,
     plan: &dyn Fn(&Tree) -> Result<Vec<Action>>,
 ) -> Result<Vec<Action>> {
-    let (state, mut actions) = reap_expired(state)?;
+    let (state, mut actions) = reap_expired(state, fresh.now_ms())?;
     let tree = Tree::of(&state, tx)?;
     let planned = plan(&tree)?;
     let requests = implied(&tree, &planned);
@@ -96,7 +100,7 @@ pub(crate) fn actions(
         }
         actions.push(Action::TakeLock {
             lock: Lock {
-                id: fresh_id(),
+                id: fresh.id(),
                 transaction_id: tx.into(),
                 node_id: r.node_id,
                 path: r.path,
@@ -220,7 +224,8 @@ impl Store {
         tx: Option<&str>,
         plan: impl Fn(&Tree) -> Result<Vec<Action>>,
     ) -> Result<()> {
-        self.commit(|state| actions(state, tx, &plan)).await?;
+        self.commit(|state| actions(state, tx, &self.fresh, &plan))
+            .await?;
         Ok(())
     }
 }
@@ -247,15 +252,19 @@ mod tests {
             parent_id: None,
             title: None,
             timeout_ms: 600_000,
-            start_time: now_ms(),
-            last_ping_time: now_ms(),
+            start_time: 0,
+            last_ping_time: 0,
             changes: Default::default(),
             legacy_versions: Default::default(),
         };
         super::super::transactions::start(&mut state, &tx).unwrap();
         let value = dynql_core::Yson::Int64(1);
-        let planned = actions(&state, Some("tx"), &|tree| {
-            super::super::plan::set_attribute(tree, "//x", "p", Some(&value))
+        let fresh = Fresh::new(
+            std::sync::Arc::new(crate::clock::ManualClock::new(0)),
+            std::sync::Arc::new(crate::clock::SeededIds::new(1)),
+        );
+        let planned = actions(&state, Some("tx"), &fresh, &|tree| {
+            super::super::plan::set_attribute(tree, "//x", "p", Some(&value), &fresh)
         })
         .unwrap();
         let [Action::CreateNode { path, node }, Action::StageDeltas { changes, .. }, ..] =

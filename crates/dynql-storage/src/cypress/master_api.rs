@@ -3,13 +3,13 @@
 
 use super::change::reap_expired;
 use super::locks::{conflict, conflict_message, node_id, Lock, LockMode, LockState, Request};
+use super::normalize;
 use super::transactions::{Change, Entry, MasterTransaction, MAX_TIMEOUT_MS};
 use super::tree::Tree;
-use super::{normalize, now_ms};
 use crate::error::{Error, Result};
 use crate::log::Action;
 use crate::state::State;
-use crate::store::{fresh_id, Store};
+use crate::store::Store;
 
 /// What `#ID` names.
 #[derive(Debug, Clone)]
@@ -80,9 +80,9 @@ impl Store {
         timeout_ms: u64,
         title: Option<String>,
     ) -> Result<MasterTransaction> {
-        let now = now_ms();
+        let now = self.fresh.now_ms();
         let transaction = MasterTransaction {
-            id: fresh_id(),
+            id: self.fresh.id(),
             parent_id: parent.map(str::to_string),
             title,
             timeout_ms: timeout_ms.min(MAX_TIMEOUT_MS),
@@ -92,7 +92,7 @@ impl Store {
             legacy_versions: Default::default(),
         };
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             if let Some(p) = parent {
                 live(&state, p)?;
             }
@@ -108,11 +108,11 @@ impl Store {
     /// Moves a master transaction's deadline to `timeout` from now.
     pub async fn ping_master_transaction(&self, id: &str) -> Result<()> {
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             live(&state, id)?;
             actions.push(Action::PingMasterTransaction {
                 id: id.into(),
-                time: now_ms(),
+                time: self.fresh.now_ms(),
             });
             Ok(actions)
         })
@@ -126,7 +126,7 @@ impl Store {
     /// No such live transaction; live nested transactions (commit them first).
     pub async fn commit_master_transaction(&self, id: &str) -> Result<()> {
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             live(&state, id)?;
             let nested = state.master.nested(id);
             if !nested.is_empty() {
@@ -151,7 +151,7 @@ impl Store {
     /// Aborts a master transaction and every transaction nested in it.
     pub async fn abort_master_transaction(&self, id: &str) -> Result<()> {
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             live(&state, id)?;
             actions.push(Action::AbortMasterTransaction {
                 id: id.into(),
@@ -166,7 +166,7 @@ impl Store {
     /// Whether `id` is a live master transaction.
     pub async fn is_master_transaction(&self, id: &str) -> Result<bool> {
         let state = self.refresh().await?;
-        Ok(state.master.is_live(id, now_ms()))
+        Ok(state.master.is_live(id, self.fresh.now_ms()))
     }
 
     /// Takes a lock on the node at `path` in master transaction `tx`.
@@ -190,10 +190,10 @@ impl Store {
                 "Only shared locks can have a child key or an attribute key".into(),
             ));
         }
-        let lock_id = fresh_id();
+        let lock_id = self.fresh.id();
         let taken = std::sync::Mutex::new(None);
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             live(&state, tx)?;
             let tree = Tree::of(&state, Some(tx))?;
             let view = tree
@@ -284,7 +284,7 @@ impl Store {
         let path = normalize(path);
         super::validate(path)?;
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             let transaction = live(&state, tx)?;
             let tree = Tree::of(&state, Some(tx))?;
             let view = tree
@@ -326,9 +326,9 @@ impl Store {
     pub async fn take_read_snapshot(&self, path: &str, tx: &str) -> Result<()> {
         let path = normalize(path);
         super::validate(path)?;
-        let lock_id = fresh_id();
+        let lock_id = self.fresh.id();
         self.commit(|state| {
-            let (state, mut actions) = reap_expired(state)?;
+            let (state, mut actions) = reap_expired(state, self.fresh.now_ms())?;
             let transaction = live(&state, tx)?;
             let tree = Tree::of(&state, Some(tx))?;
             let Some(super::NodeView::Table(table)) = tree.node(path) else {
@@ -374,7 +374,7 @@ impl Store {
     /// The object `#id` names, as transaction `tx` (or none) sees it.
     pub async fn object(&self, id: &str, tx: Option<&str>) -> Result<Option<Object>> {
         let state = self.refresh().await?;
-        let now = now_ms();
+        let now = self.fresh.now_ms();
         let master = &state.master;
         if let Some(t) = master
             .transactions
@@ -426,7 +426,7 @@ impl Store {
     /// The live master transactions.
     pub async fn master_transactions(&self) -> Result<Vec<MasterTransaction>> {
         let state = self.refresh().await?;
-        let now = now_ms();
+        let now = self.fresh.now_ms();
         Ok(state
             .master
             .transactions

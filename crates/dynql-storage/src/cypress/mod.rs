@@ -248,39 +248,22 @@ pub const SYSTEM_DIRECTORIES: &[&str] = &[
     "//sys/locks",
 ];
 
-/// The children of a system directory (ids), `None` for other paths.
+/// The children of a system directory (ids), `None` for other paths. Every transaction
+/// of `state` is listed: a reader reaps the expired ones first
+/// ([`change::reap_expired`], with the store's clock), so a tree never reads the clock.
 pub(crate) fn system_children(state: &State, path: &str) -> Option<BTreeSet<String>> {
     let master = &state.master;
-    let now = now_ms();
     Some(match path {
-        "//sys/transactions" => master
-            .transactions
-            .keys()
-            .filter(|id| master.is_live(id, now))
-            .cloned()
-            .collect(),
+        "//sys/transactions" => master.transactions.keys().cloned().collect(),
         "//sys/topmost_transactions" => master
             .transactions
             .values()
-            .filter(|t| t.parent_id.is_none() && master.is_live(&t.id, now))
+            .filter(|t| t.parent_id.is_none())
             .map(|t| t.id.clone())
             .collect(),
-        "//sys/locks" => master
-            .locks
-            .values()
-            .filter(|l| master.is_live(&l.transaction_id, now))
-            .map(|l| l.id.clone())
-            .collect(),
+        "//sys/locks" => master.locks.keys().cloned().collect(),
         _ => return None,
     })
-}
-
-/// Unix milliseconds now.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// A time as YT prints it (`2026-11-26T22:19:34.123000Z`), from Unix milliseconds.

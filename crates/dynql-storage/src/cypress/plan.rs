@@ -9,28 +9,21 @@ use dynql_core::Yson;
 
 use super::tree::Tree;
 use super::{child_path, parent, validate, Node, NodeKind, NodeView, ROOT};
+use crate::clock::Fresh;
 use crate::error::{Error, Result};
 use crate::log::Action;
-use crate::store::fresh_id;
 
 fn invalid<T>(message: String) -> Result<T> {
     Err(Error::Invalid(message))
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// A new node of `kind` with custom `attributes`.
-pub fn new_node(kind: NodeKind, attributes: BTreeMap<String, String>) -> Node {
+/// A new node of `kind` with custom `attributes`, its id and creation time from `fresh`.
+pub fn new_node(kind: NodeKind, attributes: BTreeMap<String, String>, fresh: &Fresh) -> Node {
     Node {
-        id: fresh_id(),
+        id: fresh.id(),
         kind,
         attributes,
-        creation_time: now_ms(),
+        creation_time: fresh.now_ms(),
     }
 }
 
@@ -39,7 +32,12 @@ pub fn new_node(kind: NodeKind, attributes: BTreeMap<String, String>) -> Node {
 ///
 /// # Errors
 /// A missing parent without `recursive`; an ancestor that is not a map node.
-pub(crate) fn parents(tree: &Tree, path: &str, recursive: bool) -> Result<Vec<Action>> {
+pub(crate) fn parents(
+    tree: &Tree,
+    path: &str,
+    recursive: bool,
+    fresh: &Fresh,
+) -> Result<Vec<Action>> {
     let mut missing = Vec::new();
     let mut at = parent(path).unwrap_or(ROOT);
     if super::SYSTEM_DIRECTORIES.contains(&at) {
@@ -72,7 +70,7 @@ pub(crate) fn parents(tree: &Tree, path: &str, recursive: bool) -> Result<Vec<Ac
         .rev()
         .map(|p| Action::CreateNode {
             path: p.to_string(),
-            node: new_node(NodeKind::MapNode, BTreeMap::new()),
+            node: new_node(NodeKind::MapNode, BTreeMap::new(), fresh),
         })
         .collect())
 }
@@ -90,6 +88,7 @@ pub(crate) fn new_path(
     type_name: &str,
     recursive: bool,
     ignore_existing: bool,
+    fresh: &Fresh,
 ) -> Result<Option<Vec<Action>>> {
     crate::validate_path(path)?;
     if let Some(view) = tree.node(path) {
@@ -114,7 +113,7 @@ pub(crate) fn new_path(
             "Cannot create {path}: it is inside the value of a document or list node (set it instead)"
         ));
     }
-    parents(tree, path, recursive).map(Some)
+    parents(tree, path, recursive, fresh).map(Some)
 }
 
 /// `create map_node|document PATH`: a document's value is `value` (`#` if not given).
@@ -125,9 +124,17 @@ pub(crate) fn create(
     attributes: &BTreeMap<String, String>,
     recursive: bool,
     ignore_existing: bool,
+    fresh: &Fresh,
 ) -> Result<Vec<Action>> {
-    let node = new_node(kind.clone(), attributes.clone());
-    let Some(mut actions) = new_path(tree, path, node.type_name(), recursive, ignore_existing)?
+    let node = new_node(kind.clone(), attributes.clone(), fresh);
+    let Some(mut actions) = new_path(
+        tree,
+        path,
+        node.type_name(),
+        recursive,
+        ignore_existing,
+        fresh,
+    )?
     else {
         return Ok(vec![]);
     };
@@ -246,7 +253,7 @@ pub fn text(value: &Yson) -> String {
 
 /// The actions that create the nodes of `value` at `path`: a map becomes a map node with a
 /// child per key, anything else a scalar node; `<a=1>v` sets attributes.
-fn build(path: &str, value: &Yson, actions: &mut Vec<Action>) {
+fn build(path: &str, value: &Yson, actions: &mut Vec<Action>, fresh: &Fresh) {
     let (attributes, value) = match value {
         Yson::Attributed { attributes, value } => (
             attributes
@@ -261,15 +268,20 @@ fn build(path: &str, value: &Yson, actions: &mut Vec<Action>) {
         Yson::Map(entries) => {
             actions.push(Action::CreateNode {
                 path: path.into(),
-                node: new_node(NodeKind::MapNode, attributes),
+                node: new_node(NodeKind::MapNode, attributes, fresh),
             });
             for (k, v) in entries {
-                build(&child_path(path, &String::from_utf8_lossy(k)), v, actions);
+                build(
+                    &child_path(path, &String::from_utf8_lossy(k)),
+                    v,
+                    actions,
+                    fresh,
+                );
             }
         }
         other => actions.push(Action::CreateNode {
             path: path.into(),
-            node: new_node(NodeKind::Scalar { value: text(other) }, attributes),
+            node: new_node(NodeKind::Scalar { value: text(other) }, attributes, fresh),
         }),
     }
 }
@@ -300,14 +312,20 @@ fn check_keys(path: &str, value: &Yson) -> Result<()> {
 /// `set PATH VALUE`: a document's value (or a part of it, by a path inside) changes in
 /// place; a scalar node takes the new value; a map node's children are replaced by the
 /// value's keys; a missing node is made from the value (a map becomes a map node).
-pub(crate) fn set(tree: &Tree, path: &str, value: &Yson, recursive: bool) -> Result<Vec<Action>> {
+pub(crate) fn set(
+    tree: &Tree,
+    path: &str,
+    value: &Yson,
+    recursive: bool,
+    fresh: &Fresh,
+) -> Result<Vec<Action>> {
     validate(path)?;
     check_keys(path, value)?;
     let (at, view, inner) = match tree.resolve(path) {
         Ok(found) => found,
         Err(Error::NoSuchNode { .. }) => {
-            let mut actions = parents(tree, path, recursive)?;
-            build(path, value, &mut actions);
+            let mut actions = parents(tree, path, recursive, fresh)?;
+            build(path, value, &mut actions, fresh);
             return Ok(actions);
         }
         Err(e) => return Err(e),
@@ -359,6 +377,7 @@ pub(crate) fn set(tree: &Tree, path: &str, value: &Yson, recursive: bool) -> Res
                         &child_path(path, &String::from_utf8_lossy(k)),
                         v,
                         &mut actions,
+                        fresh,
                     );
                 }
             }
@@ -367,7 +386,7 @@ pub(crate) fn set(tree: &Tree, path: &str, value: &Yson, recursive: bool) -> Res
         _ => {
             // A node of another kind replaces this one.
             let mut actions = remove(tree, path, true, false)?;
-            build(path, value, &mut actions);
+            build(path, value, &mut actions, fresh);
             Ok(actions)
         }
     }
@@ -447,6 +466,7 @@ pub(crate) fn copy(
     keep_source: bool,
     recursive: bool,
     force: bool,
+    fresh: &Fresh,
 ) -> Result<Vec<Action>> {
     validate(source)?;
     crate::validate_path(destination)?;
@@ -477,14 +497,14 @@ pub(crate) fn copy(
             ),
             })
         }
-        None => parents(tree, destination, recursive)?,
+        None => parents(tree, destination, recursive, fresh)?,
     };
     let moved = |p: &str| format!("{destination}{}", &p[source.len()..]);
-    let fresh = |node: &Node| {
+    let renewed = |node: &Node| {
         if keep_source {
             Node {
-                id: fresh_id(),
-                creation_time: now_ms(),
+                id: fresh.id(),
+                creation_time: fresh.now_ms(),
                 ..node.clone()
             }
         } else {
@@ -502,26 +522,32 @@ pub(crate) fn copy(
         NodeView::Table(entry) => {
             return Ok(actions
                 .into_iter()
-                .chain([copy_table(source, &entry.id, destination, keep_source)])
+                .chain([copy_table(
+                    source,
+                    &entry.id,
+                    destination,
+                    keep_source,
+                    fresh,
+                )])
                 .collect())
         }
         NodeView::Node(node) => actions.push(Action::CreateNode {
             path: destination.into(),
-            node: fresh(node),
+            node: renewed(node),
         }),
         NodeView::ImplicitMap => actions.push(Action::CreateNode {
             path: destination.into(),
-            node: new_node(NodeKind::MapNode, BTreeMap::new()),
+            node: new_node(NodeKind::MapNode, BTreeMap::new(), fresh),
         }),
     }
     for (p, node) in &nodes {
         actions.push(Action::CreateNode {
             path: moved(p),
-            node: fresh(node),
+            node: renewed(node),
         });
     }
     for (t, table_id) in &tables {
-        actions.push(copy_table(t, table_id, &moved(t), keep_source));
+        actions.push(copy_table(t, table_id, &moved(t), keep_source, fresh));
     }
     if !keep_source {
         for (p, node) in nodes.iter().rev() {
@@ -540,12 +566,18 @@ pub(crate) fn copy(
     Ok(actions)
 }
 
-fn copy_table(source: &str, table_id: &str, destination: &str, keep_source: bool) -> Action {
+fn copy_table(
+    source: &str,
+    table_id: &str,
+    destination: &str,
+    keep_source: bool,
+    fresh: &Fresh,
+) -> Action {
     Action::CopyTable {
         source: source.into(),
         table_id: table_id.into(),
         destination: destination.into(),
-        new_id: fresh_id(),
+        new_id: fresh.id(),
         keep_source,
     }
 }
@@ -560,6 +592,7 @@ pub(crate) fn set_attribute(
     path: &str,
     name: &str,
     value: Option<&Yson>,
+    fresh: &Fresh,
 ) -> Result<Vec<Action>> {
     validate(path)?;
     let (attribute, inner) = match name.split_once('/') {
@@ -602,7 +635,7 @@ pub(crate) fn set_attribute(
     let mut actions = Vec::new();
     let node_id = match view {
         NodeView::ImplicitMap => {
-            let node = new_node(NodeKind::MapNode, BTreeMap::new());
+            let node = new_node(NodeKind::MapNode, BTreeMap::new(), fresh);
             let id = node.id.clone();
             actions.push(Action::CreateNode {
                 path: path.into(),

@@ -44,6 +44,7 @@ impl Store {
     /// there is none. A path inside a document is not a node: [`Store::get_node`] reads it.
     pub async fn node_in(&self, path: &str, tx: Option<&str>) -> Result<Option<NodeInfo>> {
         let state = self.refresh().await?;
+        let (state, _) = super::change::reap_expired(&state, self.fresh.now_ms())?;
         let tree = Tree::of(&state, tx)?;
         Ok(tree.node(normalize(path)).map(|view| match view {
             NodeView::ImplicitMap => NodeInfo::ImplicitMap,
@@ -64,8 +65,9 @@ impl Store {
         read: impl FnOnce(&Tree) -> Result<T>,
     ) -> Result<T> {
         let state = self.refresh().await?;
+        let (state, _) = super::change::reap_expired(&state, self.fresh.now_ms())?;
         if let Some(id) = tx {
-            if !state.master.is_live(id, super::now_ms()) {
+            if !state.master.transactions.contains_key(id) {
                 return Err(Error::NoSuchTransaction { id: id.into() });
             }
         }
@@ -133,7 +135,15 @@ impl Store {
         tx: Option<&str>,
     ) -> Result<()> {
         self.change_tree(tx, |tree| {
-            plan::create(tree, path, &kind, &attributes, recursive, ignore_existing)
+            plan::create(
+                tree,
+                path,
+                &kind,
+                &attributes,
+                recursive,
+                ignore_existing,
+                &self.fresh,
+            )
         })
         .await
     }
@@ -147,8 +157,10 @@ impl Store {
         tx: Option<&str>,
     ) -> Result<()> {
         let path = normalize(path);
-        self.change_tree(tx, |tree| plan::set(tree, path, value, recursive))
-            .await
+        self.change_tree(tx, |tree| {
+            plan::set(tree, path, value, recursive, &self.fresh)
+        })
+        .await
     }
 
     /// `yt remove PATH` (see [`plan::remove`]).
@@ -177,7 +189,15 @@ impl Store {
     ) -> Result<()> {
         let source = normalize(source);
         self.change_tree(tx, |tree| {
-            plan::copy(tree, source, destination, keep_source, recursive, force)
+            plan::copy(
+                tree,
+                source,
+                destination,
+                keep_source,
+                recursive,
+                force,
+                &self.fresh,
+            )
         })
         .await
     }
@@ -192,7 +212,9 @@ impl Store {
         tx: Option<&str>,
     ) -> Result<()> {
         let path = normalize(path);
-        self.change_tree(tx, |tree| plan::set_attribute(tree, path, name, value))
-            .await
+        self.change_tree(tx, |tree| {
+            plan::set_attribute(tree, path, name, value, &self.fresh)
+        })
+        .await
     }
 }

@@ -333,7 +333,7 @@ impl Store {
         }
         self.flush_tables(None).await?;
         let state = self.refresh().await?;
-        let now = Timestamp::now();
+        let now = self.fresh.now();
         let crowded: Vec<String> = state
             .tables
             .iter()
@@ -395,7 +395,7 @@ impl Store {
             let refs: Vec<&RowDelta> = deltas.iter().collect();
             let chunk = write_versioned_chunk(
                 self.objects.as_ref(),
-                new_chunk_path(&entry.id, "tail"),
+                new_chunk_path(&entry.id, "tail", &self.fresh),
                 &entry.schema,
                 &refs,
                 // The dynamic store's image is read back whole, never looked up in.

@@ -11,7 +11,6 @@ use object_store::ObjectStoreExt;
 use crate::chunk::chunk_created_ms;
 use crate::cypress::transactions::Entry;
 use crate::error::{Error, Result};
-use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
 use crate::static_table;
 use crate::store::Store;
@@ -153,7 +152,7 @@ impl Store {
         let chunks =
             crate::io::objects::list_all(self.objects.as_ref(), &ObjectPath::from("tables"))
                 .await?;
-        let now_ms = crate::kernel::retention::timestamp_ms(Timestamp::now());
+        let now_ms = crate::kernel::retention::timestamp_ms(self.fresh.now());
         for c in chunks {
             // A key filter file lives as long as its chunk.
             let owner = crate::key_filter::filtered_chunk(c.location.as_ref());

@@ -116,7 +116,7 @@ impl Store {
         let state = self.refresh().await?;
         // Planned now (and dropped) so that a lock conflict shows before any upload.
         let table = std::sync::Mutex::new(None);
-        crate::cypress::change::actions(&state, tx, &|tree: &Tree| {
+        crate::cypress::change::actions(&state, tx, &self.fresh, &|tree: &Tree| {
             let Some(NodeView::Table(entry)) = tree.node(path) else {
                 return Err(Error::NoSuchTable { path: path.into() });
             };
@@ -219,7 +219,7 @@ impl Store {
             return Ok(());
         };
         let (bytes, checksum) = open.encoder.finish()?;
-        let path = new_chunk_path(&write.entry.id, "static");
+        let path = new_chunk_path(&write.entry.id, "static", &self.fresh);
         let size = bytes.len() as u64;
         put_encoded(self.objects.as_ref(), &path, bytes).await?;
         write.chunks.push(StaticChunk {

@@ -11,7 +11,6 @@ use dynql_core::{TableSchema, ValueType};
 use crate::error::{Error, Result};
 use crate::kernel::catalog::TableEntry;
 pub use crate::kernel::tablet_state::{TabletCommand, TabletState};
-use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
 use crate::store::Store;
 
@@ -216,7 +215,7 @@ impl Store {
                     actions.push(Action::CompactChunks {
                         path: path.into(),
                         table_id: entry.id.clone(),
-                        now: Timestamp::now().0,
+                        now: self.fresh.now().0,
                         horizon: 0,
                         chunks: chunks.clone(),
                         replaces: replaces.clone(),

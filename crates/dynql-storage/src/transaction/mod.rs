@@ -41,7 +41,7 @@ use crate::conflict::{check_conflicts, chunks_after, MissingChunks};
 use crate::error::{Error, Result};
 use crate::kernel::timestamp::Timestamp;
 use crate::log::Action;
-use crate::store::{fresh_id, Store};
+use crate::store::Store;
 use slot::{meta_path, Seal};
 
 /// How many times a commit re-fetches chunks flushed while it was being checked.
@@ -69,13 +69,6 @@ fn sealed_error(id: &str, seal: Seal) -> Error {
             Seal::Abort => "aborted",
         },
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 fn valid_id(id: &str) -> Result<()> {
@@ -107,10 +100,10 @@ impl Store {
         // not in this snapshot has a larger timestamp, so the check sees it.
         let start_timestamp = self.last_committed_timestamp().await?;
         let info = TransactionInfo {
-            id: fresh_id(),
+            id: self.fresh.id(),
             start_timestamp,
             timeout_ms,
-            deadline_unix_ms: now_ms().saturating_add(timeout_ms),
+            deadline_unix_ms: self.fresh.now_ms().saturating_add(timeout_ms),
         };
         self.put_meta(&info).await?;
         Ok(info)
@@ -135,7 +128,7 @@ impl Store {
             .read_meta(id)
             .await?
             .ok_or_else(|| Error::NoSuchTransaction { id: id.into() })?;
-        if now_ms() > info.deadline_unix_ms {
+        if self.fresh.now_ms() > info.deadline_unix_ms {
             self.abort_transaction(id).await?;
             return Err(Error::NoSuchTransaction { id: id.into() });
         }
@@ -168,7 +161,7 @@ impl Store {
     /// Extends the transaction's deadline by its timeout.
     pub async fn ping_transaction(&self, id: &str) -> Result<()> {
         let mut info = self.transaction(id).await?;
-        info.deadline_unix_ms = now_ms().saturating_add(info.timeout_ms);
+        info.deadline_unix_ms = self.fresh.now_ms().saturating_add(info.timeout_ms);
         self.put_meta(&info).await
     }
 
@@ -271,7 +264,7 @@ impl Store {
     /// Whether the transaction's deadline has passed (or its metadata is gone).
     async fn expired(&self, id: &str) -> Result<bool> {
         Ok(match self.read_meta(id).await? {
-            Some(info) => now_ms() > info.deadline_unix_ms,
+            Some(info) => self.fresh.now_ms() > info.deadline_unix_ms,
             None => true,
         })
     }
@@ -299,7 +292,7 @@ impl Store {
                 continue;
             };
             if let Some(info) = self.read_meta(id).await? {
-                if now_ms() <= info.deadline_unix_ms {
+                if self.fresh.now_ms() <= info.deadline_unix_ms {
                     oldest =
                         Some(oldest.map_or(info.start_timestamp, |o| o.min(info.start_timestamp)));
                 }
@@ -315,7 +308,7 @@ impl Store {
             .objects
             .list_with_delimiter(Some(&ObjectPath::from(slot::TX_DIR)))
             .await?;
-        let now = now_ms();
+        let now = self.fresh.now_ms();
         for folder in listing.common_prefixes {
             let Some(id) = folder.filename() else {
                 continue;

@@ -232,7 +232,7 @@ async fn the_last_compaction_survives_a_checkpoint_and_paces_auto_compaction_per
             let state = s.refresh().await.unwrap();
             let (e, d) = &state.tables["//t"];
             (
-                crate::compact::periodic_compaction_due(e, d, Timestamp::now()),
+                crate::compact::periodic_compaction_due(e, d, crate::clock::Fresh::default().now()),
                 d.last_compaction,
             )
         }
