@@ -75,6 +75,10 @@ pub enum Error {
     /// The log records a reader needs were collected after a newer checkpoint; reload it.
     #[error("The commit log starts at record {first}, after record {expected} this reader needs")]
     LogTruncated { expected: u64, first: u64 },
+    /// A snapshot at a log position the store no longer keeps what it needs for (see
+    /// [`crate::Store::snapshot_at`]).
+    #[error("Snapshot too old: log position {seq} is before {oldest}, the oldest this store can still be read at (the log before its older kept checkpoint was collected); read at a newer position")]
+    SnapshotTooOld { seq: u64, oldest: u64 },
     /// The object store failed.
     #[error("Object store error: {0}")]
     ObjectStore(#[from] object_store::Error),

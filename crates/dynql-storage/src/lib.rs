@@ -39,6 +39,7 @@ mod row_group_decode;
 pub mod scan;
 pub mod scan_plan;
 mod schema_change;
+mod snapshot_at;
 mod sort_keys;
 mod state;
 pub mod static_table;

@@ -695,6 +695,19 @@ impl Store {
         if records.is_empty() {
             return Ok(current);
         }
+        // Fetch the chunks of large writes before taking the lock (no I/O under it).
+        let fetched = self.fetch_logged_chunks(&records).await?;
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        apply_entries(Arc::make_mut(&mut guard), &records, &fetched);
+        Ok(guard.clone())
+    }
+
+    /// What [`apply_entries`] needs besides the records: which writes were flushed later,
+    /// and the bytes of the chunks of large writes still to be replayed.
+    pub(crate) async fn fetch_logged_chunks(&self, records: &[log::LogEntry]) -> Result<Fetched> {
         let intact: Vec<&CommitRecord> = records
             .iter()
             .filter_map(|e| match e {
@@ -703,7 +716,6 @@ impl Store {
             })
             .collect();
         let flushed = crate::replay::flushed_later(&intact);
-        // Fetch the chunks of large writes before taking the lock (no I/O under it).
         let mut chunks = HashMap::new();
         for r in &intact {
             for a in &r.actions {
@@ -722,28 +734,7 @@ impl Store {
                 }
             }
         }
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let state = Arc::make_mut(&mut guard);
-        for (i, entry) in records.iter().enumerate() {
-            if entry.seq() != state.seq + 1 {
-                continue;
-            }
-            // What the next record remembers of this one bounds the damage of a lost one.
-            let next = records.get(i + 1).and_then(log::LogEntry::previous);
-            match entry {
-                log::LogEntry::Record(r) => crate::replay::apply(state, r, &chunks, &flushed),
-                log::LogEntry::Damaged(d) => {
-                    crate::replay::apply_lost(state, d.seq, &d.path, Some(d), next)
-                }
-                log::LogEntry::Missing { seq, path } => {
-                    crate::replay::apply_lost(state, *seq, path, None, next)
-                }
-            }
-        }
-        Ok(guard.clone())
+        Ok(Fetched { flushed, chunks })
     }
 
     /// The bytes of a chunk a logged write names, or why they cannot be used (missing,
@@ -769,6 +760,35 @@ impl Store {
                 Ok(Err(format!("its chunk {chunk} is missing")))
             }
             Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// See [`Store::fetch_logged_chunks`].
+pub(crate) struct Fetched {
+    flushed: HashMap<String, u64>,
+    chunks: HashMap<String, std::result::Result<bytes::Bytes, String>>,
+}
+
+/// Applies `records` (in log order) to `state`: each record that follows `state` directly,
+/// a damaged or missing one as lost (damaging the tables it may have touched).
+pub(crate) fn apply_entries(state: &mut State, records: &[log::LogEntry], fetched: &Fetched) {
+    for (i, entry) in records.iter().enumerate() {
+        if entry.seq() != state.seq + 1 {
+            continue;
+        }
+        // What the next record remembers of this one bounds the damage of a lost one.
+        let next = records.get(i + 1).and_then(log::LogEntry::previous);
+        match entry {
+            log::LogEntry::Record(r) => {
+                crate::replay::apply(state, r, &fetched.chunks, &fetched.flushed)
+            }
+            log::LogEntry::Damaged(d) => {
+                crate::replay::apply_lost(state, d.seq, &d.path, Some(d), next)
+            }
+            log::LogEntry::Missing { seq, path } => {
+                crate::replay::apply_lost(state, *seq, path, None, next)
+            }
         }
     }
 }

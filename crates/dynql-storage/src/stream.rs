@@ -129,6 +129,17 @@ impl Store {
 }
 
 impl Snapshot {
+    /// A snapshot of `state`, read through `store`.
+    pub(crate) fn new(store: Store, state: Arc<State>) -> Snapshot {
+        Snapshot { store, state }
+    }
+
+    /// The log position of this snapshot: the last commit record it holds (see
+    /// [`Store::snapshot_at`], which opens the store at it again).
+    pub fn seq(&self) -> u64 {
+        self.state.seq
+    }
+
     /// The tables and their catalog entries.
     pub fn tables(&self) -> BTreeMap<String, TableEntry> {
         self.state

@@ -23,9 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arrow::array::AsArray;
+use arrow::datatypes::Int64Type;
 use async_trait::async_trait;
 use dynql_core::{TableSchema, Value};
-use dynql_storage::{ManualClock, SeededIds, Store, TableOptions, Timestamp, WriteKind};
+use dynql_storage::{Error, ManualClock, SeededIds, Store, TableOptions, Timestamp, WriteKind};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::memory::InMemory;
@@ -236,6 +238,29 @@ async fn read(store: &Store) -> Rows {
         .collect()
 }
 
+/// The rows of a snapshot (see [`dynql_storage::Store::snapshot_at`]).
+async fn read_snapshot(snapshot: &dynql_storage::Snapshot) -> Rows {
+    let scan = snapshot
+        .plan_table_scan(TABLE, None, Timestamp::SYNC_LAST_COMMITTED)
+        .unwrap();
+    let tablets = scan.tablets().to_vec();
+    let batches: Vec<arrow::record_batch::RecordBatch> = scan
+        .stream(tablets, None, false, 1024, dynql_storage::Prefetch::Inline)
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut rows = Rows::new();
+    for b in &batches {
+        let k = b.column(0).as_primitive::<Int64Type>();
+        let v = b.column(1).as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            rows.insert(k.value(i), v.value(i));
+        }
+    }
+    rows
+}
+
 /// A run's record: what happened at each step, and the objects left.
 #[derive(Debug, PartialEq)]
 struct Outcome {
@@ -306,6 +331,8 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
     };
     let mut trace = Vec::new();
     let mut next_value = 0i64;
+    // Log positions read, with the rows there.
+    let mut positions: Vec<(u64, Rows)> = Vec::new();
     for step in 0..steps {
         clock.advance(Duration::from_micros(rng.below(5_000)));
         let p = rng.below(PROCESSES as u64) as usize;
@@ -469,7 +496,27 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
             _ => {
                 let seen = read(store).await;
                 model.settle(seen, seed, &trace);
-                format!("{step}: p{p} read {} rows", model.rows.len())
+                // The position just read, and a past one read again at its position.
+                let seq = store.snapshot().await.unwrap().seq();
+                positions.push((seq, model.rows.clone()));
+                let (at, rows) = positions[rng.below(positions.len() as u64) as usize].clone();
+                let past = match store.snapshot_at(at).await {
+                    Ok(snapshot) => {
+                        assert_eq!(
+                            read_snapshot(&snapshot).await,
+                            rows,
+                            "seed {seed}: the store at position {at}\n{}",
+                            trace.join("\n")
+                        );
+                        "read again"
+                    }
+                    Err(Error::SnapshotTooOld { .. }) => "too old",
+                    Err(e) => panic!("seed {seed}: at position {at}: {e}"),
+                };
+                format!(
+                    "{step}: p{p} read {} rows at {seq}; position {at} {past}",
+                    model.rows.len()
+                )
             }
         };
         trace.push(what);

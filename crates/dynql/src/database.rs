@@ -83,6 +83,37 @@ impl Database {
         Ok(self)
     }
 
+    /// This database reading the time from `clock` instead of the wall clock: commit
+    /// timestamps, TTL's and compaction's "now", transaction deadlines (see
+    /// [`Store::with_clock`]). A test of a TTL or a timeout moves a [`crate::ManualClock`]
+    /// instead of sleeping.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use dynql::{Database, ManualClock, SeededIds};
+    /// let clock = Arc::new(ManualClock::new(1_900_000_000_000_000_000));
+    /// let db = Database::open("memory://")?
+    ///     .with_clock(clock.clone())
+    ///     .with_ids(Arc::new(SeededIds::new(1)));
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let ts = db.generate_timestamp().await?;
+    /// assert_eq!(ts.unix_seconds(), 1_900_000_000);
+    /// # Ok::<(), dynql::Error>(()) }).unwrap();
+    /// # Ok::<(), dynql::Error>(())
+    /// ```
+    pub fn with_clock(mut self, clock: std::sync::Arc<dyn crate::Clock>) -> Database {
+        self.store = self.store.with_clock(clock);
+        self
+    }
+
+    /// This database making its ids (tables, chunks, nodes, locks, transactions) with `ids`
+    /// (see [`Store::with_ids`]): [`crate::SeededIds`] make a run repeatable.
+    pub fn with_ids(mut self, ids: std::sync::Arc<dyn crate::IdGenerator>) -> Database {
+        self.store = self.store.with_ids(ids);
+        self
+    }
+
     /// The memory limit of the queries' operators, if any ([`Database::with_memory_limit`]).
     pub fn memory_limit(&self) -> Option<usize> {
         self.engine.memory_limit()

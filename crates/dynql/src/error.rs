@@ -170,6 +170,7 @@ fn storage_kind(e: &dynql_storage::Error) -> ErrorKind {
         | S::Invalid(_)
         | S::InvalidRow { .. }
         | S::WrongState { .. }
+        | S::SnapshotTooOld { .. }
         | S::Core(_) => ErrorKind::InvalidInput,
         S::Unsupported(_) => ErrorKind::Unsupported,
         S::AlreadyExists { .. } => ErrorKind::AlreadyExists,

@@ -43,6 +43,7 @@ pub use dynql_storage::{
     CacheAdmission, CheckReport, Damage, LockMode, LookupStatistics, RepairReport, Reshard,
     TabletCommand, TabletState, Timestamp,
 };
+pub use dynql_storage::{Clock, IdGenerator, ManualClock, ProcessIds, SeededIds, SystemClock};
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};

@@ -217,6 +217,26 @@ pub(crate) async fn load_latest(objects: &dyn ObjectStore) -> Result<Option<Stat
     }
 }
 
+/// The newest intact checkpoint at or below log position `seq`, `None` when there is none
+/// (replay from record 1, if it is still there).
+///
+/// # Errors
+/// The object store fails.
+pub(crate) async fn load_at_or_below(objects: &dyn ObjectStore, seq: u64) -> Result<Option<State>> {
+    for (at, location) in manifests(objects).await? {
+        if at > seq {
+            continue;
+        }
+        match load(objects, at, &location).await {
+            Ok(state) => return Ok(Some(state)),
+            Err(e @ Error::ObjectStore(_)) if !is_not_found(&e) => return Err(e),
+            // A damaged one: an older one may do.
+            Err(_) => continue,
+        }
+    }
+    Ok(None)
+}
+
 pub(crate) fn is_not_found(e: &Error) -> bool {
     matches!(e, Error::ObjectStore(object_store::Error::NotFound { .. }))
 }
