@@ -43,15 +43,15 @@ const SMALL_SCAN_UNFLUSHED_KEYS: usize = 65_536;
 /// read as streams ([`TableScan::stream`]).
 #[derive(Clone)]
 pub struct TableScan {
-    store: Store,
-    state: Arc<State>,
-    path: String,
-    entry: Arc<TableEntry>,
-    ranges: Arc<Vec<KeyRange>>,
+    pub(crate) store: Store,
+    pub(crate) state: Arc<State>,
+    pub(crate) path: String,
+    pub(crate) entry: Arc<TableEntry>,
+    pub(crate) ranges: Arc<Vec<KeyRange>>,
     /// The Arrow schema of the rows ([`TableScan::schema`]).
     schema: SchemaRef,
-    timestamp: Timestamp,
-    tablets: Vec<usize>,
+    pub(crate) timestamp: Timestamp,
+    pub(crate) tablets: Vec<usize>,
     planned: ScanStatistics,
     /// Keys in the table's dynamic store (all of them, not only those in range).
     unflushed_keys: usize,
