@@ -43,6 +43,7 @@ mod schema_change;
 mod snapshot_at;
 mod sort_keys;
 mod state;
+mod state_invariants;
 pub mod static_table;
 pub mod store;
 pub mod stream;

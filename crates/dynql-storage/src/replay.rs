@@ -702,6 +702,7 @@ impl Store {
             Err(poisoned) => poisoned.into_inner(),
         };
         apply_entries(Arc::make_mut(&mut guard), &records, &fetched);
+        guard.debug_check_invariants();
         Ok(guard.clone())
     }
 

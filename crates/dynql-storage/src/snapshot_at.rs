@@ -60,6 +60,7 @@ impl Store {
             let fetched = self.fetch_logged_chunks(&records).await?;
             crate::replay::apply_entries(&mut state, &records, &fetched);
         }
+        state.debug_check_invariants();
         if state.seq != seq {
             return Err(Error::Internal(format!(
                 "replaying the log up to record {seq} stopped at record {}",
