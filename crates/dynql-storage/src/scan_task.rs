@@ -247,8 +247,6 @@ impl ScanTask {
 mod tests {
     use std::sync::Arc;
 
-    use arrow::array::AsArray;
-    use arrow::datatypes::Int64Type;
     use dynql_core::{TableSchema, Value};
     use futures::TryStreamExt;
 
@@ -256,9 +254,7 @@ mod tests {
     use crate::kernel::mvcc::WriteKind;
     use crate::{KeyBound, TableOptions};
 
-    fn row(k: i64, v: i64) -> Vec<Option<Value>> {
-        vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
-    }
+    use crate::test_tables::key_value_row as row;
 
     async fn keys_and_values(task: &ScanTask, store: &Store) -> Vec<(i64, i64)> {
         let batches: Vec<RecordBatch> = task
@@ -268,14 +264,7 @@ mod tests {
             .try_collect()
             .await
             .unwrap();
-        batches
-            .iter()
-            .flat_map(|b| {
-                let k = b.column(0).as_primitive::<Int64Type>().clone();
-                let v = b.column(1).as_primitive::<Int64Type>().clone();
-                (0..b.num_rows()).map(move |i| (k.value(i), v.value(i)))
-            })
-            .collect()
+        crate::test_tables::key_value_pairs(&batches)
     }
 
     /// A task planned in one process and sent as JSON reads, in another process and after

@@ -73,19 +73,13 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use arrow::array::AsArray;
-    use arrow::datatypes::Int64Type;
     use arrow::record_batch::RecordBatch;
-    use dynql_core::{TableSchema, Value};
     use futures::TryStreamExt;
 
     use crate::kernel::mvcc::WriteKind;
     use crate::kernel::timestamp::Timestamp;
-    use crate::{Error, Prefetch, Store, TableOptions};
-
-    fn row(k: i64, v: i64) -> Vec<Option<Value>> {
-        vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
-    }
+    use crate::test_tables::key_value_row as row;
+    use crate::{Error, Prefetch, Store};
 
     /// The rows of `//t` in the store as of `seq`.
     async fn rows_at(store: &Store, seq: u64) -> Vec<(i64, i64)> {
@@ -101,27 +95,14 @@ mod tests {
             .try_collect()
             .await
             .unwrap();
-        batches
-            .iter()
-            .flat_map(|b| {
-                let k = b.column(0).as_primitive::<Int64Type>().clone();
-                let v = b.column(1).as_primitive::<Int64Type>().clone();
-                (0..b.num_rows()).map(move |i| (k.value(i), v.value(i)))
-            })
-            .collect()
+        crate::test_tables::key_value_pairs(&batches)
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_past_position_reads_as_the_store_read_then_from_any_process() {
         let objects = std::sync::Arc::new(object_store::memory::InMemory::new());
         let store = Store::from_object_store(objects.clone(), "memory://");
-        let schema =
-            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-                .unwrap();
-        store
-            .create_table("//t", schema, TableOptions::default())
-            .await
-            .unwrap();
+        crate::test_tables::create_key_value_table(&store, "//t").await;
         let created = store.snapshot().await.unwrap().seq();
         // Per commit: its log position and the rows then (unflushed, flushed, compacted,
         // and past a checkpoint).
@@ -168,13 +149,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_position_whose_records_were_collected_is_too_old() {
         let store = Store::open("memory://").unwrap().with_gc_grace_ms(0);
-        let schema =
-            TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]")
-                .unwrap();
-        store
-            .create_table("//t", schema, TableOptions::default())
-            .await
-            .unwrap();
+        crate::test_tables::create_key_value_table(&store, "//t").await;
         let first = store.snapshot().await.unwrap().seq();
         // Three checkpoints: collection keeps the two newest and the log after the older.
         let (mut rounds, mut checkpoints) = (Vec::new(), Vec::new());

@@ -4,152 +4,37 @@
 //! cut the acknowledgement off, possibly the one in flight) — never a partial commit.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use dynql_core::{TableSchema, Value};
+use dynql_core::Value;
 use dynql_storage::{Store, TableOptions, Timestamp, WriteKind};
-use futures::stream::BoxStream;
-use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::ObjectStore;
 
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Fault {
-    /// The call fails without effect.
-    Fail,
-    /// The call takes effect, then reports failure (a lost acknowledgement).
-    CutOff,
-}
+mod support;
+use support::faulty_store::{Fault, FaultPlan, FaultyStore};
+use support::{key, row, schema};
 
-/// Passes calls through until `budget` mutating calls were made, then injects `fault` once
-/// and fails every later mutation (the process is "dead").
-#[derive(Debug)]
-struct FaultyStore {
-    inner: Arc<dyn ObjectStore>,
-    budget: AtomicI64,
+/// Passes calls through until `left` mutating calls were made, then injects `fault` once and
+/// fails every later mutation (the process is "dead").
+struct Budget {
+    left: AtomicI64,
     fault: Fault,
 }
 
-impl fmt::Display for FaultyStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FaultyStore({})", self.inner)
-    }
-}
-
-fn injected() -> object_store::Error {
-    object_store::Error::Generic {
-        store: "faulty",
-        source: "injected fault".into(),
-    }
-}
-
-impl FaultyStore {
-    /// Ok(true): do the call; Ok(false)/Err: per fault mode.
-    fn tick(&self) -> Option<bool> {
-        let left = self.budget.fetch_sub(1, Ordering::SeqCst);
+impl FaultPlan for Budget {
+    fn next_fault(&self) -> Option<Fault> {
+        let left = self.left.fetch_sub(1, Ordering::SeqCst);
         if left > 0 {
             None
         } else if left == 0 {
-            Some(self.fault == Fault::CutOff)
+            Some(self.fault)
         } else {
-            Some(false)
+            Some(Fault::Fail)
         }
     }
-}
-
-#[async_trait]
-impl ObjectStore for FaultyStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        match self.tick() {
-            None => self.inner.put_opts(location, payload, opts).await,
-            Some(true) => {
-                self.inner.put_opts(location, payload, opts).await?;
-                Err(injected())
-            }
-            Some(false) => Err(injected()),
-        }
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        match self.tick() {
-            None => self.inner.put_multipart_opts(location, opts).await,
-            _ => Err(injected()),
-        }
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        match self.tick() {
-            None => self.inner.delete_stream(locations),
-            Some(true) => {
-                let inner = self.inner.clone();
-                futures::stream::once(async move {
-                    let _: Vec<_> = inner.delete_stream(locations).collect().await;
-                    Err(injected())
-                })
-                .boxed()
-            }
-            Some(false) => futures::stream::once(async { Err(injected()) }).boxed(),
-        }
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        match self.tick() {
-            None => self.inner.copy_opts(from, to, options).await,
-            _ => Err(injected()),
-        }
-    }
-}
-
-fn schema() -> TableSchema {
-    TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]").unwrap()
-}
-
-fn row(k: i64, v: i64) -> Vec<Option<Value>> {
-    vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
-}
-
-fn key(k: i64) -> Vec<Option<Value>> {
-    vec![Some(Value::Int64(k)), None]
 }
 
 /// The table's rows (`None`: no table yet) and the nodes master transactions committed
@@ -542,8 +427,10 @@ async fn every_fault_point_keeps_exactly_the_acknowledged_commits() {
             let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
             let faulty = Arc::new(FaultyStore {
                 inner: inner.clone(),
-                budget: AtomicI64::new(budget),
-                fault,
+                plan: Budget {
+                    left: AtomicI64::new(budget),
+                    fault,
+                },
             });
             let store = Store::from_object_store(faulty.clone(), "memory://faulty");
             let mut acked = Model::default();

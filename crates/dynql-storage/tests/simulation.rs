@@ -18,24 +18,17 @@
 //! `DYNQL_SIMULATION_TRACE=1` prints every seed's.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow::array::AsArray;
 use arrow::datatypes::Int64Type;
-use async_trait::async_trait;
-use dynql_core::{TableSchema, Value};
+use dynql_core::Value;
 use dynql_storage::{Error, ManualClock, SeededIds, Store, TableOptions, Timestamp, WriteKind};
-use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 /// splitmix64: small, seedable, and the same on every machine.
 struct Rng(u64);
@@ -58,46 +51,21 @@ impl Rng {
     }
 }
 
-/// What a failing call does.
-#[derive(Clone, Copy, Debug)]
-enum Fault {
-    /// Fails without effect.
-    Fail,
-    /// Takes effect, then reports failure (the acknowledgement is lost).
-    CutOff,
-}
+mod support;
+use support::faulty_store::{Fault, FaultPlan, FaultyStore};
+use support::{key, row, schema};
 
-/// Passes every call to `inner`; while `armed`, a mutating call fails as its own seeded
-/// generator says (about one in `1000 / per_mille`). Reads never fail.
-struct FaultyStore {
-    inner: Arc<dyn ObjectStore>,
+/// Faults at seeded random while `armed`: about one mutating call in `1000 / per_mille`,
+/// half of them failing before taking effect and half after.
+struct Seeded {
     faults: Mutex<Rng>,
     per_mille: u64,
     armed: AtomicBool,
     injected: AtomicU64,
 }
 
-impl fmt::Debug for FaultyStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FaultyStore")
-    }
-}
-
-impl fmt::Display for FaultyStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FaultyStore({})", self.inner)
-    }
-}
-
-fn injected() -> object_store::Error {
-    object_store::Error::Generic {
-        store: "simulation",
-        source: "injected fault".into(),
-    }
-}
-
-impl FaultyStore {
-    fn fault(&self) -> Option<Fault> {
+impl FaultPlan for Seeded {
+    fn next_fault(&self) -> Option<Fault> {
         if !self.armed.load(Ordering::SeqCst) {
             return None;
         }
@@ -114,99 +82,11 @@ impl FaultyStore {
     }
 }
 
-#[async_trait]
-impl ObjectStore for FaultyStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        match self.fault() {
-            None => self.inner.put_opts(location, payload, opts).await,
-            Some(Fault::CutOff) => {
-                self.inner.put_opts(location, payload, opts).await?;
-                Err(injected())
-            }
-            Some(Fault::Fail) => Err(injected()),
-        }
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        match self.fault() {
-            None => self.inner.put_multipart_opts(location, opts).await,
-            Some(_) => Err(injected()),
-        }
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        match self.fault() {
-            None => self.inner.delete_stream(locations),
-            Some(Fault::CutOff) => {
-                let inner = self.inner.clone();
-                futures::stream::once(async move {
-                    let _: Vec<_> = inner.delete_stream(locations).collect().await;
-                    Err(injected())
-                })
-                .boxed()
-            }
-            Some(Fault::Fail) => futures::stream::once(async { Err(injected()) }).boxed(),
-        }
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        match self.fault() {
-            None => self.inner.copy_opts(from, to, options).await,
-            Some(_) => Err(injected()),
-        }
-    }
-}
-
 const TABLE: &str = "//t";
 const KEYS: u64 = 40;
 const PROCESSES: usize = 3;
 /// 2031-01-01T00:00:00Z.
 const START_NANOS: u64 = 1_924_992_000_000_000_000;
-
-fn schema() -> TableSchema {
-    TableSchema::parse("[{name=k;type=int64;sort_order=ascending};{name=v;type=int64}]").unwrap()
-}
-
-fn row(k: i64, v: i64) -> Vec<Option<Value>> {
-    vec![Some(Value::Int64(k)), Some(Value::Int64(v))]
-}
-
-fn key(k: i64) -> Vec<Option<Value>> {
-    vec![Some(Value::Int64(k)), None]
-}
 
 /// Rows as the model holds them: key -> value.
 type Rows = BTreeMap<i64, i64>;
@@ -307,10 +187,12 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
     let memory = Arc::new(InMemory::new());
     let faulty = Arc::new(FaultyStore {
         inner: memory.clone(),
-        faults: Mutex::new(Rng(seed ^ 0xFA17)),
-        per_mille: 60,
-        armed: AtomicBool::new(false),
-        injected: AtomicU64::new(0),
+        plan: Seeded {
+            faults: Mutex::new(Rng(seed ^ 0xFA17)),
+            per_mille: 60,
+            armed: AtomicBool::new(false),
+            injected: AtomicU64::new(0),
+        },
     });
     let clock = Arc::new(ManualClock::new(START_NANOS));
     let open = |process: u64| {
@@ -324,7 +206,7 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
         .create_table(TABLE, schema(), TableOptions::default())
         .await
         .unwrap();
-    faulty.armed.store(true, Ordering::SeqCst);
+    faulty.plan.armed.store(true, Ordering::SeqCst);
     let mut model = Model {
         rows: Rows::new(),
         pending: vec![],
@@ -414,12 +296,12 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
                 let as_written = |c: &Change| -> Change {
                     c.iter().map(|(k, v)| (*k, Some(v.unwrap_or(-1)))).collect()
                 };
-                faulty.armed.store(false, Ordering::SeqCst);
+                faulty.plan.armed.store(false, Ordering::SeqCst);
                 let (ra, rb) = futures::join!(
                     store.write_rows(TABLE, WriteKind::Overwrite, false, writes(&a)),
                     stores[q].write_rows(TABLE, WriteKind::Overwrite, false, writes(&b)),
                 );
-                faulty.armed.store(true, Ordering::SeqCst);
+                faulty.plan.armed.store(true, Ordering::SeqCst);
                 let (ta, tb) = (
                     ra.expect("a write without faults commits"),
                     rb.expect("a write without faults commits"),
@@ -438,7 +320,7 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
                 let common = rng.below(KEYS) as i64;
                 next_value += 2;
                 let (va, vb) = (next_value - 1, next_value);
-                faulty.armed.store(false, Ordering::SeqCst);
+                faulty.plan.armed.store(false, Ordering::SeqCst);
                 let ta = store.start_transaction(60_000).await.unwrap();
                 let tb = stores[q].start_transaction(60_000).await.unwrap();
                 store
@@ -465,7 +347,7 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
                     store.commit_transaction(&ta.id),
                     stores[q].commit_transaction(&tb.id)
                 );
-                faulty.armed.store(true, Ordering::SeqCst);
+                faulty.plan.armed.store(true, Ordering::SeqCst);
                 assert!(
                     !(ca.is_ok() && cb.is_ok()),
                     "seed {seed}: two transactions wrote key {common} and both committed"
@@ -528,7 +410,7 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
             trace.push(format!("{step}: settled, {} rows", model.rows.len()));
         }
     }
-    faulty.armed.store(false, Ordering::SeqCst);
+    faulty.plan.armed.store(false, Ordering::SeqCst);
     // Every process, and a new one opened on what is left, reads the model.
     let seen = read(&stores[0]).await;
     model.settle(seen, seed, &trace);
@@ -543,7 +425,7 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
     trace.push(format!(
         "end: {} rows, {} faults injected",
         model.rows.len(),
-        faulty.injected.load(Ordering::SeqCst)
+        faulty.plan.injected.load(Ordering::SeqCst)
     ));
     let listed: Vec<ObjectMeta> = memory.list(None).try_collect().await.unwrap();
     let mut objects = Vec::new();
