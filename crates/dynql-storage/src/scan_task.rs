@@ -214,6 +214,9 @@ impl ScanTask {
         prefetch: Prefetch,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let scan = self.plan(store).await?;
+        if self.limit == Some(0) {
+            return Ok(futures::stream::empty().boxed());
+        }
         let stream = scan.stream(
             self.tablets.clone(),
             self.columns.clone(),
@@ -340,6 +343,11 @@ mod tests {
             ..received.clone()
         };
         assert_eq!(keys_and_values(&limited, &worker).await, expected[..12]);
+        let none = ScanTask {
+            limit: Some(0),
+            ..received.clone()
+        };
+        assert!(keys_and_values(&none, &worker).await.is_empty());
         // Another table at the path (another store) is refused.
         let other = Store::open("memory://").unwrap();
         let wrong = other

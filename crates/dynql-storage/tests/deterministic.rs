@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod support;
+
 use dynql_core::{TableSchema, Value};
 use dynql_storage::cypress::NodeKind;
 use dynql_storage::{ManualClock, SeededIds, Store, TableOptions, Timestamp, WriteKind};
-use futures::TryStreamExt;
 use object_store::memory::InMemory;
-use object_store::{ObjectStore, ObjectStoreExt};
 
 /// 2030-01-01T00:00:00Z, and a little.
 const START_NANOS: u64 = 1_893_456_000_000_000_123;
@@ -23,6 +23,13 @@ fn row(k: i64, v: &str) -> Vec<Option<Value>> {
         Some(Value::Int64(k)),
         Some(Value::String(v.as_bytes().to_vec())),
     ]
+}
+
+async fn create_directory(store: &Store, path: &str) {
+    store
+        .create_node(path, NodeKind::MapNode, BTreeMap::new(), false, false, None)
+        .await
+        .unwrap();
 }
 
 /// Runs one fixed history on a new in-memory store on a manual clock and ids of `seed`;
@@ -40,17 +47,7 @@ async fn history(seed: u64) -> (BTreeMap<String, Vec<u8>>, Vec<Timestamp>) {
     let ordered = TableSchema::parse("[{name=k;type=int64};{name=v;type=string}]").unwrap();
     let mut timestamps = Vec::new();
 
-    store
-        .create_node(
-            "//work",
-            NodeKind::MapNode,
-            BTreeMap::new(),
-            false,
-            false,
-            None,
-        )
-        .await
-        .unwrap();
+    create_directory(&store, "//work").await;
     tick();
     store
         .create_table("//work/t", sorted, TableOptions::default())
@@ -128,18 +125,7 @@ async fn history(seed: u64) -> (BTreeMap<String, Vec<u8>>, Vec<Timestamp>) {
     tick();
     store.checkpoint().await.unwrap();
 
-    let mut written = BTreeMap::new();
-    let listed: Vec<_> = objects.list(None).try_collect().await.unwrap();
-    for meta in listed {
-        let bytes = objects
-            .get(&meta.location)
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        written.insert(meta.location.to_string(), bytes.to_vec());
-    }
+    let written = support::stored_objects(objects.as_ref()).await;
     (written, timestamps)
 }
 
@@ -192,17 +178,7 @@ async fn transactions_expire_by_the_stores_clock() {
         .unwrap()
         .with_clock(clock.clone())
         .with_ids(Arc::new(SeededIds::new(7)));
-    store
-        .create_node(
-            "//work",
-            NodeKind::MapNode,
-            BTreeMap::new(),
-            false,
-            false,
-            None,
-        )
-        .await
-        .unwrap();
+    create_directory(&store, "//work").await;
     let master = store
         .start_master_transaction(None, 1_000, None)
         .await

@@ -28,7 +28,6 @@ use dynql_core::Value;
 use dynql_storage::{Error, ManualClock, SeededIds, Store, TableOptions, Timestamp, WriteKind};
 use futures::TryStreamExt;
 use object_store::memory::InMemory;
-use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 /// splitmix64: small, seedable, and the same on every machine.
 struct Rng(u64);
@@ -427,18 +426,11 @@ async fn simulate(seed: u64, steps: usize) -> Outcome {
         model.rows.len(),
         faulty.plan.injected.load(Ordering::SeqCst)
     ));
-    let listed: Vec<ObjectMeta> = memory.list(None).try_collect().await.unwrap();
-    let mut objects = Vec::new();
-    for meta in listed {
-        let bytes = memory
-            .get(&meta.location)
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        objects.push((meta.location.to_string(), bytes.len()));
-    }
+    let objects = support::stored_objects(memory.as_ref())
+        .await
+        .into_iter()
+        .map(|(path, bytes)| (path, bytes.len()))
+        .collect();
     Outcome { trace, objects }
 }
 
