@@ -20,11 +20,22 @@ pub struct Cli {
     /// [default: no limit]
     #[arg(long, global = true, value_parser = parse_memory_size)]
     pub memory_limit: Option<usize>,
+    /// Whether a local store's writes are on disk before a command reports success: `fsync`
+    /// (they are) or `none` (fast, but an OS crash or power loss loses the last seconds of
+    /// commits; for tests and bulk loads that can be redone) [env: DYNQL_DURABILITY;
+    /// default: fsync]
+    #[arg(long, global = true, value_parser = parse_durability)]
+    pub durability: Option<dynql::Durability>,
     /// `yt`'s cluster proxy: dynql is embedded and has none (an error that says to use --store).
     #[arg(long, global = true, hide = true)]
     pub proxy: Option<String>,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--durability`'s value.
+fn parse_durability(text: &str) -> Result<dynql::Durability, String> {
+    text.parse()
 }
 
 /// Formats of the rows commands read from stdin (and `lookup-rows` prints), as `yt` spells

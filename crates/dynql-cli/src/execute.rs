@@ -26,13 +26,15 @@ const SHELL_CACHE_BYTES: usize = 2 << 30;
 pub async fn run(cli: Cli) -> Result<()> {
     let url = crate::store::store_url(&cli);
     crate::store::check_proxy(&cli, &url)?;
+    let options = crate::store::store_options(&cli)?;
     match cli.command {
         Command::Shell => {
             let new_store = !Database::was_written(&url);
             let db = match cli.memory_limit {
-                None => Database::open(&url)?,
+                None => Database::open_with(&url, options)?,
                 Some(limit) => crate::store::limited(
                     &url,
+                    &options,
                     SHELL_CACHE_BYTES,
                     CacheAdmission::FirstRead,
                     limit,
@@ -52,6 +54,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             );
             let store = crate::store::open(
                 &url,
+                &options,
                 reads_only,
                 ONE_COMMAND_CACHE_BYTES,
                 cli.memory_limit,

@@ -4,7 +4,7 @@
 //! that was searched (a mistyped `--store` shows at once).
 
 use anyhow::Result;
-use dynql::{CacheAdmission, Database};
+use dynql::{CacheAdmission, Database, Durability, StoreOptions};
 
 use crate::commands::{Cli, Command};
 
@@ -17,6 +17,23 @@ pub fn store_url(cli: &Cli) -> String {
         .clone()
         .or_else(|| std::env::var("DYNQL_STORE").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| DEFAULT_STORE.to_string())
+}
+
+/// How a command opens its store: `--durability`, else `DYNQL_DURABILITY`, else `fsync`.
+pub fn store_options(cli: &Cli) -> Result<StoreOptions> {
+    let durability = match cli.durability {
+        Some(d) => d,
+        None => match std::env::var("DYNQL_DURABILITY") {
+            Ok(text) if !text.is_empty() => text
+                .parse::<Durability>()
+                .map_err(|e| anyhow::anyhow!("DYNQL_DURABILITY: {e}"))?,
+            _ => Durability::default(),
+        },
+    };
+    Ok(StoreOptions {
+        durability,
+        ..StoreOptions::default()
+    })
 }
 
 /// Refuses `--proxy` and notes an ignored `YT_PROXY`: `yt`'s way to name a cluster has no
@@ -64,6 +81,7 @@ pub struct OpenStore {
 /// ever written; the note for the user says so unless `quiet`.
 pub fn open(
     url: &str,
+    options: &StoreOptions,
     reads_only: bool,
     cache_bytes: usize,
     memory_limit: Option<usize>,
@@ -87,8 +105,8 @@ pub fn open(
     // One command keeps only what it reads twice (see `ONE_COMMAND_CACHE_BYTES`).
     let admission = CacheAdmission::SecondRead;
     let db = match memory_limit {
-        None => Database::open(url)?.with_chunk_cache(cache_bytes, admission),
-        Some(limit) => limited(url, cache_bytes, admission, limit)?,
+        None => Database::open_with(url, options.clone())?.with_chunk_cache(cache_bytes, admission),
+        Some(limit) => limited(url, options, cache_bytes, admission, limit)?,
     };
     Ok(OpenStore {
         db,
@@ -102,13 +120,14 @@ pub fn open(
 /// operators the rest.
 pub fn limited(
     url: &str,
+    options: &StoreOptions,
     cache_bytes: usize,
     admission: CacheAdmission,
     memory_limit: usize,
 ) -> Result<Database> {
     let cache = cache_bytes.min(memory_limit / 4);
     let operators = (memory_limit - cache).max(1);
-    Ok(Database::open(url)?
+    Ok(Database::open_with(url, options.clone())?
         .with_chunk_cache(cache, admission)
         .with_memory_limit(operators)?)
 }

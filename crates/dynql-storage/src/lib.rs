@@ -66,6 +66,7 @@ pub use commit::MAX_READ_AHEAD_NANOS;
 pub use conflict::LockMode;
 pub use error::{Error, Result};
 pub use io::cache_entries::CacheAdmission;
+pub use io::disk::{Disk, Durability, OsDisk};
 pub use io::{checkpoint, in_memory, log_store};
 pub use kernel::catalog::{
     canonical_attribute, validate_path, AttributeValue, TableEntry, TableOptions, MAX_PATH_BYTES,
@@ -82,7 +83,7 @@ pub use read::LookupStatistics;
 pub use repair::RepairReport;
 pub use scan::{KeyBound, KeyRange, ScanStatistics, TabletRows};
 pub use scan_task::ScanTask;
-pub use store::{RowValues, Store, GC_GRACE_MS};
+pub use store::{RowValues, Store, StoreOptions, GC_GRACE_MS};
 pub use stream::{Prefetch, ScanStream, Snapshot, StreamRead, TableScan};
 pub use tablets::{Reshard, TabletCommand, TabletState};
 pub use transaction::TransactionInfo;

@@ -34,6 +34,7 @@ use crate::clock::{Clock, Fresh, IdGenerator};
 use crate::error::{Error, Result};
 use crate::io::cache_entries::CacheAdmission;
 use crate::io::chunk_cache::ChunkCache;
+use crate::io::disk::{Disk, Durability, DurableWrites, OsDisk};
 use crate::io::log_store::{LogStore, ObjectLogStore};
 use crate::state::State;
 
@@ -73,22 +74,50 @@ pub struct Store {
 /// Default of [`Store::with_gc_grace_ms`]: one hour.
 pub const GC_GRACE_MS: u64 = 3_600_000;
 
+/// How a store is opened ([`Store::open_with`]): settings of this handle, not of the data.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOptions {
+    /// Whether a local store's writes are on disk before they are acknowledged (default:
+    /// they are). `s3://` stores rely on the service; `memory://` has no disk.
+    pub durability: Durability,
+    /// The file system a local store writes through: the operating system's unless a test
+    /// puts a model of a disk here (the crash simulation).
+    pub disk: Option<Arc<dyn Disk>>,
+}
+
 impl Store {
     /// Opens the store at `url`: `file://DIR` (created if missing), a bare directory, or
-    /// `memory://`.
+    /// `memory://`, with the default [`StoreOptions`] (writes durable).
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] for other schemes or an unusable directory.
     pub fn open(url: &str) -> Result<Store> {
+        Store::open_with(url, StoreOptions::default())
+    }
+
+    /// Opens the store at `url` (as [`Store::open`]) with `options`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] for other schemes or an unusable directory.
+    pub fn open_with(url: &str, options: StoreOptions) -> Result<Store> {
         let bad = |m: &str| Error::InvalidUrl {
             url: url.to_string(),
             message: m.to_string(),
         };
         let local = |dir: &str| -> Result<Arc<dyn ObjectStore>> {
-            std::fs::create_dir_all(dir)
+            let writes = DurableWrites {
+                disk: options.disk.clone().unwrap_or_else(|| Arc::new(OsDisk)),
+                durability: options.durability,
+            };
+            // A new store's directory is durable in its parent before anything is written
+            // into it.
+            writes
+                .create_dirs(std::path::Path::new(dir))
                 .map_err(|e| bad(&format!("cannot create directory: {e}")))?;
-            Ok(Arc::new(crate::io::local_files::LocalFiles::new(
+            Ok(Arc::new(crate::io::local_files::LocalFiles::with_disk(
                 LocalFileSystem::new_with_prefix(dir).map_err(|e| bad(&e.to_string()))?,
+                writes.disk,
+                writes.durability,
             )))
         };
         if url.trim().is_empty() {

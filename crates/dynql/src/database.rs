@@ -5,7 +5,7 @@ use arrow::record_batch::RecordBatch;
 use dynql_core::row::row_from_yson;
 use dynql_core::{TableSchema, Value, Yson};
 use dynql_ql::ComputedColumns;
-use dynql_storage::{CacheAdmission, RowValues, Store, Timestamp, WriteKind};
+use dynql_storage::{CacheAdmission, RowValues, Store, StoreOptions, Timestamp, WriteKind};
 
 use crate::error::{Error, Result};
 use crate::results::LookupResult;
@@ -35,6 +35,25 @@ impl Database {
     pub fn open(url: &str) -> Result<Database> {
         Ok(Database {
             store: Store::open(url)?,
+            engine: dynql_exec::Engine::new(None)?,
+        })
+    }
+
+    /// Opens the store at `url` (as [`Database::open`]) with `options`: whether a local
+    /// store's writes are on disk before they are acknowledged ([`Durability`], default
+    /// `fsync`), and the file system they go through.
+    ///
+    /// # Example
+    /// ```
+    /// use dynql::{Database, Durability, StoreOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let options = StoreOptions { durability: Durability::None, ..StoreOptions::default() };
+    /// let db = Database::open_with(&format!("file://{}", dir.path().display()), options)?;
+    /// # Ok::<(), dynql::Error>(())
+    /// ```
+    pub fn open_with(url: &str, options: StoreOptions) -> Result<Database> {
+        Ok(Database {
+            store: Store::open_with(url, options)?,
             engine: dynql_exec::Engine::new(None)?,
         })
     }

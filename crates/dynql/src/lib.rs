@@ -44,6 +44,7 @@ pub use dynql_storage::{
     TabletCommand, TabletState, Timestamp,
 };
 pub use dynql_storage::{Clock, IdGenerator, ManualClock, ProcessIds, SeededIds, SystemClock};
+pub use dynql_storage::{Disk, Durability, OsDisk, StoreOptions};
 pub use error::{Error, ErrorKind, Result};
 pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};

@@ -5,6 +5,7 @@ mod cli;
 mod conformance;
 mod cypress;
 mod damage;
+mod durability;
 mod explain;
 mod fidelity;
 mod files;

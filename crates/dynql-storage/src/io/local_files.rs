@@ -1,6 +1,9 @@
-//! A `file://` store's objects: object_store's [`LocalFileSystem`] for everything, but ranged
-//! reads ([`ObjectStore::get_ranges`], which the chunk reader uses for every read) are made
-//! on the calling task, not handed to tokio's blocking pool.
+//! A `file://` store's objects: object_store's [`LocalFileSystem`] for reads and listings, but
+//! ranged reads ([`ObjectStore::get_ranges`], which the chunk reader uses for every read) are
+//! made on the calling task, not handed to tokio's blocking pool; and every write (puts,
+//! copies, renames, deletes) goes through a [`Disk`] and is on disk when it returns, as the
+//! store's [`Durability`] says ([`crate::io::disk`]; object_store's `LocalFileSystem` syncs
+//! nothing).
 //!
 //! Why: a scan reads a few column ranges per row group, hundreds of reads per query. Handed
 //! to the blocking pool, each read wakes a pool thread (up to a dozen of them for one query,
@@ -14,30 +17,128 @@ use std::fmt;
 use std::io::ErrorKind;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;
+use futures::StreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+    CopyMode, CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+    RenameTargetMode, UploadPart,
 };
 
-/// The objects of a local directory ([`LocalFileSystem`]) with ranged reads made in place.
+use crate::io::disk::{Disk, Durability, DurableWrites, OsDisk};
+
+/// The objects of a local directory ([`LocalFileSystem`]) with ranged reads made in place and
+/// writes made durable.
 #[derive(Debug)]
 pub(crate) struct LocalFiles {
     inner: Arc<LocalFileSystem>,
+    writes: DurableWrites,
 }
 
 impl LocalFiles {
+    /// The files under `inner`'s directory, written durably through the operating system.
     pub(crate) fn new(inner: LocalFileSystem) -> LocalFiles {
+        LocalFiles::with_disk(inner, Arc::new(OsDisk), Durability::Fsync)
+    }
+
+    /// The files under `inner`'s directory, written through `disk` with `durability`.
+    pub(crate) fn with_disk(
+        inner: LocalFileSystem,
+        disk: Arc<dyn Disk>,
+        durability: Durability,
+    ) -> LocalFiles {
         LocalFiles {
             inner: Arc::new(inner),
+            writes: DurableWrites { disk, durability },
         }
     }
+
+    fn file(&self, location: &Path) -> object_store::Result<PathBuf> {
+        self.inner.path_to_filesystem(location)
+    }
+}
+
+/// Runs `f` on tokio's blocking pool when there is a runtime (a sync blocks for milliseconds,
+/// which must not stall a runtime worker), else in place.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> object_store::Result<T> + Send + 'static,
+) -> object_store::Result<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime
+                .spawn_blocking(f)
+                .await
+                .map_err(|e| object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: Box::new(e),
+                })?
+        }
+        Err(_) => f(),
+    }
+}
+
+/// The error object_store gives for a failed write of `path`.
+fn write_error(path: &std::path::Path, source: std::io::Error) -> object_store::Error {
+    match source.kind() {
+        ErrorKind::AlreadyExists => object_store::Error::AlreadyExists {
+            path: path.display().to_string(),
+            source: Box::new(source),
+        },
+        ErrorKind::NotFound => object_store::Error::NotFound {
+            path: path.display().to_string(),
+            source: Box::new(source),
+        },
+        _ => object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: format!("cannot write {}: {source}", path.display()).into(),
+        },
+    }
+}
+
+/// The entity tag LocalFileSystem gives the file at `path` (inode, modification time, size).
+fn e_tag(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default()
+        .as_micros();
+    Some(format!("{:x}-{mtime:x}-{:x}", m.ino(), m.len()))
+}
+
+/// Puts `bytes` at `path` as `mode` says: staged (and synced) first, then linked into place
+/// (`Create`: never replacing a file) or renamed over it (`Overwrite`), then its directory
+/// synced.
+fn put_file(
+    writes: &DurableWrites,
+    path: &std::path::Path,
+    bytes: &[Bytes],
+    create: bool,
+) -> std::io::Result<()> {
+    let staged = writes.stage(path, bytes)?;
+    let placed = if create {
+        writes.disk.hard_link(&staged, path).and_then(|()| {
+            // The staging name is not needed any more; a leftover one is invisible.
+            let _ = writes.disk.remove_file(&staged);
+            Ok(())
+        })
+    } else {
+        writes.disk.rename(&staged, path)
+    };
+    if let Err(e) = placed {
+        let _ = writes.disk.remove_file(&staged);
+        return Err(e);
+    }
+    writes.sync_parent(path)
 }
 
 impl fmt::Display for LocalFiles {
@@ -94,7 +195,33 @@ impl ObjectStore for LocalFiles {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
+        let create = match opts.mode {
+            PutMode::Create => true,
+            PutMode::Overwrite => false,
+            PutMode::Update(_) => {
+                return Err(object_store::Error::NotImplemented {
+                    operation: "`put_opts` with mode `PutMode::Update`".into(),
+                    implementer: self.to_string(),
+                })
+            }
+        };
+        if !opts.attributes.is_empty() {
+            return Err(object_store::Error::NotImplemented {
+                operation: "`put_opts` with `opts.attributes` specified".into(),
+                implementer: self.to_string(),
+            });
+        }
+        let path = self.file(location)?;
+        let writes = self.writes.clone();
+        let bytes: Vec<Bytes> = payload.iter().cloned().collect();
+        blocking(move || {
+            put_file(&writes, &path, &bytes, create).map_err(|e| write_error(&path, e))?;
+            Ok(PutResult {
+                e_tag: e_tag(&path),
+                version: None,
+            })
+        })
+        .await
     }
 
     async fn put_multipart_opts(
@@ -102,7 +229,17 @@ impl ObjectStore for LocalFiles {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+        if !opts.attributes.is_empty() {
+            return Err(object_store::Error::NotImplemented {
+                operation: "`put_multipart_opts` with `opts.attributes` specified".into(),
+                implementer: self.to_string(),
+            });
+        }
+        Ok(Box::new(Upload {
+            path: self.file(location)?,
+            writes: self.writes.clone(),
+            parts: Vec::new(),
+        }))
     }
 
     async fn get_opts(
@@ -126,11 +263,30 @@ impl ObjectStore for LocalFiles {
             .collect()
     }
 
+    /// Deletes are not synced: a delete the disk loses leaves an object nothing names, which
+    /// the next garbage collection deletes again.
     fn delete_stream(
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        let inner = self.inner.clone();
+        let disk = self.writes.disk.clone();
+        locations
+            .map(move |location| {
+                let inner = inner.clone();
+                let disk = disk.clone();
+                async move {
+                    let location = location?;
+                    let path = inner.path_to_filesystem(&location)?;
+                    blocking(move || {
+                        disk.remove_file(&path).map_err(|e| write_error(&path, e))?;
+                        Ok(location)
+                    })
+                    .await
+                }
+            })
+            .buffered(10)
+            .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
@@ -149,13 +305,21 @@ impl ObjectStore for LocalFiles {
         self.inner.list_with_delimiter(prefix).await
     }
 
+    /// A copy is a second name of the same file (its bytes are as durable as the source's),
+    /// made durable in its directory.
     async fn copy_opts(
         &self,
         from: &Path,
         to: &Path,
         options: CopyOptions,
     ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
+        let (from, to) = (self.file(from)?, self.file(to)?);
+        let writes = self.writes.clone();
+        let create = options.mode == CopyMode::Create;
+        blocking(move || {
+            link_or_replace(&writes, &from, &to, create).map_err(|e| write_error(&to, e))
+        })
+        .await
     }
 
     async fn rename_opts(
@@ -164,7 +328,108 @@ impl ObjectStore for LocalFiles {
         to: &Path,
         options: RenameOptions,
     ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
+        let (from, to) = (self.file(from)?, self.file(to)?);
+        let writes = self.writes.clone();
+        let create = options.target_mode == RenameTargetMode::Create;
+        blocking(move || {
+            let moved = if create {
+                link_or_replace(&writes, &from, &to, true)
+                    .and_then(|()| writes.disk.remove_file(&from))
+            } else {
+                retry_in_new_dirs(&writes, &to, || writes.disk.rename(&from, &to))
+            };
+            moved
+                .and_then(|()| writes.sync_parent(&from))
+                .and_then(|()| writes.sync_parent(&to))
+                .map_err(|e| write_error(&to, e))
+        })
+        .await
+    }
+}
+
+/// Runs `op`, and once more after creating `to`'s directory if that was missing.
+fn retry_in_new_dirs(
+    writes: &DurableWrites,
+    to: &std::path::Path,
+    op: impl Fn() -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match op() {
+        Err(e) if e.kind() == ErrorKind::NotFound => match to.parent() {
+            Some(dir) if !dir.exists() => {
+                writes.create_dirs(dir)?;
+                op()
+            }
+            _ => Err(e),
+        },
+        done => done,
+    }
+}
+
+/// Gives `from` the name `to`: only if `to` is free (`create`), or replacing it (linked to a
+/// staging name first, then renamed over it, so `to` is never absent); then syncs `to`'s
+/// directory.
+fn link_or_replace(
+    writes: &DurableWrites,
+    from: &std::path::Path,
+    to: &std::path::Path,
+    create: bool,
+) -> std::io::Result<()> {
+    if create {
+        retry_in_new_dirs(writes, to, || writes.disk.hard_link(from, to))?;
+    } else {
+        let mut n = 1u64;
+        loop {
+            let mut staged = to.as_os_str().to_owned();
+            staged.push(format!("#{n}"));
+            let staged = PathBuf::from(staged);
+            match retry_in_new_dirs(writes, to, || writes.disk.hard_link(from, &staged)) {
+                Ok(()) => {
+                    if let Err(e) = writes.disk.rename(&staged, to) {
+                        let _ = writes.disk.remove_file(&staged);
+                        return Err(e);
+                    }
+                    break;
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    writes.sync_parent(to)
+}
+
+/// A multipart upload to a local file: its parts are held until it completes, then put as one
+/// durable file (nothing in dynql uploads in parts; large files are put whole).
+#[derive(Debug)]
+struct Upload {
+    path: PathBuf,
+    writes: DurableWrites,
+    parts: Vec<Bytes>,
+}
+
+#[async_trait]
+impl MultipartUpload for Upload {
+    fn put_part(&mut self, data: PutPayload) -> UploadPart {
+        self.parts.extend(data.iter().cloned());
+        Box::pin(async { Ok(()) })
+    }
+
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        let (path, writes) = (self.path.clone(), self.writes.clone());
+        let parts = std::mem::take(&mut self.parts);
+        blocking(move || {
+            put_file(&writes, &path, &parts, false).map_err(|e| write_error(&path, e))?;
+            Ok(PutResult {
+                e_tag: e_tag(&path),
+                version: None,
+            })
+        })
+        .await
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.parts.clear();
+        Ok(())
     }
 }
 

@@ -8,6 +8,7 @@
 pub(crate) mod cache_entries;
 pub mod checkpoint;
 pub(crate) mod chunk_cache;
+pub mod disk;
 pub(crate) mod garbage;
 pub mod in_memory;
 pub(crate) mod local_files;

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod faulty_store;
+pub mod model_disk;
 
 use dynql_core::{TableSchema, Value};
 
