@@ -21,11 +21,19 @@ use crate::scan::Explanation;
 use crate::select::{QueryResult, QueryStream, SelectOptions};
 use dynql_storage::Store;
 
-/// DataFusion's defaults, but for a memory limit: a sort that spills keeps back memory to
-/// merge its spilled runs (10 MiB by default), which a small limit could never grant, so
-/// the reservation is an eighth of the limit at most.
+/// The session's time zone: a timestamp literal without an offset (`TIMESTAMP '2024-06-01'`,
+/// `'2024-06-01'` compared with a timestamp column) means UTC, and one with an offset keeps
+/// it, as DuckDB reads them on a UTC machine. DataFusion's default (none) read such a
+/// literal in the zone of the column it is compared with (issue 73).
+pub const SESSION_TIME_ZONE: &str = "UTC";
+
+/// DataFusion's defaults, but for the time zone ([`SESSION_TIME_ZONE`]) and a memory limit:
+/// a sort that spills keeps back memory to merge its spilled runs (10 MiB by default),
+/// which a small limit could never grant, so the reservation is an eighth of the limit at
+/// most.
 fn session_config(memory_limit: Option<usize>) -> SessionConfig {
     let mut config = SessionConfig::new();
+    config.options_mut().execution.time_zone = Some(SESSION_TIME_ZONE.to_string());
     if let Some(limit) = memory_limit {
         let execution = &mut config.options_mut().execution;
         execution.sort_spill_reservation_bytes =

@@ -6,7 +6,8 @@
 //! order, integer widths and other compatible types widened to one), or by name with
 //! `union_by_name` (columns in order of first appearance, missing ones null). Columns that
 //! dynql's exports mark as YT `string`/`utf8` (`yt:type` field metadata) read as text, as SQL
-//! reads the store's tables; other binary columns stay binary.
+//! reads the store's tables; other binary columns stay binary. A timestamp column with a time
+//! zone reads in the session's zone (UTC), as DuckDB reads `TIMESTAMPTZ`.
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::{StreamExt, TryStreamExt};
 
+use crate::engine::SESSION_TIME_ZONE;
 use crate::error::{Error, Result};
 use crate::select::Statistics;
 
@@ -219,6 +221,16 @@ fn combine(source: &FileSource, schemas: &[(String, SchemaRef)]) -> Result<Schem
                 f.with_data_type(DataType::Utf8View)
             } else {
                 f
+            };
+            // An instant read in the session's zone, as DuckDB reads TIMESTAMPTZ: dates,
+            // `date_trunc` and literals without an offset then mean UTC, not the zone the
+            // writer named (the values, instants since the epoch, are the same).
+            let f = match f.data_type() {
+                DataType::Timestamp(unit, Some(zone)) if zone.as_ref() != SESSION_TIME_ZONE => {
+                    let unit = *unit;
+                    f.with_data_type(DataType::Timestamp(unit, Some(SESSION_TIME_ZONE.into())))
+                }
+                _ => f,
             };
             // A file may lack a column, or hold nulls where another does not.
             f.with_nullable(true)
