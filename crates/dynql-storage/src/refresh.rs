@@ -33,30 +33,64 @@ impl Store {
     }
 
     /// Reads commits made since the last refresh (by this or any other process).
+    ///
+    /// A handle's first refresh (its state empty) starts from the newest checkpoint and
+    /// *lists* the log after it: a record missing there below a later one is a loss, which
+    /// the freshness check ([`LogStore::is_current`]: record `seq` there, `seq + 1` not)
+    /// cannot see. Trusting it on opening served the checkpoint's state, ignored the records
+    /// after the gap, and let the next commit re-create the missing number (issue 75). Later
+    /// refreshes trust the check: the handle listed the log up to its state once, and its
+    /// own commits and refreshes moved it on record by record. The checkpoint's state is
+    /// published to the handle only with the log after it applied, so a concurrent refresh
+    /// of the same handle never takes it for listed.
+    ///
+    /// [`LogStore::is_current`]: crate::io::log_store::LogStore::is_current
     pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
         let mut current = self.current();
-        if current.seq == 0 {
+        let opening = current.seq == 0;
+        if opening {
             if let Some(state) = crate::io::checkpoint::load_latest(self.objects.as_ref()).await? {
-                let mut guard = match self.state.lock() {
-                    Ok(g) => g,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                if guard.seq < state.seq {
-                    *guard = Arc::new(state);
-                }
-                current = guard.clone();
+                current = Arc::new(state);
             }
         }
-        if current.seq > 0 && self.log.is_current(current.seq).await? {
+        if !opening && self.log.is_current(current.seq).await? {
             return Ok(current);
         }
+        let (current, records) = self.list_log_after(current).await?;
+        // Fetch the chunks of large writes before taking the lock (no I/O under it).
+        let fetched = match records.is_empty() {
+            true => None,
+            false => Some(self.fetch_logged_chunks(&records).await?),
+        };
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Another refresh of this handle may have got further meanwhile; records it applied
+        // are skipped.
+        if guard.seq < current.seq {
+            *guard = current;
+        }
+        if let Some(fetched) = &fetched {
+            apply_entries(Arc::make_mut(&mut guard), &records, fetched);
+            guard.debug_check_invariants();
+        }
+        Ok(guard.clone())
+    }
+
+    /// The records after `current` as the log lists them, and the state they follow (a
+    /// reloaded checkpoint when `current` is behind a collected part of the log).
+    async fn list_log_after(
+        &self,
+        mut current: Arc<State>,
+    ) -> Result<(Arc<State>, Vec<log::LogEntry>)> {
         // At most one reload of the newest checkpoint: a reader behind a collected part of the
         // log (the first record it needs is gone, or records it needs were collected while
         // it listed) starts again from the checkpoint that covers them. After that, a record
         // still absent below a later one is lost, not collected: collection never deletes a
         // record after the older of the two newest checkpoints.
         let mut reloaded = false;
-        let records = loop {
+        loop {
             let read = self.log.read_after(current.seq, reloaded).await;
             let behind = match &read {
                 Err(Error::LogTruncated { .. }) => true,
@@ -73,33 +107,19 @@ impl Store {
                 },
                 Err(_) => false,
             };
-            if !behind || reloaded {
-                break read?;
-            }
-            reloaded = true;
-            if let Some(state) = crate::io::checkpoint::load_latest(self.objects.as_ref()).await? {
-                let mut guard = match self.state.lock() {
-                    Ok(g) => g,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                if guard.seq < state.seq {
-                    *guard = Arc::new(state);
+            if behind && !reloaded {
+                reloaded = true;
+                if let Some(state) =
+                    crate::io::checkpoint::load_latest(self.objects.as_ref()).await?
+                {
+                    if current.seq < state.seq {
+                        current = Arc::new(state);
+                    }
                 }
-                current = guard.clone();
+                continue;
             }
-        };
-        if records.is_empty() {
-            return Ok(current);
+            return Ok((current, read?));
         }
-        // Fetch the chunks of large writes before taking the lock (no I/O under it).
-        let fetched = self.fetch_logged_chunks(&records).await?;
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        apply_entries(Arc::make_mut(&mut guard), &records, &fetched);
-        guard.debug_check_invariants();
-        Ok(guard.clone())
     }
 
     /// What [`apply_entries`] needs besides the records: which writes were flushed later,
