@@ -9,6 +9,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
+use crate::io::log_store::SetAside;
 use crate::log::{self, Action, CommitRecord};
 use crate::state::State;
 use crate::store::Store;
@@ -79,7 +80,8 @@ impl Store {
     }
 
     /// The records after `current` as the log lists them, and the state they follow (a
-    /// reloaded checkpoint when `current` is behind a collected part of the log).
+    /// reloaded checkpoint when `current` is behind a collected part of the log). A torn
+    /// newest record is set aside first ([`torn_newest`]).
     async fn list_log_after(
         &self,
         mut current: Arc<State>,
@@ -90,6 +92,8 @@ impl Store {
         // still absent below a later one is lost, not collected: collection never deletes a
         // record after the older of the two newest checkpoints.
         let mut reloaded = false;
+        let mut set_aside = 0;
+        let mut busy = 0;
         loop {
             let read = self.log.read_after(current.seq, reloaded).await;
             let behind = match &read {
@@ -118,7 +122,50 @@ impl Store {
                 }
                 continue;
             }
-            return Ok((current, read?));
+            let records = read?;
+            let Some(seq) = torn_newest(current.seq, &records) else {
+                return Ok((current, records));
+            };
+            // Bounded: each attempt moves the record or finds the log changed under it.
+            if set_aside == MAX_SET_ASIDE_ATTEMPTS {
+                return Ok((current, records));
+            }
+            set_aside += 1;
+            let path = log::record_path(seq);
+            match self.log.set_aside_torn(seq).await? {
+                SetAside::Moved(to) => tracing::warn!(
+                    record = %path,
+                    kept_as = %to,
+                    "log record {seq} is torn, what a crash leaves of a commit that was never acknowledged: set aside as {to}; the store goes on from record {}",
+                    seq - 1
+                ),
+                SetAside::Changed => {}
+                SetAside::Followed => return Ok((current, records)),
+                SetAside::Unsupported => {
+                    tracing::warn!(
+                        record = %path,
+                        "log record {seq} is torn, but this object store cannot rename it without risking an overwrite: it stays, as damage"
+                    );
+                    return Ok((current, records));
+                }
+                // Another process is moving it: its rename is two steps (a create-if-absent
+                // copy, then a delete of the record). Going on with the record as lost
+                // while it then commits at the freed number would fork the log, so wait
+                // for it, and fail rather than guess.
+                SetAside::Busy(to) => {
+                    busy += 1;
+                    if busy > BUSY_WAITS {
+                        return Err(Error::Corrupt {
+                            path: path.to_string(),
+                            message: format!(
+                                "the newest log record is torn (a commit a crash cut off, never acknowledged) and another process is setting it aside as {to}, or died doing so; if no other process has the store open, delete {path} (its bytes are kept in {to}) and open the store again"
+                            ),
+                        });
+                    }
+                    set_aside -= 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(5 << busy)).await;
+                }
+            }
         }
     }
 
@@ -179,6 +226,30 @@ impl Store {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// How many times one refresh tries to set a torn record aside; past that, the log keeps
+/// changing under it and the record is read as it is (damage).
+const MAX_SET_ASIDE_ATTEMPTS: usize = 4;
+
+/// How many times a refresh waits (10 ms, doubling: 2.5 s in all) for another process to
+/// finish setting a torn record aside.
+const BUSY_WAITS: u32 = 8;
+
+/// The newest listed record, when it is torn and may be set aside (design note 0002, "Gaps
+/// and torn records"): nothing listed after it, and the record before it there (or it is
+/// the first after `after`). When the one before it is missing, the torn record is the only
+/// sign of that gap, and setting it aside would hide the loss.
+fn torn_newest(after: u64, records: &[log::LogEntry]) -> Option<u64> {
+    let (log::LogEntry::Damaged(newest), before) = records.split_last()? else {
+        return None;
+    };
+    let follows = match before.last() {
+        Some(log::LogEntry::Missing { .. }) => false,
+        Some(_) => true,
+        None => newest.seq == after + 1,
+    };
+    (newest.torn && follows).then_some(newest.seq)
 }
 
 /// See [`Store::fetch_logged_chunks`].
