@@ -33,6 +33,7 @@ pub mod progress;
 pub mod queue;
 mod read;
 mod record_paths;
+mod refresh;
 mod repair;
 mod replay;
 mod row_group_decode;

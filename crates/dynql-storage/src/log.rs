@@ -420,6 +420,9 @@ pub struct DamagedRecord {
     pub message: String,
     /// The header, when one copy of it is intact.
     pub header: Option<RecordHeader>,
+    /// Whether the file looks like what a crash leaves of a record being written (see
+    /// [`is_torn`]) rather than like damage to a whole one.
+    pub torn: bool,
 }
 
 /// What [`action_table`] names for the actions of master transactions.
@@ -563,6 +566,47 @@ fn header_line(line: &[u8]) -> Option<RecordHeader> {
     serde_json::from_str(json).ok()
 }
 
+/// Whether a record file that does not decode is what a crash leaves of a record being
+/// written (`docs/design/0002-commit-log.md`, "Gaps and torn records"): empty or all NUL
+/// bytes (the file's size reached the disk, its data did not), ending in NUL bytes (a block
+/// never written), or shorter than an intact header copy says (cut off; a cut inside the
+/// first header line leaves no line break at all). A flipped bit never looks like this: it
+/// keeps the file's length, one header copy, a line break and the body's closing brace, so
+/// damage to a whole (and maybe acknowledged) record is not taken for a tear. Files without
+/// a header (written before checksums) are never read as torn: nothing tells a cut there.
+pub fn is_torn(bytes: &[u8]) -> bool {
+    if bytes.iter().all(|b| *b == 0) {
+        return true;
+    }
+    if bytes.first() == Some(&b'{') {
+        return false;
+    }
+    if bytes.last() == Some(&0) {
+        return true;
+    }
+    let Some(first_break) = bytes.iter().position(|b| *b == b'\n') else {
+        return true;
+    };
+    let first = &bytes[..first_break];
+    let rest = &bytes[first_break + 1..];
+    let second = rest
+        .iter()
+        .position(|b| *b == b'\n')
+        .map(|end| &rest[..end]);
+    // Both header copies have the length of the intact one: the body starts after two.
+    let intact = match header_line(first) {
+        Some(h) => Some((h, first.len())),
+        None => second.and_then(|line| header_line(line).map(|h| (h, line.len()))),
+    };
+    match intact {
+        Some((h, line_len)) => {
+            let whole = 2 * (line_len as u64 + 1) + h.body_len;
+            (bytes.len() as u64) < whole
+        }
+        None => false,
+    }
+}
+
 /// Decodes the record file `path` (expected to hold record `seq`): the record, or what is
 /// known of it when it is damaged. Files without a header are from stores written before
 /// checksums: their body is decoded unverified.
@@ -573,6 +617,7 @@ pub fn decode_record(path: &str, seq: u64, bytes: &[u8]) -> LogEntry {
             path: path.to_string(),
             message,
             header,
+            torn: is_torn(bytes),
         })
     };
     let check_seq = |record: CommitRecord, header: Option<RecordHeader>| {
@@ -687,5 +732,29 @@ mod tests {
             decode_record("r", 5, &bytes),
             LogEntry::Damaged(_)
         ));
+    }
+
+    /// What a crash leaves of a record being written (every prefix of it, NUL bytes where
+    /// blocks were never written) is torn; what one flipped bit makes of a whole record
+    /// never is, so a damaged acknowledged record stays damage (issue 75).
+    #[test]
+    fn only_what_a_crash_leaves_is_torn() {
+        let bytes = encode_record(&record()).unwrap();
+        let torn = |b: &[u8]| matches!(decode_record("r", 4, b), LogEntry::Damaged(d) if d.torn);
+        for len in 0..bytes.len() {
+            assert!(torn(&bytes[..len]), "the first {len} bytes");
+        }
+        let mut unwritten = bytes.clone();
+        let tail = unwritten.len() - 10;
+        unwritten[tail..].fill(0);
+        assert!(torn(&unwritten));
+        assert!(torn(&vec![0; bytes.len()]));
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(!torn(&flipped), "bit {bit} flipped");
+        }
+        // A record written before checksums tells no cut from damage.
+        assert!(!torn(b"{\"seq\":4,\"timest"));
     }
 }

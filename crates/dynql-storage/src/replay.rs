@@ -7,15 +7,10 @@
 //! else (see `docs/design/0002-commit-log.md`, "Damage").
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
-
-use object_store::path::Path as ObjectPath;
-use object_store::ObjectStoreExt;
 
 use crate::conflict::decode_key;
 use crate::conflict::{all_groups, LockDelta};
 use crate::cypress::transactions::committed_node_mut as node_mut;
-use crate::error::{Error, Result};
 use crate::kernel::catalog::{set_attribute, TableEntry};
 use crate::kernel::chunk_ref::ChunkRef;
 use crate::kernel::mvcc::RowDelta;
@@ -23,7 +18,6 @@ use crate::kernel::retention::compact_versions;
 use crate::kernel::timestamp::Timestamp;
 use crate::log::{self, Action, CommitRecord};
 use crate::state::{KeyOrd, State, TableData};
-use crate::store::Store;
 
 /// Per table id, the newest timestamp up to which a flush or compaction among `records`
 /// moved the dynamic store into chunks: replaying a write of that table at or before it would
@@ -74,7 +68,7 @@ pub(crate) fn is_flushed(flushed: &HashMap<String, u64>, table_id: &str, timesta
 ///
 /// Such an action damages its table alone ([`State::mark_damaged`]): the table's state after
 /// it is unknown, so its later actions are not applied and reading or writing it fails with
-/// [`Error::Damaged`], while every other table replays on.
+/// [`crate::Error::Damaged`], while every other table replays on.
 pub(crate) fn apply(
     state: &mut State,
     record: &CommitRecord,
@@ -615,181 +609,4 @@ fn apply_action(
         }
     }
     Ok(())
-}
-
-/// Catching up with the log: the newest state, refreshed from the records after it.
-impl Store {
-    fn current(&self) -> Arc<State> {
-        match self.state.lock() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Drops the replayed state: the next refresh opens the store afresh (after a repair
-    /// rewrote records this handle had replayed).
-    pub(crate) fn forget_state(&self) {
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *guard = Arc::new(State::default());
-    }
-
-    /// Reads commits made since the last refresh (by this or any other process).
-    pub(crate) async fn refresh(&self) -> Result<Arc<State>> {
-        let mut current = self.current();
-        if current.seq == 0 {
-            if let Some(state) = crate::io::checkpoint::load_latest(self.objects.as_ref()).await? {
-                let mut guard = match self.state.lock() {
-                    Ok(g) => g,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                if guard.seq < state.seq {
-                    *guard = Arc::new(state);
-                }
-                current = guard.clone();
-            }
-        }
-        if current.seq > 0 && self.log.is_current(current.seq).await? {
-            return Ok(current);
-        }
-        // At most one reload of the newest checkpoint: a reader behind a collected part of the
-        // log (the first record it needs is gone, or records it needs were collected while
-        // it listed) starts again from the checkpoint that covers them. After that, a record
-        // still absent below a later one is lost, not collected: collection never deletes a
-        // record after the older of the two newest checkpoints.
-        let mut reloaded = false;
-        let records = loop {
-            let read = self.log.read_after(current.seq, reloaded).await;
-            let behind = match &read {
-                Err(Error::LogTruncated { .. }) => true,
-                Ok(entries) => match entries.iter().find_map(|e| match e {
-                    log::LogEntry::Missing { seq, .. } => Some(*seq),
-                    _ => None,
-                }) {
-                    Some(missing) => {
-                        crate::io::checkpoint::newest_manifest_seq(self.objects.as_ref())
-                            .await?
-                            .is_some_and(|newest| newest >= missing)
-                    }
-                    None => false,
-                },
-                Err(_) => false,
-            };
-            if !behind || reloaded {
-                break read?;
-            }
-            reloaded = true;
-            if let Some(state) = crate::io::checkpoint::load_latest(self.objects.as_ref()).await? {
-                let mut guard = match self.state.lock() {
-                    Ok(g) => g,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                if guard.seq < state.seq {
-                    *guard = Arc::new(state);
-                }
-                current = guard.clone();
-            }
-        };
-        if records.is_empty() {
-            return Ok(current);
-        }
-        // Fetch the chunks of large writes before taking the lock (no I/O under it).
-        let fetched = self.fetch_logged_chunks(&records).await?;
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        apply_entries(Arc::make_mut(&mut guard), &records, &fetched);
-        guard.debug_check_invariants();
-        Ok(guard.clone())
-    }
-
-    /// What [`apply_entries`] needs besides the records: which writes were flushed later,
-    /// and the bytes of the chunks of large writes still to be replayed.
-    pub(crate) async fn fetch_logged_chunks(&self, records: &[log::LogEntry]) -> Result<Fetched> {
-        let intact: Vec<&CommitRecord> = records
-            .iter()
-            .filter_map(|e| match e {
-                log::LogEntry::Record(r) => Some(r),
-                log::LogEntry::Damaged(_) | log::LogEntry::Missing { .. } => None,
-            })
-            .collect();
-        let flushed = crate::replay::flushed_later(&intact);
-        let mut chunks = HashMap::new();
-        for r in &intact {
-            for a in &r.actions {
-                if let Action::WriteRows {
-                    chunk: Some(c),
-                    chunk_checksum,
-                    table_id,
-                    ..
-                } = a
-                {
-                    if crate::replay::is_flushed(&flushed, table_id, r.timestamp) {
-                        continue;
-                    }
-                    let fetched = self.fetch_logged_chunk(c, chunk_checksum.as_ref()).await?;
-                    chunks.insert(c.clone(), fetched);
-                }
-            }
-        }
-        Ok(Fetched { flushed, chunks })
-    }
-
-    /// The bytes of a chunk a logged write names, or why they cannot be used (missing,
-    /// damaged): that damages the table the write belongs to, not the whole store. Other
-    /// failures (the object store is unreachable) fail the caller.
-    async fn fetch_logged_chunk(
-        &self,
-        chunk: &str,
-        checksum: Option<&crate::kernel::checksum::ChunkChecksum>,
-    ) -> Result<std::result::Result<bytes::Bytes, String>> {
-        let got = match self.objects.get(&ObjectPath::from(chunk)).await {
-            Ok(g) => g.bytes().await,
-            Err(e) => Err(e),
-        };
-        match got {
-            Ok(bytes) => Ok(match checksum {
-                Some(c) => crate::kernel::checksum::verify_chunk(chunk, &bytes, c)
-                    .map(|()| bytes)
-                    .map_err(|e| e.to_string()),
-                None => Ok(bytes),
-            }),
-            Err(object_store::Error::NotFound { .. }) => {
-                Ok(Err(format!("its chunk {chunk} is missing")))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
-/// See [`Store::fetch_logged_chunks`].
-pub(crate) struct Fetched {
-    flushed: HashMap<String, u64>,
-    chunks: HashMap<String, std::result::Result<bytes::Bytes, String>>,
-}
-
-/// Applies `records` (in log order) to `state`: each record that follows `state` directly,
-/// a damaged or missing one as lost (damaging the tables it may have touched).
-pub(crate) fn apply_entries(state: &mut State, records: &[log::LogEntry], fetched: &Fetched) {
-    for (i, entry) in records.iter().enumerate() {
-        if entry.seq() != state.seq + 1 {
-            continue;
-        }
-        // What the next record remembers of this one bounds the damage of a lost one.
-        let next = records.get(i + 1).and_then(log::LogEntry::previous);
-        match entry {
-            log::LogEntry::Record(r) => {
-                crate::replay::apply(state, r, &fetched.chunks, &fetched.flushed)
-            }
-            log::LogEntry::Damaged(d) => {
-                crate::replay::apply_lost(state, d.seq, &d.path, Some(d), next)
-            }
-            log::LogEntry::Missing { seq, path } => {
-                crate::replay::apply_lost(state, *seq, path, None, next)
-            }
-        }
-    }
 }

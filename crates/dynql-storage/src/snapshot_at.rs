@@ -58,7 +58,7 @@ impl Store {
                 }
             }
             let fetched = self.fetch_logged_chunks(&records).await?;
-            crate::replay::apply_entries(&mut state, &records, &fetched);
+            crate::refresh::apply_entries(&mut state, &records, &fetched);
         }
         state.debug_check_invariants();
         if state.seq != seq {

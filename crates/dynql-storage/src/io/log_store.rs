@@ -22,7 +22,8 @@ use crate::log::{decode_record, encode_record, record_path, CommitRecord, LogEnt
 /// record `seq` exists (one writer wins each number, [`Append::LostRace`] for the others);
 /// [`LogStore::read_after`] returns records in sequence order, reporting damage and gaps
 /// ([`LogEntry::Damaged`], [`LogEntry::Missing`]) rather than skipping them;
-/// [`LogStore::is_current`] says `true` only if record `seq` exists and `seq + 1` does not.
+/// [`LogStore::is_current`] says `true` only if record `seq` exists and `seq + 1` does not;
+/// [`LogStore::set_aside_torn`] moves a record only while it is torn and the newest.
 #[async_trait::async_trait]
 pub trait LogStore: Send + Sync + std::fmt::Debug {
     /// Creates record `record.seq`; never overwrites.
@@ -33,6 +34,10 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
 
     /// Whether record `seq` is the newest, checked without listing the log.
     async fn is_current(&self, seq: u64) -> Result<bool>;
+
+    /// Moves record `seq` out of the log when it is torn and the newest (see
+    /// [`set_aside_torn`]).
+    async fn set_aside_torn(&self, seq: u64) -> Result<SetAside>;
 }
 
 /// The commit log as files under `log/` of an object store. A `file://` store's freshness
@@ -85,6 +90,10 @@ impl LogStore for ObjectLogStore {
         };
         Ok(!exists(seq + 1).await? && exists(seq).await?)
     }
+
+    async fn set_aside_torn(&self, seq: u64) -> Result<SetAside> {
+        set_aside_torn(self.objects.as_ref(), seq).await
+    }
 }
 
 /// Outcome of trying to append a record.
@@ -108,6 +117,98 @@ pub async fn append(store: &dyn ObjectStore, record: &CommitRecord) -> Result<Ap
     {
         Ok(_) => Ok(Append::Committed),
         Err(object_store::Error::AlreadyExists { .. }) => Ok(Append::LostRace),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What [`set_aside_torn`] did with a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetAside {
+    /// Renamed to this path, which the listing skips: its number is free again.
+    Moved(String),
+    /// Left alone: it is no longer there or no longer torn (another process set it aside,
+    /// and may have committed at its number since). Read the log again.
+    Changed,
+    /// Left alone: a record follows it, or one that was set aside does (so it had a
+    /// successor once). It stays damage.
+    Followed,
+    /// Left alone: its new name (this path) is taken, so another process is setting it
+    /// aside, or died doing so.
+    Busy(String),
+    /// Left alone: the object store cannot rename without risking an overwrite (an S3
+    /// bucket without conditional copies). It stays damage, for every process alike.
+    Unsupported,
+}
+
+/// Sets record `seq` aside when it is torn ([`crate::log::is_torn`]) and no record follows
+/// it: renames it to `<seq>.json.<version>.torn` beside the log, which the listing skips, so
+/// the next commit takes its number and the bytes stay for inspection.
+///
+/// Why this drops no commit: writers acknowledge a commit only once its record is durable,
+/// and a record another live process is writing is never seen half-written (a `file://`
+/// store writes a staging file and hard-links it into place; S3 and memory puts are
+/// atomic). So a torn record is what a crash left of a commit nobody was told of, and no
+/// commit can have followed it without a file after it in the log: a record, or a later
+/// record set aside (then this one had a successor once and is not a tear but damage).
+/// That is checked after the record is read.
+///
+/// Why two processes opening the store at once do no harm: the new name comes from the
+/// torn file's version (e_tag, modification time, size), the same for both, and the rename
+/// creates it only if absent. One of them moves the file; the other finds the name taken
+/// ([`SetAside::Busy`]) or the record gone or whole ([`SetAside::Changed`]), and so never
+/// renames a record that took the number in the meantime.
+///
+/// # Errors
+/// Failures of the object store.
+pub async fn set_aside_torn(store: &dyn ObjectStore, seq: u64) -> Result<SetAside> {
+    let path = record_path(seq);
+    let found = match store.get(&path).await {
+        Ok(found) => found,
+        Err(object_store::Error::NotFound { .. }) => return Ok(SetAside::Changed),
+        Err(e) => return Err(e.into()),
+    };
+    let meta = found.meta.clone();
+    let bytes = found.bytes().await?;
+    if !matches!(decode_record(path.as_ref(), seq, &bytes), LogEntry::Damaged(d) if d.torn) {
+        return Ok(SetAside::Changed);
+    }
+    // Every name in the log after this record's, set-aside records included.
+    let later: Vec<_> = match store
+        .list_with_offset(Some(&ObjectPath::from(LOG_DIR)), &path)
+        .try_collect()
+        .await
+    {
+        Ok(later) => later,
+        // A file vanished under the listing (collected, or set aside by another process).
+        Err(object_store::Error::NotFound { .. }) => return Ok(SetAside::Changed),
+        Err(e) => return Err(e.into()),
+    };
+    let numbered = |name: &str| name.get(..20).and_then(|n| n.parse::<u64>().ok());
+    if later
+        .iter()
+        .filter_map(|m| m.location.filename().and_then(numbered))
+        .any(|s| s > seq)
+    {
+        return Ok(SetAside::Followed);
+    }
+    let version = format!(
+        "{} {}.{:09} {}",
+        meta.e_tag.as_deref().unwrap_or_default(),
+        meta.last_modified.timestamp(),
+        meta.last_modified.timestamp_subsec_nanos(),
+        meta.size
+    );
+    let to = ObjectPath::from(format!(
+        "{path}.{:016x}.torn",
+        crate::kernel::checksum::hash(version.as_bytes())
+    ));
+    match store.rename_if_not_exists(&path, &to).await {
+        Ok(()) => Ok(SetAside::Moved(to.to_string())),
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(SetAside::Busy(to.to_string())),
+        Err(object_store::Error::NotFound { .. }) => Ok(SetAside::Changed),
+        Err(
+            object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. },
+        ) => Ok(SetAside::Unsupported),
         Err(e) => Err(e.into()),
     }
 }
@@ -269,6 +370,13 @@ mod tests {
             }
             self.inner.is_current(seq).await
         }
+
+        async fn set_aside_torn(&self, seq: u64) -> Result<SetAside> {
+            if self.fail_appends.load(Ordering::SeqCst) {
+                return Err(injected());
+            }
+            self.inner.set_aside_torn(seq).await
+        }
     }
 
     /// Overwrites row `(k, v)` of `//t`.
@@ -285,6 +393,67 @@ mod tests {
             .read_rows("//t", Timestamp::SYNC_LAST_COMMITTED)
             .await
             .unwrap()
+    }
+
+    fn empty_record(seq: u64) -> CommitRecord {
+        CommitRecord {
+            seq,
+            timestamp: seq,
+            transaction_id: None,
+            actions: vec![],
+            previous: None,
+            lost: None,
+        }
+    }
+
+    /// Record `seq` cut short, as a crash leaves it.
+    async fn put_torn(objects: &InMemory, seq: u64) {
+        let bytes = encode_record(&empty_record(seq)).unwrap();
+        let cut = bytes[..bytes.len() - 5].to_vec();
+        objects.put(&record_path(seq), cut.into()).await.unwrap();
+    }
+
+    /// A torn record is moved once, by one of two processes trying at once, and only while
+    /// nothing follows it: neither a record nor a later record set aside.
+    #[tokio::test]
+    async fn a_torn_record_is_set_aside_once_and_only_while_newest() {
+        let objects = InMemory::new();
+        append(&objects, &empty_record(1)).await.unwrap();
+        put_torn(&objects, 2).await;
+        let (a, b) = tokio::join!(set_aside_torn(&objects, 2), set_aside_torn(&objects, 2));
+        let moved: Vec<_> = [a.unwrap(), b.unwrap()]
+            .into_iter()
+            .filter(|s| matches!(s, SetAside::Moved(_)))
+            .collect();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        let entries = read_after(&objects, 0, false).await.unwrap();
+        assert_eq!(entries.len(), 1, "the listing skips the set-aside file");
+        // The number is free; a whole record there is never moved.
+        assert_eq!(
+            append(&objects, &empty_record(2)).await.unwrap(),
+            Append::Committed
+        );
+        assert_eq!(
+            set_aside_torn(&objects, 2).await.unwrap(),
+            SetAside::Changed
+        );
+        // A torn record with a successor, or with a successor set aside, stays.
+        put_torn(&objects, 3).await;
+        append(&objects, &empty_record(4)).await.unwrap();
+        assert_eq!(
+            set_aside_torn(&objects, 3).await.unwrap(),
+            SetAside::Followed
+        );
+        objects.delete(&record_path(4)).await.unwrap();
+        put_torn(&objects, 4).await;
+        assert!(matches!(
+            set_aside_torn(&objects, 4).await.unwrap(),
+            SetAside::Moved(_)
+        ));
+        assert_eq!(
+            set_aside_torn(&objects, 3).await.unwrap(),
+            SetAside::Followed
+        );
     }
 
     /// A store commits and replays through its `LogStore` only: a failed append fails the
