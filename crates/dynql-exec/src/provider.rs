@@ -39,14 +39,17 @@ pub struct StoreTable {
 
 impl StoreTable {
     /// A provider for the table at `path` of `snapshot` (its catalog entry `entry`), reading
-    /// at `timestamp`. Byte strings are `BinaryView`.
+    /// at `timestamp`. Byte strings are `BinaryView`; `date`, `datetime`, `timestamp` and
+    /// `interval` columns are Arrow's `Date32`, `Timestamp(Second, UTC)`,
+    /// `Timestamp(Microsecond, UTC)` and `Duration(Microsecond)` (YT's units: days, seconds
+    /// and microseconds since the epoch, microseconds).
     pub fn new(
         snapshot: Snapshot,
         path: impl Into<String>,
         entry: TableEntry,
         timestamp: Timestamp,
     ) -> StoreTable {
-        let schema = string_schema(&table_arrow_schema(&entry.schema), false);
+        let schema = temporal_schema(&string_schema(&table_arrow_schema(&entry.schema), false));
         StoreTable {
             snapshot,
             path: path.into(),
@@ -226,6 +229,37 @@ impl TableProvider for FileTableProvider {
 
 /// `schema` with the fields of YT type `string` or `utf8` as `Utf8View` when `text`, and
 /// byte strings (`any`, and strings when not `text`) as `BinaryView`.
+/// The SQL type of a column of YT's temporal type `yt_type` (see [`StoreTable::new`]), if it
+/// is one.
+pub(crate) fn temporal_type(yt_type: &str) -> Option<datafusion::arrow::datatypes::DataType> {
+    use datafusion::arrow::datatypes::{DataType, TimeUnit};
+    Some(match yt_type {
+        "date" => DataType::Date32,
+        "datetime" => DataType::Timestamp(TimeUnit::Second, Some("UTC".into())),
+        "timestamp" => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        "interval" => DataType::Duration(TimeUnit::Microsecond),
+        _ => return None,
+    })
+}
+
+/// `schema` with YT's temporal columns typed as SQL's dates, timestamps and durations (the
+/// scan casts the stored integers: [`crate::vectorized::scan_output::project`]).
+fn temporal_schema(schema: &SchemaRef) -> SchemaRef {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let yt = f.metadata().get(dynql_core::arrow_convert::YT_TYPE_KEY);
+            match yt.and_then(|t| temporal_type(t)) {
+                Some(t) => Field::clone(f).with_data_type(t),
+                None => Field::clone(f),
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
 fn string_schema(schema: &SchemaRef, text: bool) -> SchemaRef {
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     let fields: Vec<Field> = schema

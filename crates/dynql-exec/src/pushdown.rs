@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 
@@ -67,11 +68,11 @@ fn translate(e: &Expr, schema: &TableSchema) -> Option<TypedExpr> {
             _ => comparison(left, *op, right, schema),
         },
         Expr::InList(list) if !list.negated => {
-            let (column, ty) = column(&list.expr, schema)?;
+            let (column, ty, sql_type) = column(&list.expr, schema)?;
             let set = list
                 .list
                 .iter()
-                .map(|item| Some(vec![literal(item, ty)?]))
+                .map(|item| Some(vec![literal(item, ty, &sql_type)?]))
                 .collect::<Option<HashSet<_>>>()?;
             Some(TypedExpr::new(
                 TExpr::In {
@@ -88,8 +89,11 @@ fn translate(e: &Expr, schema: &TableSchema) -> Option<TypedExpr> {
             low,
             high,
         }) => {
-            let (column, ty) = column(expr, schema)?;
-            let range = (vec![literal(low, ty)?], vec![literal(high, ty)?]);
+            let (column, ty, sql_type) = column(expr, schema)?;
+            let range = (
+                vec![literal(low, ty, &sql_type)?],
+                vec![literal(high, ty, &sql_type)?],
+            );
             Some(TypedExpr::new(
                 TExpr::Between {
                     operands: vec![column],
@@ -125,30 +129,41 @@ fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &TableSchema) -> 
             (column(right, schema)?, left, flipped)
         }
     };
-    let (column, ty) = column_side;
-    let value = literal(literal_side, ty)?;
+    let (column, ty, sql_type) = column_side;
+    let value = literal(literal_side, ty, &sql_type)?;
     Some(binary(op, column, TypedExpr::literal(value, ty)))
 }
 
 /// A column of the table whose type orders the same in SQL and YT QL (not doubles: NaN).
-fn column(e: &Expr, schema: &TableSchema) -> Option<(TypedExpr, ValueType)> {
+fn column(e: &Expr, schema: &TableSchema) -> Option<(TypedExpr, ValueType, DataType)> {
     let Expr::Column(c) = e else {
         return None;
     };
     let index = schema.columns().iter().position(|s| s.name == c.name)?;
     let ty = schema.columns()[index].wire_type();
+    // The column's type in SQL: temporal columns are dates and timestamps there.
+    let sql_type = crate::provider::temporal_type(schema.columns()[index].logical_type.name())
+        .unwrap_or(DataType::Null);
     matches!(
         ty,
         ValueType::Int64 | ValueType::Uint64 | ValueType::Boolean | ValueType::String
     )
-    .then(|| (TypedExpr::new(TExpr::Column(index), ty), ty))
+    .then(|| (TypedExpr::new(TExpr::Column(index), ty), ty, sql_type))
 }
 
 /// A non-null literal of the column type `ty` (integers of narrower types widened).
-fn literal(e: &Expr, ty: ValueType) -> Option<Value> {
+fn literal(e: &Expr, ty: ValueType, sql_type: &DataType) -> Option<Value> {
     let Expr::Literal(v, _) = e else {
         return None;
     };
+    // A temporal literal counts only in the column's own type (unit and all).
+    let temporal = matches!(
+        v.data_type(),
+        DataType::Date32 | DataType::Timestamp(..) | DataType::Duration(_)
+    );
+    if temporal && &v.data_type() != sql_type {
+        return None;
+    }
     let int = |v: &ScalarValue| -> Option<i128> {
         Some(match v {
             ScalarValue::Int8(Some(x)) => i128::from(*x),
@@ -159,6 +174,12 @@ fn literal(e: &Expr, ty: ValueType) -> Option<Value> {
             ScalarValue::UInt16(Some(x)) => i128::from(*x),
             ScalarValue::UInt32(Some(x)) => i128::from(*x),
             ScalarValue::UInt64(Some(x)) => i128::from(*x),
+            // A temporal column's literal (coerced to the column's own SQL type, so in its
+            // unit): the integer YT stores.
+            ScalarValue::Date32(Some(x)) => i128::from(*x),
+            ScalarValue::TimestampSecond(Some(x), _)
+            | ScalarValue::TimestampMicrosecond(Some(x), _)
+            | ScalarValue::DurationMicrosecond(Some(x)) => i128::from(*x),
             _ => return None,
         })
     };

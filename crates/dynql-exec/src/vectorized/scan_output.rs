@@ -83,7 +83,18 @@ pub(crate) fn project(
                     safe: false,
                     ..Default::default()
                 };
-                arrow::compute::cast_with_options(c, f.data_type(), &options).map_err(|e| {
+                // YT's dates, datetimes and timestamps are stored as uint64: through the
+                // signed integer Arrow's temporal types are cast from (values are in range).
+                let c = match (c.data_type(), f.data_type()) {
+                    (DataType::UInt64, DataType::Date32) => {
+                        arrow::compute::cast_with_options(c, &DataType::Int32, &options)?
+                    }
+                    (DataType::UInt64, DataType::Timestamp(..)) => {
+                        arrow::compute::cast_with_options(c, &DataType::Int64, &options)?
+                    }
+                    _ => c.clone(),
+                };
+                arrow::compute::cast_with_options(&c, f.data_type(), &options).map_err(|e| {
                     if matches!(f.data_type(), DataType::Utf8 | DataType::Utf8View) {
                         DataFusionError::Execution(format!(
                             "column {} of {table} holds a value that is not UTF-8 text ({e}); SQL reads string columns as text, YT QL (select-rows) reads them as bytes",
