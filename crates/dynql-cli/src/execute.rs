@@ -30,6 +30,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Shell => {
             let new_store = !Database::was_written(&url);
+            let created = crate::store::NewDirectories::of(&url);
             let db = match cli.memory_limit {
                 None => Database::open_with(&url, options)?,
                 Some(limit) => crate::store::limited(
@@ -40,7 +41,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                     limit,
                 )?,
             };
-            crate::shell::run(&db, &url, new_store).await
+            let ran = crate::shell::run(&db, &url, new_store).await;
+            // A shell that wrote nothing leaves no directory behind.
+            created.remove_if_empty();
+            ran
         }
         command => {
             // One command reads each row group about once: keep little of what it decodes,
@@ -52,6 +56,8 @@ pub async fn run(cli: Cli) -> Result<()> {
                 command,
                 Command::Sql(_) | Command::SelectRows(_) | Command::ExplainQuery { .. }
             );
+            let new_store = !reads_only && !Database::was_written(&url);
+            let created = crate::store::NewDirectories::of(&url);
             let store = crate::store::open(
                 &url,
                 &options,
@@ -64,9 +70,19 @@ pub async fn run(cli: Cli) -> Result<()> {
             // between the runtime's threads.
             let mut stdin = std::io::stdin();
             let mut stdout = std::io::stdout();
-            execute(&store.db, command, &mut stdin, &mut stdout)
-                .await
-                .map_err(|e| store.name_store_in(e))
+            let ran = execute(&store.db, command, &mut stdin, &mut stdout).await;
+            ran.map_err(|e| {
+                // A command that failed on a store it would have created leaves nothing on
+                // disk, and says that there was no store (a mistyped --store shows at once).
+                created.remove_if_empty();
+                if new_store {
+                    anyhow::anyhow!(
+                        "{e:#} (no dynql store existed at {url}: nothing was written there yet)"
+                    )
+                } else {
+                    store.name_store_in(e)
+                }
+            })
         }
     }
 }

@@ -132,6 +132,37 @@ pub fn limited(
         .with_memory_limit(operators)?)
 }
 
+/// The directories opening a local store at a URL creates: those missing from it up to the
+/// first that exists, deepest first (none for other stores).
+pub struct NewDirectories(Vec<std::path::PathBuf>);
+
+impl NewDirectories {
+    /// The directories of `url` that do not exist yet.
+    pub fn of(url: &str) -> NewDirectories {
+        let dir = match url.strip_prefix("file://") {
+            Some(dir) => dir,
+            None if !url.contains("://") => url,
+            None => return NewDirectories(Vec::new()),
+        };
+        let mut missing = Vec::new();
+        let mut at = Some(std::path::Path::new(dir));
+        while let Some(path) = at.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            missing.push(path.to_path_buf());
+            at = path.parent();
+        }
+        NewDirectories(missing)
+    }
+
+    /// Removes those still empty (a directory something was written into stays).
+    pub fn remove_if_empty(&self) {
+        for dir in &self.0 {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+}
+
 /// What a command that only reads says of a store never written.
 fn missing_note(url: &str) -> String {
     format!(
