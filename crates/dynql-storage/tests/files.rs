@@ -209,6 +209,35 @@ async fn bad_locations_and_mismatched_files_are_clear_errors() {
     let shown = format!("{}/m/c.parquet is not a Parquet file", dir.path().display());
     assert!(e.to_string().contains(&shown), "{e}");
     assert!(!e.to_string().contains("Corrupt"), "{e}");
+    // A relative location is shown as the absolute path it names, leading `/` and all
+    // (issue 73, item 9).
+    let cwd = std::env::current_dir().unwrap();
+    let relative = pathdiff(&dir.path().join("m/c.parquet"), &cwd);
+    let e = FileTable::open(&relative, None).await.unwrap_err();
+    let absolute = std::fs::canonicalize(dir.path().join("m/c.parquet")).unwrap();
+    let shown = format!("{} is not a Parquet file", absolute.display());
+    assert!(e.to_string().starts_with(&shown), "{e}");
+}
+
+/// `path` relative to `base` (both absolute), through `..` where needed.
+fn pathdiff(path: &std::path::Path, base: &std::path::Path) -> String {
+    let (path, base) = (
+        std::fs::canonicalize(path).unwrap(),
+        std::fs::canonicalize(base).unwrap(),
+    );
+    let common = path
+        .components()
+        .zip(base.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = std::path::PathBuf::new();
+    for _ in base.components().skip(common) {
+        out.push("..");
+    }
+    for c in path.components().skip(common) {
+        out.push(c);
+    }
+    out.display().to_string()
 }
 
 fn bound() -> impl Strategy<Value = KeyBound> {

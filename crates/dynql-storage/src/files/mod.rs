@@ -122,6 +122,9 @@ impl FileTable {
             )));
         }
         listed.sort_by(|a, b| a.location.cmp(&b.location));
+        // A local file's object path is its absolute path without the leading `/` (a
+        // relative location was resolved against the working directory).
+        let local = resolved.root.starts_with("file://");
         let files: Vec<FileRef> = futures::stream::iter(listed)
             .map(|meta| {
                 let objects = objects.clone();
@@ -136,7 +139,7 @@ impl FileTable {
                         .map_err(|e| {
                             // The path as the user wrote it (object paths drop the leading
                             // `/`), and no "corrupt": most often it is simply not Parquet.
-                            let shown = if location.starts_with('/') {
+                            let shown = if local {
                                 format!("/{}", meta.location)
                             } else {
                                 meta.location.to_string()
