@@ -12,7 +12,7 @@ let result = db.select_rows("v from [//t] where k = 1", &SelectOptions::default(
 let batch = result.to_record_batch()?; // or result.to_json_rows()
 
 // Or the rows as Arrow record batches, as they are computed (dropping the stream cancels):
-use futures::TryStreamExt;
+use dynql::futures::TryStreamExt; // dynql re-exports the futures crate
 let stream = db.select_stream("k, v from [//t]", &SelectOptions::default()).await?;
 let schema = stream.schema(); // `string` and `utf8` columns as Utf8, YT types in `yt:type`
 let batches: Vec<dynql::arrow::record_batch::RecordBatch> = stream.try_collect().await?;
@@ -46,7 +46,7 @@ async fn the_readme_example_runs_on_a_fresh_store() -> Result<(), dynql::Error> 
     let batch = result.to_record_batch()?;
     assert_eq!(batch.num_rows(), 1);
 
-    use futures::TryStreamExt;
+    use dynql::futures::TryStreamExt;
     let stream = db
         .select_stream("k, v from [//t]", &SelectOptions::default())
         .await?;
