@@ -63,7 +63,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             // Unlocked handles: their locks are not Send, and a command's future may move
             // between the runtime's threads.
             let mut stdin = std::io::stdin();
-            let mut stdout = std::io::stdout();
+            let mut stdout = crate::output::Stdout;
             execute(&store.db, command, &mut stdin, &mut stdout)
                 .await
                 .map_err(|e| store.name_store_in(e))

@@ -191,7 +191,7 @@ async fn script(db: &Database, mut settings: Settings) -> Result<()> {
 }
 
 async fn run_in_script(db: &Database, settings: &mut Settings, st: &Statement) -> Result<Flow> {
-    let mut stdout = std::io::stdout();
+    let mut stdout = crate::output::Stdout;
     let flow = run_statement(db, settings, &st.text, &mut stdout)
         .await
         .with_context(|| format!("line {}", st.line))?;
