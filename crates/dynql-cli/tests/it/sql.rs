@@ -201,3 +201,33 @@ fn print_statistics_shows_what_each_statement_read() {
     assert!(maps[1].contains("\"rows_read\"=1"), "{err}");
     assert!(maps[0].contains("\"row_groups_read\""), "{err}");
 }
+
+#[test]
+fn statements_come_from_stdin_with_a_dash_or_from_a_file() {
+    let s = with_table();
+    let script = "SELECT count(*) AS n FROM \"//t\";\nSELECT max(v) AS m FROM \"//t\"\n";
+    let both = "{\"n\":3}\n{\"m\":\"c\"}\n";
+    assert_eq!(s.ok(&["sql", "-", "--format", "json"], Some(script)), both);
+    let file = s.dir.path().join("q.sql");
+    std::fs::write(&file, script).unwrap();
+    let path = file.to_str().unwrap();
+    assert_eq!(
+        s.ok(&["sql", "--file", path, "--format", "json"], None),
+        both
+    );
+    // One source at a time; a missing file is named.
+    let err = s.fails(&["sql", "SELECT 1", "--file", path], None);
+    assert!(err.contains("cannot be used with"), "{err}");
+    let err = s.fails(&["sql"], None);
+    assert!(err.contains("--file"), "{err}");
+    let err = s.fails(&["sql", "--file", "nowhere.sql"], None);
+    assert!(err.contains("nowhere.sql"), "{err}");
+    // The shell's stdin is its script: `sql -` there is refused, `--file` runs.
+    let err = s.fails(&["shell"], Some("sql -;\n"));
+    assert!(err.contains("sql -") && err.contains("--file"), "{err}");
+    let out = s.ok(
+        &["shell"],
+        Some(&format!("\\format json\nsql --file '{path}';\n")),
+    );
+    assert_eq!(out, both);
+}
