@@ -231,3 +231,45 @@ fn statements_come_from_stdin_with_a_dash_or_from_a_file() {
     );
     assert_eq!(out, both);
 }
+
+#[test]
+fn duckdb_s_from_first_queries_select_every_column() {
+    let s = with_table();
+    let file = s.dir.path().join("f.parquet");
+    let f = file.display();
+    s.ok(
+        &[
+            "sql",
+            "--allow-writes",
+            &format!(r#"COPY (SELECT * FROM "//t") TO '{f}'"#),
+        ],
+        None,
+    );
+    let json = |sql: &str| s.ok(&["sql", sql, "--format", "json"], None);
+    assert_eq!(
+        json(&format!("FROM '{f}' LIMIT 1")),
+        "{\"k\":1,\"v\":\"a\"}\n"
+    );
+    assert_eq!(
+        json(&format!("from '{f}' WHERE k > 1 ORDER BY k DESC")),
+        "{\"k\":3,\"v\":\"c\"}\n{\"k\":2,\"v\":\"b\"}\n"
+    );
+    assert_eq!(
+        json(r#"FROM "//t" WHERE v = 'b'"#),
+        "{\"k\":2,\"v\":\"b\"}\n"
+    );
+    // In a subquery, after another statement, and FROM … SELECT as before.
+    assert_eq!(
+        json(&format!(
+            "SELECT 1 AS a; SELECT count(*) AS n FROM (FROM '{f}' WHERE k >= 2)"
+        )),
+        "{\"a\":1}\n{\"n\":2}\n"
+    );
+    assert_eq!(
+        json(&format!("FROM '{f}' SELECT k * 10 AS t WHERE k = 3")),
+        "{\"t\":30}\n"
+    );
+    // A FROM-first query that is wrong is still an error of its own.
+    let err = s.fails(&["sql", &format!("FROM '{f}' WHERE nope = 1")], None);
+    assert!(err.contains("nope"), "{err}");
+}
