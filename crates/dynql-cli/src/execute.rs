@@ -26,6 +26,7 @@ const SHELL_CACHE_BYTES: usize = 2 << 30;
 pub async fn run(cli: Cli) -> Result<()> {
     let url = crate::store::store_url(&cli);
     crate::store::check_proxy(&cli, &url)?;
+    crate::store::check_local_dir(&url)?;
     let options = crate::store::store_options(&cli)?;
     match cli.command {
         Command::Shell => {
