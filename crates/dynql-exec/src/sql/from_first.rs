@@ -101,12 +101,8 @@ pub(super) fn with_select_star(sql: &str, dialect: &dyn Dialect) -> Option<Strin
                 at_start = true;
                 continue;
             }
-            Token::RParen => {
-                // An unbalanced `)` is the parser's to report.
-                if depth > 0 {
-                    starts.extend(open.pop().flatten());
-                }
-            }
+            // An unbalanced `)` is the parser's to report.
+            Token::RParen if depth > 0 => starts.extend(open.pop().flatten()),
             Token::SemiColon => starts.extend(open[depth].take()),
             _ => {}
         }
