@@ -26,6 +26,7 @@ const SHELL_CACHE_BYTES: usize = 2 << 30;
 pub async fn run(cli: Cli) -> Result<()> {
     let url = crate::store::store_url(&cli);
     crate::store::check_proxy(&cli, &url)?;
+    crate::store::check_local_dir(&url)?;
     let options = crate::store::store_options(&cli)?;
     match cli.command {
         Command::Shell => {
@@ -69,7 +70,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             // Unlocked handles: their locks are not Send, and a command's future may move
             // between the runtime's threads.
             let mut stdin = std::io::stdin();
-            let mut stdout = std::io::stdout();
+            let mut stdout = crate::output::Stdout;
             let ran = execute(&store.db, command, &mut stdin, &mut stdout).await;
             ran.map_err(|e| {
                 // A command that failed on a store it would have created leaves nothing on
@@ -515,7 +516,7 @@ pub async fn execute(
             }
             db.remove_node(&path, recursive, force, tx).await?;
         }
-        Command::Sql(args) => crate::files::sql(db, args, stdout).await?,
+        Command::Sql(args) => crate::files::sql(db, args, input, stdout).await?,
         Command::Import(args) => crate::io::import(db, args).await?,
         Command::Export(args) => crate::io::export(db, args).await?,
         Command::Exists { path, tx } => {
@@ -641,8 +642,14 @@ pub async fn select_stream(
     Ok((query, stream))
 }
 
-/// Adds the query line that holds the error position, with a caret under it.
+/// Adds the query line that holds the error position, with a caret under it, and the
+/// error's hint under that.
 pub fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
+    query_error_with(query, e, None)
+}
+
+/// [`query_error`] with a hint of the caller's for an error that has none of its own.
+pub fn query_error_with(query: &str, e: dynql::Error, hint: Option<&str>) -> anyhow::Error {
     if e.kind() == dynql::ErrorKind::LimitExceeded {
         // YT's message, then how to raise the limit it names.
         let which = if e.to_string().contains("excessive input") {
@@ -654,10 +661,20 @@ pub fn query_error(query: &str, e: dynql::Error) -> anyhow::Error {
             "{e}\nhint: the {which} row limit is 1000000 rows unless set, as in YT: raise it with --{which}-row-limit N (in the shell, \\set {which}_row_limit N), or pass --fail-on-incomplete-result false for the rows up to it"
         );
     }
-    match e.query_span().and_then(|span| caret_lines(query, span)) {
-        Some(lines) => anyhow::anyhow!("{e}\n{lines}"),
-        None => e.into(),
+    let caret = e.query_span().and_then(|span| caret_lines(query, span));
+    let hint = e.query_hint().or(hint);
+    if caret.is_none() && hint.is_none() {
+        // The error itself, its causes kept.
+        return e.into();
     }
+    let mut text = e.to_string();
+    if let Some(lines) = caret {
+        text = format!("{text}\n{lines}");
+    }
+    if let Some(hint) = hint {
+        text = format!("{text}\nhint: {hint}");
+    }
+    anyhow::anyhow!(text)
 }
 
 /// The line of `query` that holds `span.start` and a caret line under the span (cut at the

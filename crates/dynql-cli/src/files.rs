@@ -1,22 +1,29 @@
 //! Options naming Parquet files as tables (`--table NAME=LOCATION`, `--key [NAME=]COLUMNS`),
 //! shared by `select-rows`, `explain-query` and `sql`.
 
-use anyhow::{bail, Result};
-use clap::Args;
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{ArgGroup, Args};
 use dynql::{Database, FileTables, SelectResult, SqlOptions, SqlSession, Timestamp};
 
 use crate::format::{write_header, write_result, write_rows, FormatSpec, OutputFormat, Projection};
 use crate::output::{rows_output, stdout_is_terminal, yt_format_variable, RowsOutput};
 use crate::select_rows::draw_result;
 
-/// `dynql sql`.
+/// `dynql sql`: the statements as an argument (`-`: stdin) or in a file, one of the two.
 #[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("statements").required(true).args(["query", "file"])))]
 pub struct SqlArgs {
     /// SQL statements separated by `;`, e.g. `SELECT host, count(*) FROM "//logs" GROUP BY
-    /// host`. Each result prints in turn; `CREATE TABLE … AS SELECT` makes a table for the
-    /// statements after it.
+    /// host`, or `-` to read them from stdin. Each result prints in turn; `CREATE TABLE … AS
+    /// SELECT` makes a table for the statements after it.
     #[arg(allow_hyphen_values = true)]
-    pub query: String,
+    pub query: Option<String>,
+    /// Read the statements from this file instead.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
     /// Output format: json, yson, <format=pretty>yson, schemaful_dsv, csv, tsv, … [default:
     /// $YT_FORMAT, else a drawn table on a terminal, else yson; in the shell, its \format].
     #[arg(long, value_parser = crate::format::parse_output_format)]
@@ -37,11 +44,36 @@ pub struct SqlArgs {
     pub files: FileArgs,
 }
 
+impl SqlArgs {
+    /// The statements: the argument, stdin's text for `-` (`stdin` is `None` where stdin is
+    /// not the command's own, as in the shell), or the text of `--file`.
+    pub fn statements(&self, stdin: Option<&mut (dyn Read + Send)>) -> Result<String> {
+        match (&self.query, &self.file, stdin) {
+            (Some(q), _, Some(stdin)) if q == "-" => {
+                let mut text = String::new();
+                stdin
+                    .read_to_string(&mut text)
+                    .context("reading the SQL statements from stdin")?;
+                Ok(text)
+            }
+            (Some(q), _, None) if q == "-" => bail!(
+                "`sql -` reads stdin, which in the shell is the shell's own input: give the statements, or --file PATH"
+            ),
+            (Some(q), _, _) => Ok(q.clone()),
+            (None, Some(path), _) => std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the SQL file {}", path.display())),
+            // The argument group requires one of the two.
+            (None, None, _) => bail!("sql takes the statements, `-` for stdin, or --file PATH"),
+        }
+    }
+}
+
 /// Runs `dynql sql`: each statement's result in turn, in `--format` (else `YT_FORMAT`), or
-/// drawn as a table on a terminal, else YSON.
+/// drawn as a table on a terminal, else YSON. `input` is stdin, read for `sql -`.
 pub async fn sql(
     db: &Database,
     args: SqlArgs,
+    input: &mut (dyn Read + Send),
     out: &mut (dyn std::io::Write + Send),
 ) -> Result<()> {
     let given = args.format.map(|format| FormatSpec {
@@ -49,8 +81,9 @@ pub async fn sql(
         columns: None,
     });
     let output = rows_output(given, yt_format_variable().as_deref(), stdout_is_terminal())?;
+    let statements = args.statements(Some(input))?;
     let mut session = db.sql_session();
-    let results = sql_results(&mut session, &args).await;
+    let results = sql_results(&mut session, &args, &statements).await;
     let mut buf = Vec::new();
     for result in &results.results {
         match &output {
@@ -76,9 +109,9 @@ pub async fn sql(
     results.error.map_or(Ok(()), Err)
 }
 
-/// The results of the statements of `args`, run in `session`, and the error that stopped
-/// them (naming the statement when there were several).
-pub async fn sql_results(session: &mut SqlSession, args: &SqlArgs) -> SqlResults {
+/// The results of `statements`, run in `session` with the options of `args`, and the error
+/// that stopped them (naming the statement when there were several).
+pub async fn sql_results(session: &mut SqlSession, args: &SqlArgs, statements: &str) -> SqlResults {
     let options = match args.files.file_tables() {
         Ok(files) => SqlOptions {
             files,
@@ -92,7 +125,7 @@ pub async fn sql_results(session: &mut SqlSession, args: &SqlArgs) -> SqlResults
             }
         }
     };
-    let outcome = session.run(&args.query, &options).await;
+    let outcome = session.run(statements, &options).await;
     SqlResults {
         results: outcome.results,
         error: outcome.error.map(|(n, e)| {

@@ -10,7 +10,8 @@
 //! dynql [--store URL] export PATH --to DIR [--timestamp TS] [--rows-per-file N] [--force]
 //! dynql [--store URL] shell                     # also `dynql` alone (statements piped in run too)
 //! ```
-//! Errors go to stderr with exit status 1; a failed command changes nothing.
+//! Errors go to stderr with exit status 1; a failed command changes nothing. A reader of
+//! stdout that goes away (`| head`) ends the command quietly with status 0.
 
 mod commands;
 mod execute;
@@ -100,6 +101,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(execute::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`| head`): it has what it wanted.
+        Err(_) if output::stdout_closed() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {}", error_text(&e));
             ExitCode::FAILURE

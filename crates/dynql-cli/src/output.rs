@@ -6,6 +6,7 @@
 //! (or `YT_FORMAT` for rows, as `yt` reads it) is printed as asked, terminal or not.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use dynql::Yson;
@@ -54,6 +55,45 @@ pub fn yt_format_variable() -> Option<String> {
 /// Whether stdout is a terminal (a person reads it).
 pub fn stdout_is_terminal() -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdout())
+}
+
+/// Set once a write to stdout finds its reader gone.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Stdout, noting a reader that went away (`dynql sql … | head -2`): the command then stops
+/// at its next write, and [`stdout_closed`] tells `main` to end quietly with status 0, as
+/// ripgrep does, rather than report the broken pipe as a failure. Only stdout's own broken
+/// pipe counts: one of a store's network connection stays an error.
+pub struct Stdout;
+
+impl Stdout {
+    fn noted<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Stdout::noted(std::io::stdout().write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        Stdout::noted(std::io::stdout().write_all(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Stdout::noted(std::io::stdout().flush())
+    }
+}
+
+/// Whether a write to stdout found its reader gone (see [`Stdout`]).
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 /// Formats of a Cypress value (`get`, `list --format`, `explain-query`), as `yt` spells them.

@@ -19,6 +19,31 @@ pub fn store_url(cli: &Cli) -> String {
         .unwrap_or_else(|| DEFAULT_STORE.to_string())
 }
 
+/// Refuses a local store (`file://DIR` or a bare path) whose directory, or a directory
+/// above it, is a file: a read would otherwise find no store there and read it as empty.
+pub fn check_local_dir(url: &str) -> Result<()> {
+    let dir = match url.strip_prefix("file://") {
+        Some(dir) => dir,
+        None if !url.contains("://") => url,
+        None => return Ok(()),
+    };
+    // The nearest part of the path that exists is the one that must be a directory.
+    let mut path = std::path::Path::new(dir);
+    loop {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => anyhow::bail!(
+                "store {url}: {} is a file, not a store directory",
+                path.display()
+            ),
+            Err(_) => match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => path = parent,
+                _ => return Ok(()),
+            },
+        }
+    }
+}
+
 /// How a command opens its store: `--durability`, else `DYNQL_DURABILITY`, else `fsync`.
 pub fn store_options(cli: &Cli) -> Result<StoreOptions> {
     let durability = match cli.durability {

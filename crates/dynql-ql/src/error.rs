@@ -31,11 +31,18 @@ pub enum Error {
         message: String,
         position: usize,
         span: Span,
+        /// What to write instead, for a habit of another language (see [`Error::hint`]).
+        hint: Option<String>,
     },
     /// The query parses but is not valid (unknown column, type mismatch, misuse of aggregate,
     /// clause rules). The message uses YT's wording.
     #[error("{message}")]
-    Invalid { message: String, span: Option<Span> },
+    Invalid {
+        message: String,
+        span: Option<Span>,
+        /// As for [`Error::Syntax`].
+        hint: Option<String>,
+    },
     /// Evaluation failed on some row (division by zero, bad conversion, ...).
     #[error("{0}")]
     Runtime(String),
@@ -53,6 +60,7 @@ impl Error {
             message: message.into(),
             position: span.start,
             span,
+            hint: None,
         }
     }
 
@@ -61,6 +69,7 @@ impl Error {
         Error::Invalid {
             message: message.into(),
             span: Some(span),
+            hint: None,
         }
     }
 
@@ -69,6 +78,25 @@ impl Error {
         Error::Invalid {
             message: message.into(),
             span: None,
+            hint: None,
+        }
+    }
+
+    /// The error with a hint: what to write instead. The message stays YT's; the hint is
+    /// apart from it, so a command line can print it under the caret.
+    pub fn with_hint(mut self, text: impl Into<String>) -> Error {
+        match &mut self {
+            Error::Syntax { hint, .. } | Error::Invalid { hint, .. } => *hint = Some(text.into()),
+            Error::Runtime(_) => {}
+        }
+        self
+    }
+
+    /// The hint of [`Error::with_hint`], if any.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            Error::Syntax { hint, .. } | Error::Invalid { hint, .. } => hint.as_deref(),
+            Error::Runtime(_) => None,
         }
     }
 

@@ -125,12 +125,23 @@ impl Error {
         }
     }
 
-    /// The byte span of the query text the error is about, if any.
-    pub fn query_span(&self) -> Option<dynql_ql::Span> {
+    /// The query-language error this is (syntax, binding, evaluation), if it is one.
+    pub fn as_query_error(&self) -> Option<&dynql_ql::Error> {
         match self {
-            Error::Query(q) | Error::Exec(dynql_exec::Error::Query(q)) => q.span(),
+            Error::Query(q) | Error::Exec(dynql_exec::Error::Query(q)) => Some(q),
             _ => None,
         }
+    }
+
+    /// What to write instead, for a query written with another language's habit
+    /// (`count(*)`), if any.
+    pub fn query_hint(&self) -> Option<&str> {
+        self.as_query_error().and_then(dynql_ql::Error::hint)
+    }
+
+    /// The byte span of the query text the error is about, if any.
+    pub fn query_span(&self) -> Option<dynql_ql::Span> {
+        self.as_query_error().and_then(dynql_ql::Error::span)
     }
 }
 

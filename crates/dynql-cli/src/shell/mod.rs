@@ -35,7 +35,7 @@ use rustyline::history::FileHistory;
 use rustyline::Editor;
 
 use crate::commands::Command;
-use crate::execute::{execute, query_error, select_stream};
+use crate::execute::{execute, query_error, query_error_with, select_stream};
 use crate::format::{write_result, write_rows, OutputFormat};
 use crate::pretty;
 use crate::progress::QueryProgressBar;
@@ -191,7 +191,7 @@ async fn script(db: &Database, mut settings: Settings) -> Result<()> {
 }
 
 async fn run_in_script(db: &Database, settings: &mut Settings, st: &Statement) -> Result<Flow> {
-    let mut stdout = std::io::stdout();
+    let mut stdout = crate::output::Stdout;
     let flow = run_statement(db, settings, &st.text, &mut stdout)
         .await
         .with_context(|| format!("line {}", st.line))?;
@@ -483,7 +483,9 @@ async fn run_statement(
             if let crate::commands::Command::Sql(args) = &line.command {
                 let mut args = args.clone();
                 args.timestamp = args.timestamp.or(settings.timestamp);
-                let results = crate::files::sql_results(&mut settings.sql, &args).await;
+                let statements = args.statements(None)?;
+                let results =
+                    crate::files::sql_results(&mut settings.sql, &args, &statements).await;
                 for result in &results.results {
                     match args.format {
                         None => show(result, settings, started, out)?,
@@ -516,14 +518,35 @@ async fn run_statement(
         Parsed::Query(query) => {
             let mut options = settings.select_options();
             let bar = crate::progress::watch(&mut options);
-            let stream = db
-                .select_stream(&query, &options)
-                .await
-                .map_err(|e| query_error(&query, e))?;
+            let stream = db.select_stream(&query, &options).await.map_err(|e| {
+                let hint = sql_hint(&query, &e);
+                query_error_with(&query, e, hint)
+            })?;
             show_stream(&query, stream, settings, started, bar, out).await?;
         }
     }
     Ok(Flow::Continue)
+}
+
+/// First words of SQL statements (DuckDB's `FROM t` among them). A YT QL query may start
+/// with `SELECT` too, so only one that fails to parse is taken for SQL.
+const SQL_WORDS: &[&str] = &[
+    "select", "with", "from", "values", "create", "insert", "update", "delete", "drop", "copy",
+    "show", "describe", "explain",
+];
+
+/// The hint for SQL typed as a shell query, which the shell reads as YT QL: a statement
+/// that starts as SQL does and does not parse as YT QL.
+fn sql_hint(query: &str, e: &dynql::Error) -> Option<&'static str> {
+    let syntax = matches!(e.as_query_error(), Some(dynql::ql::Error::Syntax { .. }));
+    let first = query
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()?
+        .to_ascii_lowercase();
+    (syntax && SQL_WORDS.contains(&first.as_str())).then_some(
+        "the shell reads a statement as YT QL (`* FROM [//t]`); SQL takes the `sql` prefix: `sql SELECT 1 AS x;`",
+    )
 }
 
 /// Runs the statements of `file` in this session, as a script runs (`\\i FILE`): in order,

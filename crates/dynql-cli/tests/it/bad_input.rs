@@ -84,3 +84,38 @@ fn deep_paths_are_refused_at_once() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_store_that_is_a_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "not a store\n").unwrap();
+    let path = file.display().to_string();
+    let inside = format!("{path}/store");
+    let url = format!("file://{path}");
+    let commands: [&[&str]; 4] = [
+        &["list", "/"],
+        &["select-rows", "* FROM [//t]"],
+        &["create", "table", "//t", "--attributes", SCHEMA],
+        &["shell"],
+    ];
+    for store in [&path, &url, &inside] {
+        for args in commands {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_dynql"))
+                .arg("--store")
+                .arg(store)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run dynql");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{store} {args:?}: {err}");
+            assert!(
+                err.contains(&format!("{path} is a file, not a store directory")),
+                "{store} {args:?}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{store} {args:?}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a store\n");
+}

@@ -224,3 +224,65 @@ fn sql_and_select_rows_print_yson_into_a_pipe() {
     let out = s.run_with_env(&["sql", "SELECT 1 AS a"], None, &[("YT_FORMAT", "json")]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"a\":1}\n");
 }
+
+/// Runs `dynql ARGS` with `stdin`, reads two lines of its stdout and closes it, as `| head
+/// -2` does; returns the exit status and stderr.
+fn read_two_lines_and_close(
+    s: &TestStore,
+    args: &[&str],
+    stdin: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, Read, Write};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynql"))
+        .arg("--store")
+        .arg(s.url())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dynql");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read a line");
+        assert!(line.starts_with('{'), "{args:?}: {line:?}");
+    }
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    (child.wait().expect("wait for dynql"), stderr)
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    let s = TestStore::new();
+    s.ok(&["create", "table", "//t", "--attributes", SCHEMA], None);
+    // Megabytes of output: far more than a pipe holds, so dynql is still writing when its
+    // reader goes away.
+    let rows: String = (0..50_000)
+        .map(|k| format!("{{k={k};v=\"{}\"}};\n", "x".repeat(40)))
+        .collect();
+    s.ok(&["insert-rows", "//t"], Some(&rows));
+    for (args, stdin) in [
+        (&["select-rows", "* FROM [//t]"][..], ""),
+        (&["sql", r#"SELECT * FROM "//t""#][..], ""),
+        (&["shell"][..], "SELECT * FROM [//t];\n"),
+    ] {
+        let (status, stderr) = read_two_lines_and_close(&s, args, stdin);
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert!(status.success(), "{args:?}: {status:?} {stderr}");
+    }
+}

@@ -511,3 +511,29 @@ fn sigint_ignored() -> bool {
         })
         .is_some_and(|mask| mask & (1 << (2 - 1)) != 0)
 }
+
+#[test]
+fn sql_typed_as_a_query_and_count_star_get_hints() {
+    let s = TestStore::new();
+    // The shell reads a bare statement as YT QL: SQL needs the `sql` prefix.
+    for query in ["SELECT 1 AS x;", "select * from \"//home/t\";"] {
+        let err = s.fails(&["shell"], Some(query));
+        assert!(err.contains("hint:") && err.contains("`sql`"), "{err}");
+    }
+    // A YT QL mistake that is no SQL gets no such hint.
+    let err = s.fails(
+        &["shell"],
+        Some(&format!("{CREATE}\nk from [//home/t] where;\n")),
+    );
+    assert!(!err.contains("`sql`"), "{err}");
+    // YT QL has no count(*): YT users count with sum(1).
+    let err = s.fails(&["shell"], Some("select count(*) from [//home/t];"));
+    assert!(err.contains("hint:") && err.contains("sum(1)"), "{err}");
+    let err = s.fails(&["select-rows", "count(*) AS n FROM [//home/t]"], None);
+    assert!(
+        err.contains("\n        ^\nhint:") && err.contains("sum(1)"),
+        "{err}"
+    );
+    let err = s.fails(&["select-rows", "count(k) AS n FROM [//home/t]"], None);
+    assert!(err.contains("hint:") && err.contains("sum(1)"), "{err}");
+}

@@ -265,3 +265,75 @@ fn temporal_columns_are_dates_and_timestamps_in_sql() {
     );
     assert_eq!(ql, "{\"d\":19875}\n");
 }
+
+#[test]
+fn statements_come_from_stdin_with_a_dash_or_from_a_file() {
+    let s = with_table();
+    let script = "SELECT count(*) AS n FROM \"//t\";\nSELECT max(v) AS m FROM \"//t\"\n";
+    let both = "{\"n\":3}\n{\"m\":\"c\"}\n";
+    assert_eq!(s.ok(&["sql", "-", "--format", "json"], Some(script)), both);
+    let file = s.dir.path().join("q.sql");
+    std::fs::write(&file, script).unwrap();
+    let path = file.to_str().unwrap();
+    assert_eq!(
+        s.ok(&["sql", "--file", path, "--format", "json"], None),
+        both
+    );
+    // One source at a time; a missing file is named.
+    let err = s.fails(&["sql", "SELECT 1", "--file", path], None);
+    assert!(err.contains("cannot be used with"), "{err}");
+    let err = s.fails(&["sql"], None);
+    assert!(err.contains("--file"), "{err}");
+    let err = s.fails(&["sql", "--file", "nowhere.sql"], None);
+    assert!(err.contains("nowhere.sql"), "{err}");
+    // The shell's stdin is its script: `sql -` there is refused, `--file` runs.
+    let err = s.fails(&["shell"], Some("sql -;\n"));
+    assert!(err.contains("sql -") && err.contains("--file"), "{err}");
+    let out = s.ok(
+        &["shell"],
+        Some(&format!("\\format json\nsql --file '{path}';\n")),
+    );
+    assert_eq!(out, both);
+}
+
+#[test]
+fn duckdb_s_from_first_queries_select_every_column() {
+    let s = with_table();
+    let file = s.dir.path().join("f.parquet");
+    let f = file.display();
+    s.ok(
+        &[
+            "sql",
+            "--allow-writes",
+            &format!(r#"COPY (SELECT * FROM "//t") TO '{f}'"#),
+        ],
+        None,
+    );
+    let json = |sql: &str| s.ok(&["sql", sql, "--format", "json"], None);
+    assert_eq!(
+        json(&format!("FROM '{f}' LIMIT 1")),
+        "{\"k\":1,\"v\":\"a\"}\n"
+    );
+    assert_eq!(
+        json(&format!("from '{f}' WHERE k > 1 ORDER BY k DESC")),
+        "{\"k\":3,\"v\":\"c\"}\n{\"k\":2,\"v\":\"b\"}\n"
+    );
+    assert_eq!(
+        json(r#"FROM "//t" WHERE v = 'b'"#),
+        "{\"k\":2,\"v\":\"b\"}\n"
+    );
+    // In a subquery, after another statement, and FROM … SELECT as before.
+    assert_eq!(
+        json(&format!(
+            "SELECT 1 AS a; SELECT count(*) AS n FROM (FROM '{f}' WHERE k >= 2)"
+        )),
+        "{\"a\":1}\n{\"n\":2}\n"
+    );
+    assert_eq!(
+        json(&format!("FROM '{f}' SELECT k * 10 AS t WHERE k = 3")),
+        "{\"t\":30}\n"
+    );
+    // A FROM-first query that is wrong is still an error of its own.
+    let err = s.fails(&["sql", &format!("FROM '{f}' WHERE nope = 1")], None);
+    assert!(err.contains("nope"), "{err}");
+}

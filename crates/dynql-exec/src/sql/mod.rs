@@ -13,11 +13,15 @@
 //! Files given a key (`--key`) are a sorted table instead, read in key order through
 //! [`FileTableProvider`](crate::provider::FileTableProvider) as YT QL reads them.
 //!
+//! DuckDB's FROM-first `FROM t WHERE …` reads every column, as `SELECT * FROM t WHERE …`
+//! (`from_first`).
+//!
 //! Several `;`-separated statements run in a [`SqlSession`], where `CREATE TABLE … AS SELECT`,
 //! views and `SET` last until the session ends. SQL only reads dynamic tables.
 
 mod copy;
 mod files;
+mod from_first;
 mod read_files;
 mod result;
 mod session;

@@ -23,6 +23,7 @@ use futures::TryStreamExt;
 
 use super::copy;
 use super::files::{self, FileFormatKind, FileSource};
+use super::from_first;
 use super::read_files::{self, OpenedSources, ReadFiles};
 use super::result::query_result;
 use super::SqlOptions;
@@ -197,16 +198,27 @@ impl SqlSession {
                 .build()?
                 .parse_statements()
         };
-        let statements = match parse(sql) {
+        let mut statements = match parse(sql) {
             Ok(statements) => statements,
-            // DuckDB's `COPY … TO 'f' (FORMAT parquet, …)` is DataFusion's `… OPTIONS (…)`.
-            Err(e) => match copy::with_options_keyword(sql) {
-                Some(rewritten) => parse(&rewritten).map_err(|_| e)?,
-                None => return Err(e.into()),
-            },
+            // DuckDB's spellings DataFusion's parser stops at, tried only on a text that does
+            // not parse as it is: `COPY … TO 'f' (FORMAT parquet, …)` is DataFusion's
+            // `… OPTIONS (…)`, and `FROM t WHERE …` is `SELECT * FROM t WHERE …`.
+            Err(e) => {
+                let copy = copy::with_options_keyword(sql);
+                let text = copy.as_deref().unwrap_or(sql);
+                let rewritten = from_first::with_select_star(text, dialect.as_ref()).or(copy);
+                match rewritten {
+                    Some(rewritten) => parse(&rewritten).map_err(|_| e)?,
+                    None => return Err(e.into()),
+                }
+            }
         };
         if statements.is_empty() {
             return Err(invalid("No SQL statement was given".to_string()));
+        }
+        // `FROM t` and `FROM t LIMIT 1` parse without a projection: DuckDB's `*`.
+        for statement in &mut statements {
+            from_first::select_every_column(statement);
         }
         Ok(statements.into())
     }

@@ -736,9 +736,11 @@ fn with_span(e: Error, span: Span) -> Error {
         Error::Invalid {
             message,
             span: None,
+            hint,
         } => Error::Invalid {
             message,
             span: Some(span),
+            hint,
         },
         other => other,
     }
@@ -759,5 +761,9 @@ fn unknown_function(name: &str, span: Span) -> Error {
             span,
         );
     }
-    Error::invalid(format!("Undefined function {name:?}"), span)
+    let error = Error::invalid(format!("Undefined function {name:?}"), span);
+    if lower == "count" {
+        return error.with_hint(crate::parser::COUNT_HINT);
+    }
+    error
 }

@@ -434,6 +434,12 @@ impl Parser<'_> {
                 self.advance();
                 if self.is_punct("(") {
                     self.advance();
+                    if self.is_punct("*") && name.eq_ignore_ascii_case("count") {
+                        // SQL's habit: the error YT gives, and how YT QL counts.
+                        return self
+                            .error::<Expr>("an expression")
+                            .map_err(|e| e.with_hint(super::COUNT_HINT));
+                    }
                     let mut args = Vec::new();
                     if !self.is_punct(")") {
                         args.push(self.aliased()?);

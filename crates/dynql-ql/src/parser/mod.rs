@@ -15,6 +15,11 @@ mod query;
 /// The largest LIMIT YT accepts.
 pub const MAX_LIMIT: i64 = i64::MAX - 2;
 
+/// The hint for SQL's `count(*)` and `count(x)`: YT QL has no count; YT users count rows
+/// with `sum(1)`.
+pub const COUNT_HINT: &str =
+    "YT QL has no count(): count rows with sum(1), e.g. `sum(1) AS cnt FROM [//t] GROUP BY 1`";
+
 /// Parses a whole query from (placeholder-expanded) tokens.
 pub fn parse_query(tokens: &[Spanned]) -> Result<Query> {
     let mut p = Parser {

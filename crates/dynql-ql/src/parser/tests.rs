@@ -142,3 +142,13 @@ fn aliases_nest() {
     let q = parse("((1 as x) + x) as y from [//t]").unwrap();
     assert_eq!(q.projections.unwrap()[0].alias.as_deref(), Some("y"));
 }
+
+#[test]
+fn count_star_is_yt_s_syntax_error_with_a_hint_of_sum_1() {
+    let e = parse("count(*) from [//t]").unwrap_err();
+    assert!(e.to_string().contains("unexpected \"*\""), "{e}");
+    assert_eq!(e.span().map(|s| s.start), Some(6));
+    assert!(e.hint().is_some_and(|h| h.contains("sum(1)")), "{e:?}");
+    // Elsewhere `*` is still only YT's error.
+    assert_eq!(parse("f(*) from [//t]").unwrap_err().hint(), None);
+}
