@@ -42,6 +42,50 @@ fn a_read_at_a_timestamp_answers_the_same_after_later_commits() {
 }
 
 #[test]
+fn timestamps_above_the_largest_are_refused_by_every_read() {
+    let s = store_with_table();
+    // 2^62 - 1, 2^62, u64::MAX and a value between the two sentinels: none is a timestamp,
+    // and none reads the latest state (an answer a later insert would change).
+    for bad in [
+        "4611686018427387903",
+        "4611686018427387904",
+        "18446744073709551615",
+        "0x3fffffffffffff02",
+    ] {
+        for args in [
+            &["select-rows", "k from [//t]", "--timestamp", bad][..],
+            &["lookup-rows", "//t", "--timestamp", bad],
+            &["sql", "select k from \"//t\"", "--timestamp", bad],
+            &["export", "//t", "--to", "out", "--timestamp", bad],
+        ] {
+            let out = s.run(args, Some("{k=1}"));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?} succeeded");
+            assert!(err.contains("Invalid read timestamp"), "{args:?}: {err}");
+        }
+    }
+    // The sentinels, typed by name or as their numbers, still read the latest state.
+    for latest in [
+        "sync_last_committed",
+        "0x3fffffffffffff01",
+        "4611686018427387652",
+    ] {
+        let rows = s.ok(
+            &[
+                "select-rows",
+                "k from [//t]",
+                "--timestamp",
+                latest,
+                "--format",
+                "json",
+            ],
+            None,
+        );
+        assert_eq!(rows.trim(), r#"{"k":1}"#, "{latest}");
+    }
+}
+
+#[test]
 fn values_with_top_level_attributes_are_refused() {
     let s = store_with_table();
     let err = s.fails(&["insert-rows", "//t"], Some("{k=5;v=<a=b>3}"));
