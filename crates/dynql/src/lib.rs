@@ -49,7 +49,7 @@ pub use master::MasterTransactionOptions;
 pub use results::{LookupResult, SelectResult, SelectStream};
 pub use row::{FromValue, FromValueError, Row, RowIndex};
 pub use sql::{SqlOptions, SqlOutcome, SqlSession, SqlStream};
-pub use table_attributes::{parse_document, parse_pivot_keys};
+pub use table_attributes::{parse_document, parse_pivot_keys, parse_value_or_string};
 pub use table_rows::{ReadTableOptions, TableRows, TableWriter, WriteTableOptions};
 pub use transaction::Transaction;
 pub use ypath::RichPath;

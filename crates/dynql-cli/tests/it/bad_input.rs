@@ -128,3 +128,29 @@ fn deep_paths_are_refused_at_once() {
         started.elapsed()
     );
 }
+
+#[test]
+fn set_refuses_values_nested_deeper_than_the_yson_limit() {
+    let s = store_with_table();
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    // 257 levels: refused, naming the limit, whether an argument or stdin, and nothing set.
+    let err = s.fails(&["set", "//t/@x", &nested(257)], None);
+    assert!(err.contains("deeper than 256 levels"), "{err}");
+    let err = s.fails(&["set", "//t/@x"], Some(&nested(100_000)));
+    assert!(
+        err.contains("deeper than 256 levels"),
+        "{}",
+        &err[..err.len().min(300)]
+    );
+    assert!(err.len() < 1024, "the error is {} bytes", err.len());
+    let err = s.fails(&["get", "//t/@x"], None);
+    assert!(err.contains("Attribute \"x\" is not found"), "{err}");
+    // JSON past its parser's 128 levels that is no YSON either is refused too, not a string.
+    let json = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
+    let err = s.fails(&["set", "//t/@x", &json], None);
+    assert!(err.contains("128 levels"), "{err}");
+    // 256 levels is the most YSON allows: stored as the list it is.
+    s.ok(&["set", "//t/@x", &nested(256)], None);
+    let got = s.ok(&["get", "//t/@x", "--format", "yson"], None);
+    assert_eq!(got.matches('[').count(), 256, "{got}");
+}
