@@ -51,6 +51,13 @@ pub(crate) fn check_bulk_rows(schema: &TableSchema, path: &str, rows: &RecordBat
             schema.columns()[c].name
         )));
     }
+    for (c, column) in schema.key_columns().iter().enumerate() {
+        if let Some(doubles) = rows.column(c).as_primitive_opt::<Float64Type>() {
+            if let Some(row) = doubles.values().iter().position(|d| d.is_nan()) {
+                return Err(crate::validate::nan_key(&column.name).of_row(path, row));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -26,6 +26,7 @@ use crate::state::{State, TableData};
 ///   column) and within its logical type (`int8` range, valid `utf8`, ...);
 /// * without null in a `required` column, nor, when the row overwrites, a required column
 ///   left out (an update leaves out what it does not change; a delete names keys only);
+/// * without NaN in a double key column ([`nan_key`]);
 /// * with a `$ttl` of at least the table's `min_data_ttl` ([`Retention::check_row_ttl`]).
 ///
 /// Callers above (the CLI, `Database`, import) check first to word their errors for their
@@ -115,6 +116,7 @@ pub(crate) fn row(
                 ))
             }
             Some(Value::Null) => {}
+            Some(Value::Double(d)) if key && d.is_nan() => return Err(nan_key(name)),
             Some(v) => {
                 let wire = column.wire_type();
                 if wire != ValueType::Any && v.value_type() != wire {
@@ -141,6 +143,15 @@ pub(crate) fn row(
         }
     }
     Ok(())
+}
+
+/// A NaN in a double key column: refused, as YT's dynamic tables refuse it, rather than
+/// stored where every query comparing the key would fail on it.
+pub(crate) fn nan_key(column: &str) -> RowFault {
+    RowFault::of_column(
+        column,
+        format!("key column {column:?} cannot be NaN: a key of type double must be a number"),
+    )
 }
 
 /// The table a prepared action names, as it is in `state`: it must still be the same table

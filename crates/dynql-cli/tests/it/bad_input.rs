@@ -154,3 +154,42 @@ fn set_refuses_values_nested_deeper_than_the_yson_limit() {
     let got = s.ok(&["get", "//t/@x", "--format", "yson"], None);
     assert_eq!(got.matches('[').count(), 256, "{got}");
 }
+
+#[test]
+fn nan_in_a_double_key_is_refused_by_small_and_large_writes() {
+    let s = TestStore::new();
+    let schema =
+        "{dynamic=%true; schema=[{name=d;type=double;sort_order=ascending};{name=v;type=double}]}";
+    s.ok(&["create", "table", "//t", "--attributes", schema], None);
+    // NaN is a value in a non-key column, not in a key.
+    s.ok(
+        &["insert-rows", "//t"],
+        Some("{d=1.5;v=%nan};{d=-1.0;v=2.0}"),
+    );
+    let err = s.fails(
+        &["insert-rows", "//t"],
+        Some("{d=2.0;v=1.0};{d=%nan;v=1.0}"),
+    );
+    assert!(err.contains("key column \"d\" cannot be NaN"), "{err}");
+    // A large insert goes through columns: the same check, the row named.
+    let mut rows: String = (0..20_000)
+        .map(|i| format!("{{d={i}.5;v=1.0}};\n"))
+        .collect();
+    rows.push_str("{d=%nan;v=1.0};\n");
+    let err = s.fails(&["insert-rows", "//t"], Some(&rows));
+    assert!(err.contains("key column \"d\" cannot be NaN"), "{err}");
+    assert!(err.contains("row #20000"), "{err}");
+    let err = s.fails(&["delete-rows", "//t"], Some("{d=%nan}"));
+    assert!(err.contains("cannot be NaN"), "{err}");
+    // Nothing was written, and a range over the key reads without meeting a NaN.
+    let got = s.ok(
+        &[
+            "select-rows",
+            "d from [//t] where d > 0.0",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(got.trim(), r#"{"d":1.5}"#);
+}
