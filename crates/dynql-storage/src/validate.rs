@@ -27,6 +27,8 @@ use crate::state::{State, TableData};
 /// * without null in a `required` column, nor, when the row overwrites, a required column
 ///   left out (an update leaves out what it does not change; a delete names keys only);
 /// * without NaN in a double key column ([`nan_key`]);
+/// * within YT's sizes: no value over 16 MiB, no row weighing over 16 MiB
+///   ([`dynql_core::limits::check_row`]);
 /// * with a `$ttl` of at least the table's `min_data_ttl` ([`Retention::check_row_ttl`]).
 ///
 /// Callers above (the CLI, `Database`, import) check first to word their errors for their
@@ -54,7 +56,7 @@ pub(crate) struct RowFault {
 }
 
 impl RowFault {
-    fn of_column(column: &str, message: String) -> RowFault {
+    pub(crate) fn of_column(column: &str, message: String) -> RowFault {
         RowFault {
             column: Some(column.to_string()),
             message,
@@ -134,6 +136,14 @@ pub(crate) fn row(
             }
         }
     }
+    let written = row.iter().zip(columns);
+    dynql_core::limits::check_row(
+        written.filter_map(|(v, c)| v.as_ref().map(|v| (c.name.as_str(), v))),
+    )
+    .map_err(|message| RowFault {
+        column: None,
+        message,
+    })?;
     if let Some(c) = schema.column_index(dynql_core::schema::TTL_COLUMN) {
         if let Some(Value::Uint64(t)) = &row[c] {
             entry

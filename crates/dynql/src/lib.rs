@@ -34,6 +34,7 @@ pub use attributes::ATTRIBUTES;
 pub use cypress::{CopyOptions, CreateOptions, NODE_TYPES};
 pub use database::{Database, LookupOptions, WriteOptions, DEFAULT_TRANSACTION_TIMEOUT_MS};
 pub use dynql_core::json_rows;
+pub use dynql_core::limits;
 pub use dynql_core::yson;
 pub use dynql_core::{ColumnSchema, LogicalType, TableSchema, Value, ValueType, Yson};
 pub use dynql_exec::{Analysis, Explanation, FileTables, SelectOptions, Statistics};
