@@ -572,11 +572,14 @@ pub struct SelectRowsArgs {
 }
 
 pub(crate) fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
-    Timestamp::parse(s).ok_or_else(|| {
+    let timestamp = Timestamp::parse(s).ok_or_else(|| {
         format!(
             "expected a timestamp number, sync_last_committed or async_last_committed, got {s:?}"
         )
-    })
+    })?;
+    // The bound the library checks at every read, refused here before anything opens.
+    timestamp.check_read()?;
+    Ok(timestamp)
 }
 
 pub(crate) fn parse_bool(s: &str) -> Result<bool, String> {

@@ -471,8 +471,7 @@ pub async fn execute(
             };
             // YSON or JSON; text that is neither (a bare word such as strong, or an
             // expression such as Interval("P1D") ON at) is a string.
-            let value = dynql::parse_document(&value)
-                .unwrap_or_else(|_| dynql::Yson::String(value.clone().into_bytes()));
+            let value = dynql::parse_value_or_string(&value)?;
             let tx = tx.as_deref();
             match path.split_once("/@") {
                 Some((node, attribute)) => {

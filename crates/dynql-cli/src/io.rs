@@ -63,7 +63,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "DIR")]
     pub to: PathBuf,
     /// Export the table as of this timestamp (default: the latest commit).
-    #[arg(long, value_parser = parse_timestamp)]
+    #[arg(long, value_parser = crate::commands::parse_timestamp)]
     pub timestamp: Option<Timestamp>,
     /// The most rows per file.
     #[arg(long, default_value_t = DEFAULT_ROWS_PER_FILE, value_name = "N")]
@@ -90,14 +90,6 @@ pub struct ColumnList(pub Vec<(String, String)>);
 
 fn parse_column_list(s: &str) -> Result<ColumnList, String> {
     dynql::io::parse_columns(s).map(ColumnList)
-}
-
-fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
-    Timestamp::parse(s).ok_or_else(|| {
-        format!(
-            "expected a timestamp number, sync_last_committed or async_last_committed, got {s:?}"
-        )
-    })
 }
 
 /// Runs `dynql import`.

@@ -70,9 +70,8 @@ impl<'a> RowStream<'a> {
         let mut line = Vec::new();
         while bytes < PART_BYTES {
             line.clear();
-            if self
-                .input
-                .read_until(b'\n', &mut line)
+            let what = format!("JSON row line {}", self.line + 1);
+            if dynql::limits::read_row_line(&mut self.input, &mut line, &what)
                 .context("reading rows")?
                 == 0
             {
@@ -108,6 +107,14 @@ impl<'a> RowStream<'a> {
             self.pending.extend_from_slice(chunk);
             self.input.consume(n);
             self.scan_pending();
+            // The row not yet ended by a top-level `;`: bounded, so that input with no
+            // row boundary (`/dev/zero`) fails instead of filling memory.
+            if self.pending.len() - self.cut > dynql::limits::MAX_ROW_TEXT_BYTES {
+                let at = self.offset + self.cut;
+                anyhow::bail!(dynql::limits::row_text_too_long(&format!(
+                    "the YSON row from byte {at}"
+                )));
+            }
         }
         let rest = self.pending.split_off(self.cut);
         let part = std::mem::replace(&mut self.pending, rest);
@@ -200,36 +207,15 @@ fn special_double(value: &Yson) -> Option<f64> {
     }
 }
 
-/// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment).
+/// Reads rows from `input`: JSON (one object per line) or YSON (a `;`-separated fragment),
+/// each row's text bounded as [`RowStream`] bounds it.
 fn parse_rows(format: InputFormat, input: &mut (dyn Read + Send)) -> Result<Vec<Yson>> {
-    match format {
-        InputFormat::JsonBytes => parse_rows(InputFormat::Json, input)?
-            .into_iter()
-            .enumerate()
-            .map(|(n, row)| {
-                crate::format::code_points_as_bytes(row)
-                    .map_err(|e| anyhow::anyhow!("row {}: {e}", n + 1))
-            })
-            .collect(),
-        InputFormat::Json => {
-            let mut rows = Vec::new();
-            for (n, line) in std::io::BufReader::new(input).split(b'\n').enumerate() {
-                let line = line.context("reading rows")?;
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let v = dynql::json_rows::parse_line(&line)
-                    .map_err(|e| anyhow::anyhow!("line {}: malformed JSON row: {e}", n + 1))?;
-                rows.push(Yson::from_json(&v));
-            }
-            Ok(rows)
-        }
-        InputFormat::Yson | InputFormat::YsonPretty => {
-            let mut text = Vec::new();
-            input.read_to_end(&mut text).context("reading rows")?;
-            Ok(dynql::yson::parse_list_fragment(&text).context("malformed YSON rows")?)
-        }
+    let mut stream = RowStream::new(format, input);
+    let mut rows = Vec::new();
+    while let Some(part) = stream.next_part()? {
+        rows.extend(part);
     }
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -268,6 +254,19 @@ mod tests {
         assert_eq!(got.iter().map(Vec::len).sum::<usize>(), count);
         let json = "{\"a\":1}\n".repeat(count);
         assert_eq!(parts(InputFormat::Json, &json).concat().len(), count);
+    }
+
+    #[test]
+    fn input_without_row_boundaries_fails_at_the_row_text_limit() {
+        for format in [InputFormat::Json, InputFormat::Yson] {
+            let mut zeros = std::io::repeat(0).take(1 << 30);
+            let mut stream = RowStream::new(format, &mut zeros);
+            let e = stream.next_part().unwrap_err();
+            assert!(
+                format!("{e:#}").contains("longer than 67108864 bytes"),
+                "{e:#}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod error;
 pub mod farm_hash;
 pub mod json_rows;
 pub mod key_range;
+pub mod limits;
 pub mod row;
 pub mod schema;
 pub mod types;

@@ -19,7 +19,7 @@ use crate::functions::ScalarFunction;
 
 /// The most bytes of one string or `any` value an expression computes: YT's
 /// `MaxStringValueLength` and `MaxAnyValueLength` (16 MiB).
-pub const MAX_STRING_VALUE_LENGTH: usize = 16 * 1024 * 1024;
+pub const MAX_STRING_VALUE_LENGTH: usize = dynql_core::limits::MAX_VALUE_BYTES;
 
 /// Refuses a computed value of `n` bytes above [`MAX_STRING_VALUE_LENGTH`].
 ///

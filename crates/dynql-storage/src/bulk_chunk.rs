@@ -51,6 +51,39 @@ pub(crate) fn check_bulk_rows(schema: &TableSchema, path: &str, rows: &RecordBat
             schema.columns()[c].name
         )));
     }
+    // The sizes every write checks (dynql_core::limits), column by column.
+    let mut weights = vec![1u64; rows.num_rows()];
+    for (column, array) in schema.columns().iter().zip(rows.columns()) {
+        let max = dynql_core::limits::MAX_VALUE_BYTES;
+        let mut first = None;
+        crate::kernel::weight::add_row_weights(array.as_ref(), &mut weights, max, |r, n| {
+            first.get_or_insert((r, n));
+        });
+        if let Some((row, length)) = first {
+            let message = dynql_core::limits::value_too_long(&column.name, length);
+            return Err(
+                crate::validate::RowFault::of_column(&column.name, message).of_row(path, row)
+            );
+        }
+    }
+    if let Some(row) = weights
+        .iter()
+        .position(|&w| w > dynql_core::limits::MAX_ROW_WEIGHT)
+    {
+        let message = dynql_core::limits::row_too_heavy(weights[row]);
+        return Err(crate::validate::RowFault {
+            column: None,
+            message,
+        }
+        .of_row(path, row));
+    }
+    for (c, column) in schema.key_columns().iter().enumerate() {
+        if let Some(doubles) = rows.column(c).as_primitive_opt::<Float64Type>() {
+            if let Some(row) = doubles.values().iter().position(|d| d.is_nan()) {
+                return Err(crate::validate::nan_key(&column.name).of_row(path, row));
+            }
+        }
+    }
     Ok(())
 }
 

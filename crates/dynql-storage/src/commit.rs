@@ -104,8 +104,10 @@ impl Store {
     /// little ahead), and is refused otherwise (design note 0002, "Read timestamps").
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a timestamp further ahead.
+    /// [`Error::Invalid`] for a timestamp further ahead, or above [`Timestamp::MAX`] and no
+    /// "last committed" sentinel ([`Timestamp::check_read`]).
     pub async fn settle_read_timestamp(&self, timestamp: Timestamp) -> Result<()> {
+        timestamp.check_read().map_err(Error::Invalid)?;
         if timestamp.is_latest() {
             return Ok(());
         }

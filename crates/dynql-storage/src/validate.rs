@@ -26,6 +26,9 @@ use crate::state::{State, TableData};
 ///   column) and within its logical type (`int8` range, valid `utf8`, ...);
 /// * without null in a `required` column, nor, when the row overwrites, a required column
 ///   left out (an update leaves out what it does not change; a delete names keys only);
+/// * without NaN in a double key column ([`nan_key`]);
+/// * within YT's sizes: no value over 16 MiB, no row weighing over 16 MiB
+///   ([`dynql_core::limits::check_row`]);
 /// * with a `$ttl` of at least the table's `min_data_ttl` ([`Retention::check_row_ttl`]).
 ///
 /// Callers above (the CLI, `Database`, import) check first to word their errors for their
@@ -53,7 +56,7 @@ pub(crate) struct RowFault {
 }
 
 impl RowFault {
-    fn of_column(column: &str, message: String) -> RowFault {
+    pub(crate) fn of_column(column: &str, message: String) -> RowFault {
         RowFault {
             column: Some(column.to_string()),
             message,
@@ -115,6 +118,7 @@ pub(crate) fn row(
                 ))
             }
             Some(Value::Null) => {}
+            Some(Value::Double(d)) if key && d.is_nan() => return Err(nan_key(name)),
             Some(v) => {
                 let wire = column.wire_type();
                 if wire != ValueType::Any && v.value_type() != wire {
@@ -132,6 +136,14 @@ pub(crate) fn row(
             }
         }
     }
+    let written = row.iter().zip(columns);
+    dynql_core::limits::check_row(
+        written.filter_map(|(v, c)| v.as_ref().map(|v| (c.name.as_str(), v))),
+    )
+    .map_err(|message| RowFault {
+        column: None,
+        message,
+    })?;
     if let Some(c) = schema.column_index(dynql_core::schema::TTL_COLUMN) {
         if let Some(Value::Uint64(t)) = &row[c] {
             entry
@@ -141,6 +153,15 @@ pub(crate) fn row(
         }
     }
     Ok(())
+}
+
+/// A NaN in a double key column: refused, as YT's dynamic tables refuse it, rather than
+/// stored where every query comparing the key would fail on it.
+pub(crate) fn nan_key(column: &str) -> RowFault {
+    RowFault::of_column(
+        column,
+        format!("key column {column:?} cannot be NaN: a key of type double must be a number"),
+    )
 }
 
 /// The table a prepared action names, as it is in `state`: it must still be the same table

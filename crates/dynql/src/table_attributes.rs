@@ -291,6 +291,33 @@ pub fn parse_document(text: &str) -> Result<Yson> {
     Ok(dynql_core::yson::parse(text.as_bytes()).map_err(dynql_core::Error::from)?)
 }
 
+/// A value given as text (`set`'s argument): YSON or JSON as [`parse_document`], else the
+/// text itself as a string (a bare word such as `strong`, an expression such as
+/// `Interval("P1D") ON at`).
+///
+/// # Errors
+/// Text nested deeper than YSON's limit of [`dynql_core::yson::MAX_DEPTH`] levels (or JSON
+/// deeper than the JSON parser's 128 that is not YSON either): taking it for a string would
+/// store something other than what was meant.
+pub fn parse_value_or_string(text: &str) -> Result<Yson> {
+    let json_too_deep = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(json) => return Ok(Yson::from_json(&json)),
+        // serde_json names this error only in its message.
+        Err(e) => e.to_string().starts_with("recursion limit exceeded"),
+    };
+    let max = dynql_core::yson::MAX_DEPTH;
+    match dynql_core::yson::parse(text.as_bytes()) {
+        Ok(value) => Ok(value),
+        Err(e) if e.too_deep => Err(Error::Invalid(format!(
+            "The value is nested deeper than {max} levels, the YSON depth limit ({e})"
+        ))),
+        Err(e) if json_too_deep => Err(Error::Invalid(format!(
+            "The value is JSON nested deeper than 128 levels, the JSON parser's limit, and not YSON either ({e}); write it as YSON, which may nest {max} levels"
+        ))),
+        Err(_) => Ok(Yson::String(text.as_bytes().to_vec())),
+    }
+}
+
 fn non_negative(name: &str, v: &Yson) -> Result<u64> {
     match unwrap_attributes(v) {
         Yson::Int64(n) if *n >= 0 => Ok(*n as u64),

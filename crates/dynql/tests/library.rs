@@ -169,6 +169,29 @@ async fn errors_have_kinds_and_change_nothing() {
 }
 
 #[tokio::test]
+async fn read_timestamps_above_the_largest_are_refused() {
+    let db = users().await;
+    for bad in [(1u64 << 62) - 1, 1 << 62, u64::MAX] {
+        let options = SelectOptions {
+            timestamp: dynql::Timestamp(bad),
+            ..SelectOptions::default()
+        };
+        let e = db
+            .select_rows("id from [//users]", &options)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("Invalid read timestamp"), "{e}");
+        let e = db
+            .table_provider_at("//users", dynql::Timestamp(bad))
+            .await
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("Invalid read timestamp"), "{e}");
+    }
+}
+
+#[tokio::test]
 async fn flush_and_compaction_never_change_query_results() {
     let db = users().await;
     let query =

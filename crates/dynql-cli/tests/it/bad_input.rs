@@ -42,6 +42,50 @@ fn a_read_at_a_timestamp_answers_the_same_after_later_commits() {
 }
 
 #[test]
+fn timestamps_above_the_largest_are_refused_by_every_read() {
+    let s = store_with_table();
+    // 2^62 - 1, 2^62, u64::MAX and a value between the two sentinels: none is a timestamp,
+    // and none reads the latest state (an answer a later insert would change).
+    for bad in [
+        "4611686018427387903",
+        "4611686018427387904",
+        "18446744073709551615",
+        "0x3fffffffffffff02",
+    ] {
+        for args in [
+            &["select-rows", "k from [//t]", "--timestamp", bad][..],
+            &["lookup-rows", "//t", "--timestamp", bad],
+            &["sql", "select k from \"//t\"", "--timestamp", bad],
+            &["export", "//t", "--to", "out", "--timestamp", bad],
+        ] {
+            let out = s.run(args, Some("{k=1}"));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?} succeeded");
+            assert!(err.contains("Invalid read timestamp"), "{args:?}: {err}");
+        }
+    }
+    // The sentinels, typed by name or as their numbers, still read the latest state.
+    for latest in [
+        "sync_last_committed",
+        "0x3fffffffffffff01",
+        "4611686018427387652",
+    ] {
+        let rows = s.ok(
+            &[
+                "select-rows",
+                "k from [//t]",
+                "--timestamp",
+                latest,
+                "--format",
+                "json",
+            ],
+            None,
+        );
+        assert_eq!(rows.trim(), r#"{"k":1}"#, "{latest}");
+    }
+}
+
+#[test]
 fn values_with_top_level_attributes_are_refused() {
     let s = store_with_table();
     let err = s.fails(&["insert-rows", "//t"], Some("{k=5;v=<a=b>3}"));
@@ -118,4 +162,69 @@ fn a_store_that_is_a_file_is_refused_naming_it() {
         }
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a store\n");
+}
+
+#[test]
+fn set_refuses_values_nested_deeper_than_the_yson_limit() {
+    let s = store_with_table();
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    // 257 levels: refused, naming the limit, whether an argument or stdin, and nothing set.
+    let err = s.fails(&["set", "//t/@x", &nested(257)], None);
+    assert!(err.contains("deeper than 256 levels"), "{err}");
+    let err = s.fails(&["set", "//t/@x"], Some(&nested(100_000)));
+    assert!(
+        err.contains("deeper than 256 levels"),
+        "{}",
+        &err[..err.len().min(300)]
+    );
+    assert!(err.len() < 1024, "the error is {} bytes", err.len());
+    let err = s.fails(&["get", "//t/@x"], None);
+    assert!(err.contains("Attribute \"x\" is not found"), "{err}");
+    // JSON past its parser's 128 levels that is no YSON either is refused too, not a string.
+    let json = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
+    let err = s.fails(&["set", "//t/@x", &json], None);
+    assert!(err.contains("128 levels"), "{err}");
+    // 256 levels is the most YSON allows: stored as the list it is.
+    s.ok(&["set", "//t/@x", &nested(256)], None);
+    let got = s.ok(&["get", "//t/@x", "--format", "yson"], None);
+    assert_eq!(got.matches('[').count(), 256, "{got}");
+}
+
+#[test]
+fn nan_in_a_double_key_is_refused_by_small_and_large_writes() {
+    let s = TestStore::new();
+    let schema =
+        "{dynamic=%true; schema=[{name=d;type=double;sort_order=ascending};{name=v;type=double}]}";
+    s.ok(&["create", "table", "//t", "--attributes", schema], None);
+    // NaN is a value in a non-key column, not in a key.
+    s.ok(
+        &["insert-rows", "//t"],
+        Some("{d=1.5;v=%nan};{d=-1.0;v=2.0}"),
+    );
+    let err = s.fails(
+        &["insert-rows", "//t"],
+        Some("{d=2.0;v=1.0};{d=%nan;v=1.0}"),
+    );
+    assert!(err.contains("key column \"d\" cannot be NaN"), "{err}");
+    // A large insert goes through columns: the same check, the row named.
+    let mut rows: String = (0..20_000)
+        .map(|i| format!("{{d={i}.5;v=1.0}};\n"))
+        .collect();
+    rows.push_str("{d=%nan;v=1.0};\n");
+    let err = s.fails(&["insert-rows", "//t"], Some(&rows));
+    assert!(err.contains("key column \"d\" cannot be NaN"), "{err}");
+    assert!(err.contains("row #20000"), "{err}");
+    let err = s.fails(&["delete-rows", "//t"], Some("{d=%nan}"));
+    assert!(err.contains("cannot be NaN"), "{err}");
+    // Nothing was written, and a range over the key reads without meeting a NaN.
+    let got = s.ok(
+        &[
+            "select-rows",
+            "d from [//t] where d > 0.0",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(got.trim(), r#"{"d":1.5}"#);
 }

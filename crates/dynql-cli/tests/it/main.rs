@@ -27,6 +27,7 @@ mod tablets;
 mod terminal;
 mod transactions;
 mod ttl;
+mod write_limits;
 
 use std::process::{Command, Output, Stdio};
 

@@ -69,11 +69,14 @@ pub struct YsonError {
     pub offset: usize,
     /// Human-readable description.
     pub message: String,
+    /// The text nests lists, maps or attributes deeper than [`MAX_DEPTH`]: it may be well
+    /// formed, but no value this deep is accepted.
+    pub too_deep: bool,
 }
 
-/// Nesting limit for lists, maps and attributes. Bounds recursion so that hostile input such as
-/// `[[[[...` is an error, not a stack overflow.
-const MAX_DEPTH: usize = 256;
+/// Nesting limit for lists, maps and attributes (YT's YSON parser allows 256 levels too).
+/// Bounds recursion so that hostile input such as `[[[[...` is an error, not a stack overflow.
+pub const MAX_DEPTH: usize = 256;
 
 /// Parses exactly one YSON node, with optional surrounding whitespace.
 ///

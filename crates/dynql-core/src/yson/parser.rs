@@ -27,6 +27,7 @@ impl<'a> Parser<'a> {
         YsonError {
             offset,
             message: message.into(),
+            too_deep: false,
         }
     }
 
@@ -43,7 +44,9 @@ impl<'a> Parser<'a> {
     /// Enters a list, map or attribute block, enforcing [`MAX_DEPTH`].
     fn enter(&mut self) -> Result<(), YsonError> {
         if self.depth >= MAX_DEPTH {
-            return Err(self.error_here(format!("nesting is deeper than {MAX_DEPTH} levels")));
+            let mut e = self.error_here(format!("nesting is deeper than {MAX_DEPTH} levels"));
+            e.too_deep = true;
+            return Err(e);
         }
         self.depth += 1;
         Ok(())

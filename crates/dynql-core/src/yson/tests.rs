@@ -379,7 +379,8 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let deep = "[".repeat(100_000);
     let e = parse(deep.as_bytes()).unwrap_err();
     assert_eq!(e.offset, MAX_DEPTH);
-    assert!(e.message.contains("nesting"));
+    assert!(e.message.contains("nesting") && e.too_deep);
+    assert!(!parse(b"[1;").unwrap_err().too_deep);
     let deep_attrs = "<a=".repeat(100_000);
     assert!(parse(deep_attrs.as_bytes()).is_err());
 }

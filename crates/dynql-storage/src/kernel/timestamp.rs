@@ -30,9 +30,34 @@ impl Timestamp {
         self.0 >> COUNTER_BITS
     }
 
-    /// Whether this is one of the "last committed" sentinels (or above every real timestamp).
+    /// Whether a read at this timestamp reads the latest state: the "last committed"
+    /// sentinels, and [`Timestamp::MAX`], which sees every commit. Other values above
+    /// `MAX` are not timestamps at all ([`Timestamp::check_read`] refuses them).
     pub fn is_latest(self) -> bool {
-        self >= Timestamp::MAX
+        matches!(
+            self,
+            Timestamp::MAX | Timestamp::SYNC_LAST_COMMITTED | Timestamp::ASYNC_LAST_COMMITTED
+        )
+    }
+
+    /// Checks that this can be a read timestamp: at most [`Timestamp::MAX`], or one of the
+    /// "last committed" sentinels (YT's `ValidateReadTimestamp`). How far ahead of the clock a
+    /// real timestamp may be is the store's check (`Store::settle_read_timestamp`).
+    ///
+    /// # Errors
+    /// The message for a value above `MAX` that is no sentinel (`2^62`, `u64::MAX`, …).
+    pub fn check_read(self) -> Result<(), String> {
+        if self <= Timestamp::MAX || self.is_latest() {
+            return Ok(());
+        }
+        Err(format!(
+            "Invalid read timestamp {self} ({:#x}): above the largest timestamp {} ({:#x}) and not sync_last_committed ({:#x}) or async_last_committed ({:#x})",
+            self.0,
+            Timestamp::MAX,
+            Timestamp::MAX.0,
+            Timestamp::SYNC_LAST_COMMITTED.0,
+            Timestamp::ASYNC_LAST_COMMITTED.0,
+        ))
     }
 
     /// Parses a number or the names `sync_last_committed` / `async_last_committed`.
@@ -75,5 +100,29 @@ mod tests {
         assert_eq!(Timestamp::parse("42"), Some(Timestamp(42)));
         assert!(Timestamp::SYNC_LAST_COMMITTED.is_latest());
         assert_eq!(Timestamp::parse("x"), None);
+    }
+
+    #[test]
+    fn read_timestamps_above_max_are_only_the_sentinels() {
+        for ok in [
+            Timestamp::MIN,
+            Timestamp(42),
+            Timestamp(Timestamp::MAX.0 - 1),
+            Timestamp::MAX,
+            Timestamp::SYNC_LAST_COMMITTED,
+            Timestamp::ASYNC_LAST_COMMITTED,
+        ] {
+            assert_eq!(ok.check_read(), Ok(()), "{ok}");
+        }
+        for bad in [
+            Timestamp(Timestamp::MAX.0 + 2),
+            Timestamp((1 << 62) - 1),
+            Timestamp(1 << 62),
+            Timestamp(u64::MAX),
+        ] {
+            let err = bad.check_read().unwrap_err();
+            assert!(err.starts_with("Invalid read timestamp"), "{err}");
+            assert!(!bad.is_latest(), "{bad}");
+        }
     }
 }

@@ -60,6 +60,41 @@ pub fn column_weight(column: &dyn arrow::array::Array) -> u64 {
     }
 }
 
+/// Adds each row's weight in `column` to `weights` (YT's data weight without the byte per
+/// row), and calls `too_long(row, length)` for each byte string longer than `max_value`
+/// bytes. Byte strings are `Binary` or `Utf8` (a table's Arrow schema); any other type weighs
+/// 1 per present boolean and 8 per other present value.
+pub fn add_row_weights(
+    column: &dyn arrow::array::Array,
+    weights: &mut [u64],
+    max_value: usize,
+    mut too_long: impl FnMut(usize, usize),
+) {
+    use arrow::array::AsArray;
+    use arrow::datatypes::DataType;
+    let offsets = match column.data_type() {
+        DataType::Binary => Some(column.as_binary::<i32>().value_offsets()),
+        DataType::Utf8 => Some(column.as_string::<i32>().value_offsets()),
+        _ => None,
+    };
+    for (row, weight) in weights.iter_mut().enumerate() {
+        if column.is_null(row) {
+            continue;
+        }
+        *weight += match (offsets, column.data_type()) {
+            (Some(o), _) => {
+                let length = (o[row + 1] - o[row]) as usize;
+                if length > max_value {
+                    too_long(row, length);
+                }
+                length as u64
+            }
+            (None, DataType::Boolean) => 1,
+            (None, _) => 8,
+        };
+    }
+}
+
 /// The bytes of the present values of byte-string views (a view's low 32 bits are its
 /// value's length): the sum over all views (which the compiler vectorises) less the null
 /// ones' (a null's view may hold any length).

@@ -165,6 +165,9 @@ impl Store {
                     schema.columns().len()
                 )));
             }
+            let named = schema.columns().iter().map(|c| c.name.as_str());
+            dynql_core::limits::check_row(named.zip(&row))
+                .map_err(|e| Error::Invalid(format!("Row #{}: {e}", write.rows)))?;
             if key_count > 0 {
                 let key = &row[..key_count];
                 if let Some(before) = &write.last_key {

@@ -29,6 +29,7 @@
 //! [`Database::import`] for what is rejected.
 
 mod convert;
+mod csv_input;
 mod export;
 mod import;
 mod source;

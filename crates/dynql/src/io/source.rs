@@ -2,7 +2,7 @@
 //! bounded batches (Arrow record batches for Parquet and CSV, parsed lines for JSON).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,10 +13,15 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use crate::error::{Error, Result};
+use crate::io::csv_input::{read_header, CsvBatches, CsvError};
 use crate::io::FileFormat;
 
 /// Rows per batch read from a file: bounds what one conversion step holds.
 pub(crate) const READ_BATCH_ROWS: usize = 8192;
+
+/// Input bytes per batch of a text file (JSON, CSV): with rows of up to
+/// [`dynql_core::limits::MAX_ROW_TEXT_BYTES`] each, a row count alone would not bound it.
+const READ_BATCH_BYTES: usize = 64 << 20;
 
 /// One input file.
 #[derive(Debug, Clone)]
@@ -290,10 +295,23 @@ fn read_all_batches(
         }
         FileFormat::Csv => {
             // The header names the columns; every column is read as text and parsed per
-            // the table's column type later (CSV has no types of its own).
+            // the table's column type later (CSV has no types of its own). The header and
+            // each record are bounded (csv_input), so garbage fails in bounded memory.
+            let counter = Arc::new(AtomicU64::new(0));
+            let mut input = BufReader::with_capacity(
+                1 << 20,
+                CountingRead {
+                    inner: open()?,
+                    count: counter.clone(),
+                },
+            );
+            let header_text = read_header(&mut input, &file.name).map_err(|e| match e {
+                Ok(io) => read_error(Box::new(io)),
+                Err(limit) => Error::Invalid(limit),
+            })?;
             let (header, _) = arrow::csv::reader::Format::default()
                 .with_header(true)
-                .infer_schema(open()?, Some(0))
+                .infer_schema(header_text.as_slice(), Some(0))
                 .map_err(|e| read_error(Box::new(e)))?;
             if let Some(columns) = columns {
                 let missing: Vec<&str> = columns
@@ -310,30 +328,27 @@ fn read_all_batches(
                 .iter()
                 .map(|f| Field::new(f.name(), DataType::Utf8, true))
                 .collect();
-            let counter = Arc::new(AtomicU64::new(0));
-            let reader = arrow::csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
-                .with_header(true)
+            let decoder = arrow::csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
+                .with_header(false)
                 .with_batch_size(READ_BATCH_ROWS)
-                .build(CountingRead {
-                    inner: open()?,
-                    count: counter.clone(),
-                })
-                .map_err(|e| read_error(Box::new(e)))?;
+                .build_decoder();
+            let mut reader = CsvBatches::new(input, decoder, READ_BATCH_BYTES, &file.name);
             let name = file.name.clone();
             let mut next_row = 1u64;
-            Ok(Box::new(reader.map(move |batch| {
-                let batch = batch.map_err(|e| Error::File {
-                    action: "read",
-                    path: name.clone(),
-                    source: Box::new(e),
-                })?;
+            Ok(Box::new(std::iter::from_fn(move || {
+                let batch = match reader.next_batch() {
+                    Ok(batch) => batch?,
+                    Err(CsvError::Limit(m)) => return Some(Err(Error::Invalid(m))),
+                    Err(CsvError::Io(e)) => return Some(Err(read_error_of(&name, Box::new(e)))),
+                    Err(CsvError::Arrow(e)) => return Some(Err(read_error_of(&name, Box::new(e)))),
+                };
                 let first_row = next_row;
                 next_row += batch.num_rows() as u64;
-                Ok(InputBatch {
+                Some(Ok(InputBatch {
                     first_row,
                     data: InputData::Text(batch),
                     bytes_read: counter.load(Ordering::Relaxed),
-                })
+                }))
             })))
         }
         FileFormat::Json => {
@@ -352,14 +367,21 @@ fn read_all_batches(
                 }
                 let mut batch = Vec::new();
                 let mut text = Vec::new();
-                while batch.len() < READ_BATCH_ROWS {
+                let mut bytes = 0;
+                while batch.len() < READ_BATCH_ROWS && bytes < READ_BATCH_BYTES {
                     text.clear();
-                    match lines.read_until(b'\n', &mut text) {
+                    let what = format!("{name}: line {}", line_no + 1);
+                    match dynql_core::limits::read_row_line(&mut lines, &mut text, &what) {
                         Ok(0) => {
                             done = true;
                             break;
                         }
                         Ok(_) => {}
+                        // A line past the row text limit: the input's fault, said as is.
+                        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                            done = true;
+                            return Some(Err(Error::Invalid(e.to_string())));
+                        }
                         Err(e) => {
                             done = true;
                             return Some(Err(Error::File {
@@ -370,6 +392,7 @@ fn read_all_batches(
                         }
                     }
                     line_no += 1;
+                    bytes += text.len();
                     let trimmed = text.trim_ascii();
                     if trimmed.is_empty() {
                         continue;
@@ -397,6 +420,14 @@ fn read_all_batches(
                 }))
             })))
         }
+    }
+}
+
+fn read_error_of(name: &str, source: Box<dyn std::error::Error + Send + Sync>) -> Error {
+    Error::File {
+        action: "read",
+        path: name.to_string(),
+        source,
     }
 }
 

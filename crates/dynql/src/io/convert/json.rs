@@ -121,6 +121,8 @@ impl Converter {
             return Err(problems);
         }
         row[..self.key_count].clone_from_slice(&key);
+        let names = self.schema.columns().iter().map(|c| c.name.as_str());
+        dynql_core::limits::check_row(names.zip(&row)).map_err(|m| vec![m])?;
         Ok((row, tablet))
     }
 }

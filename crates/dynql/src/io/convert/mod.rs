@@ -227,6 +227,19 @@ impl Converter {
                 Err(_) => self.fill_computed_rows(&mut columns, &given, &mut problems)?,
             }
         }
+        // YT's sizes (dynql_core::limits): a row past them is rejected like any bad row.
+        let mut weights = vec![1u64; n];
+        for (column, values) in self.schema.columns().iter().zip(&columns) {
+            let max = dynql_core::limits::MAX_VALUE_BYTES;
+            dynql_storage::kernel::weight::add_row_weights(values, &mut weights, max, |r, l| {
+                problems.push(r, dynql_core::limits::value_too_long(&column.name, l))
+            });
+        }
+        for (r, &w) in weights.iter().enumerate() {
+            if w > dynql_core::limits::MAX_ROW_WEIGHT {
+                problems.push(r, dynql_core::limits::row_too_heavy(w));
+            }
+        }
         let mut tablets = Vec::new();
         if let Some(i) = tablet_column {
             let field = batch.schema().field(i).clone();
