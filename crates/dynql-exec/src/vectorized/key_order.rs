@@ -14,6 +14,7 @@
 //! (the scan reads only the inferred key ranges and the columns read, and the limit stops
 //! it). The expressions are the same as on the general path ([`super::lower`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::common::DFSchema;
@@ -39,14 +40,18 @@ use super::udf::Check;
 use crate::error::Result;
 
 /// The physical plan of `query`, a read in key order (see
-/// [`super::lower::reads_in_key_order`]) run in one partition (`setup.ordered`).
+/// [`super::lower::reads_in_key_order`]) run in one partition (`setup.ordered`), and where
+/// each result column is among the plan's outputs when that is not one for one: outputs
+/// equal to an earlier one are computed once ([`Results::with_column_map`]).
+///
+/// [`Results::with_column_map`]: super::results::Results::with_column_map
 pub(super) async fn key_order_plan(
     query: &QueryPlan,
     setup: &Setup,
     input: &Input,
     ranges: &[KeyRange],
     output_row_limit: u64,
-) -> Result<Arc<dyn ExecutionPlan>> {
+) -> Result<(Arc<dyn ExecutionPlan>, Option<Vec<usize>>)> {
     let layout = table_layout(&setup.joined);
     let mut read = Vec::new();
     if let Some(w) = &query.where_clause {
@@ -89,10 +94,31 @@ pub(super) async fn key_order_plan(
     if let Some((skip, fetch)) = limit {
         plan = Arc::new(GlobalLimitExec::new(plan, skip, fetch));
     }
-    let outputs = projections(query, &layout, setup.opts)?
-        .into_iter()
+    // Each distinct output once: DataFusion's projection relates every output to every
+    // other it equals (each copy of a sorted column is another ordering of the rows), which
+    // is quadratic in their number (`k as c0, …, k as c99999`); copies are taken from the
+    // one computed.
+    let mut distinct: Vec<Expr> = Vec::new();
+    let mut first: HashMap<Expr, usize> = HashMap::new();
+    let mut column_map = Vec::with_capacity(query.projections.len());
+    for e in projections(query, &layout, setup.opts)? {
+        let e = e.unalias();
+        let earlier = match e.is_volatile() {
+            true => None,
+            false => first.get(&e).copied(),
+        };
+        column_map.push(earlier.unwrap_or_else(|| {
+            first.insert(e.clone(), distinct.len());
+            distinct.push(e);
+            distinct.len() - 1
+        }));
+    }
+    let one_for_one = distinct.len() == column_map.len();
+    let column_map = (!one_for_one).then_some(column_map);
+    let outputs = distinct
+        .iter()
         .enumerate()
-        .map(|(i, e)| Ok((physical(&e.unalias())?, format!("p{i}"))))
+        .map(|(i, e)| Ok((physical(e)?, format!("p{i}"))))
         .collect::<Result<Vec<_>>>()?;
     // Results are taken by position: outputs that are the scanned columns in scan order (as
     // `*` is) need no projection, whose planning costs a tenth of a point read.
@@ -101,9 +127,12 @@ pub(super) async fn key_order_plan(
         e.downcast_ref::<Column>().is_some_and(|c| c.index() == i)
     };
     if outputs.len() == width && outputs.iter().enumerate().all(scanned) {
-        return Ok(plan);
+        return Ok((plan, column_map));
     }
-    Ok(Arc::new(ProjectionExec::try_new(outputs, plan)?))
+    Ok((
+        Arc::new(ProjectionExec::try_new(outputs, plan)?),
+        column_map,
+    ))
 }
 
 /// Whether every row in `ranges` satisfies `predicate`, so that the scan alone filters

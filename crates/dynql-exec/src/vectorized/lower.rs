@@ -273,13 +273,14 @@ async fn run_once(
     // Set when groups or rows were cut at the output row limit.
     let cut = Arc::new(AtomicBool::new(false));
     if setup.ordered && reads_in_key_order(plan) {
-        let physical =
+        let (physical, column_map) =
             key_order_plan(plan, &setup, &input, ranges, options.output_row_limit).await?;
         let task = setup.engine.one_partition().1.clone();
         setup.stages.record(&physical);
         let rows = execute_stream(physical, task).map_err(query_error)?;
         let stages = setup.stages.clone();
-        return Ok(Results::new(plan, rows, None, input, limits, cut, stages));
+        let results = Results::new(plan, rows, None, input, limits, cut, stages);
+        return Ok(results.with_column_map(column_map));
     }
     let (opts, ctx) = (setup.opts, &setup.ctx);
     let mut df = ctx.read_table(input.table.clone())?;
@@ -314,7 +315,7 @@ pub(crate) async fn explain(
     // Nothing is read: the plan is built, not run.
     let input = setup.input(tables, plan, ranges, options).await?;
     if setup.ordered && reads_in_key_order(plan) {
-        let physical =
+        let (physical, _) =
             key_order_plan(plan, &setup, &input, ranges, options.output_row_limit).await?;
         return Ok(datafusion::physical_plan::displayable(physical.as_ref())
             .indent(true)

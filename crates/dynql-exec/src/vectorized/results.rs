@@ -48,6 +48,8 @@ pub(crate) struct Results {
     schema: SchemaRef,
     types: Vec<ValueType>,
     input: Input,
+    /// Where each result column is among the rows' columns, when not one for one.
+    column_map: Option<Vec<usize>>,
     output_row_limit: u64,
     fail: bool,
     truncate: bool,
@@ -82,6 +84,7 @@ impl Results {
             schema: result_schema(plan),
             types: plan.projections.iter().map(|p| p.expr.ty).collect(),
             input,
+            column_map: None,
             output_row_limit: limits.output_row_limit,
             fail: limits.fail,
             truncate: limits.truncate,
@@ -89,6 +92,13 @@ impl Results {
             written: 0,
             stages,
         }
+    }
+
+    /// Takes result column `i` from column `map[i]` of the rows (a plan that computes each
+    /// distinct output once); `None` keeps them one for one.
+    pub(super) fn with_column_map(mut self, map: Option<Vec<usize>>) -> Results {
+        self.column_map = map;
+        self
     }
 
     /// The result's columns as Arrow fields.
@@ -223,6 +233,24 @@ impl Results {
 
     /// `batch` in the result's schema: its wire types, `utf8` columns as checked `Utf8`.
     fn in_result_schema(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let spread;
+        let batch = match &self.column_map {
+            Some(map) => {
+                let columns = map.iter().map(|&c| batch.column(c).clone()).collect();
+                let fields: Vec<Field> = map
+                    .iter()
+                    .map(|&c| batch.schema().field(c).clone())
+                    .collect();
+                spread = RecordBatch::try_new_with_options(
+                    Arc::new(Schema::new(fields)),
+                    columns,
+                    &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+                )
+                .map_err(DataFusionError::from)?;
+                &spread
+            }
+            None => batch,
+        };
         let columns = wire_columns(batch, &self.types)?
             .iter()
             .zip(self.schema.fields())
