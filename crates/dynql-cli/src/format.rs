@@ -17,6 +17,8 @@ pub enum OutputFormat {
     /// YT's `encode_utf8` JSON: every byte of a string is the code point of the same number
     /// (U+0000..U+00FF), so any byte string round-trips.
     JsonBytes,
+    /// JSON indented, a row over several lines (`<format=pretty>json`).
+    JsonPretty,
     /// Text YSON, a row per line (`<format=text>yson`).
     Yson,
     /// YSON indented, a row over several lines (`<format=pretty>yson`).
@@ -39,7 +41,7 @@ pub struct FormatSpec {
 
 /// The formats' names, for messages.
 pub const FORMAT_NAMES: &str =
-    "json, <encode_utf8=%true>json, yson, <format=pretty>yson, schemaful_dsv, <columns=[…]>schemaful_dsv, csv, tsv";
+    "json, <encode_utf8=%true>json, <format=pretty>json, yson, <format=pretty>yson, schemaful_dsv, <columns=[…]>schemaful_dsv, csv, tsv";
 
 impl OutputFormat {
     /// The format's name as `--format` and `\format` take it.
@@ -47,6 +49,7 @@ impl OutputFormat {
         match self {
             OutputFormat::Json => "json",
             OutputFormat::JsonBytes => "<encode_utf8=%true>json",
+            OutputFormat::JsonPretty => "<format=pretty>json",
             OutputFormat::Yson => "yson",
             OutputFormat::YsonPretty => "<format=pretty>yson",
             OutputFormat::SchemafulDsv => "schemaful_dsv",
@@ -84,6 +87,12 @@ pub fn parse_format(text: &str) -> std::result::Result<FormatSpec, String> {
                 spec.format = OutputFormat::JsonBytes
             }
             (OutputFormat::Json, "encode_utf8", Yson::Boolean(false)) => {}
+            // YT's JSON takes `format=text|pretty` too (as `get` does).
+            (OutputFormat::Json | OutputFormat::JsonPretty, "format", v) => match v.as_str() {
+                Some("text") => spec.format = OutputFormat::Json,
+                Some("pretty") => spec.format = OutputFormat::JsonPretty,
+                _ => return Err("the json format attribute takes text or pretty".into()),
+            },
             (OutputFormat::Yson, "format", v) => match v.as_str() {
                 Some("text") => {}
                 Some("pretty") => spec.format = OutputFormat::YsonPretty,
@@ -102,7 +111,7 @@ pub fn parse_format(text: &str) -> std::result::Result<FormatSpec, String> {
             }
             _ => {
                 return Err(format!(
-                    "the format attribute {key} of {name} is not supported by dynql (it takes encode_utf8 for json, format for yson, columns for schemaful_dsv)"
+                    "the format attribute {key} of {name} is not supported by dynql (it takes encode_utf8 and format for json, format for yson, columns for schemaful_dsv)"
                 ))
             }
         }
@@ -180,7 +189,7 @@ impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Forma
 /// [`parse_format`] for rows read from stdin: yson or json.
 pub fn parse_input_format(text: &str) -> std::result::Result<InputFormat, String> {
     match parse_format(text)?.format {
-        OutputFormat::Json => Ok(InputFormat::Json),
+        OutputFormat::Json | OutputFormat::JsonPretty => Ok(InputFormat::Json),
         OutputFormat::JsonBytes => Ok(InputFormat::JsonBytes),
         OutputFormat::Yson => Ok(InputFormat::Yson),
         OutputFormat::YsonPretty => Ok(InputFormat::YsonPretty),
@@ -408,14 +417,18 @@ pub fn write_rows(
     format: OutputFormat,
 ) -> Result<()> {
     match format {
-        OutputFormat::Json => {
+        OutputFormat::Json | OutputFormat::JsonPretty => {
             for row in rows {
                 let object: serde_json::Map<String, serde_json::Value> = columns
                     .iter()
                     .zip(row)
                     .map(|((name, _), v)| (name.clone(), v.to_json()))
                     .collect();
-                serde_json::to_writer(&mut *out, &object)?;
+                if format == OutputFormat::JsonPretty {
+                    serde_json::to_writer_pretty(&mut *out, &object)?;
+                } else {
+                    serde_json::to_writer(&mut *out, &object)?;
+                }
                 out.write_all(b"\n")?;
             }
         }
