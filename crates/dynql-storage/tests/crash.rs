@@ -636,15 +636,14 @@ impl dynql_storage::Disk for RecordingDisk {
     }
 }
 
-/// A one-row commit returns only after its record is on disk: the record's bytes synced
-/// before its name is linked, then its directory synced; two syncs in all. A large write's
-/// chunk is synced (bytes and name) before the record that names it is written.
-#[tokio::test]
-async fn a_commit_returns_after_its_record_and_directory_are_synced() {
+/// A `file://` store in a new directory over a [`RecordingDisk`], with table `//t` created.
+async fn recorded_table(
+    durability: dynql_storage::Durability,
+) -> (tempfile::TempDir, Arc<RecordingDisk>, Store) {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(RecordingDisk::new(dir.path()));
     let options = dynql_storage::StoreOptions {
-        durability: dynql_storage::Durability::Fsync,
+        durability,
         disk: Some(disk.clone()),
     };
     let store = Store::open_with(&format!("file://{}", dir.path().display()), options).unwrap();
@@ -652,6 +651,15 @@ async fn a_commit_returns_after_its_record_and_directory_are_synced() {
         .create_table("//t", schema(), TableOptions::default())
         .await
         .unwrap();
+    (dir, disk, store)
+}
+
+/// A one-row commit returns only after its record is on disk: the record's bytes synced
+/// before its name is linked, then its directory synced; two syncs in all. A large write's
+/// chunk is synced (bytes and name) before the record that names it is written.
+#[tokio::test]
+async fn a_commit_returns_after_its_record_and_directory_are_synced() {
+    let (_dir, disk, store) = recorded_table(dynql_storage::Durability::Fsync).await;
     disk.take();
     store
         .write_rows("//t", WriteKind::Overwrite, false, vec![row(1, 10)])
@@ -705,17 +713,7 @@ async fn a_commit_returns_after_its_record_and_directory_are_synced() {
 /// With `durability = none` nothing is synced.
 #[tokio::test]
 async fn without_durability_nothing_is_synced() {
-    let dir = tempfile::tempdir().unwrap();
-    let disk = Arc::new(RecordingDisk::new(dir.path()));
-    let options = dynql_storage::StoreOptions {
-        durability: dynql_storage::Durability::None,
-        disk: Some(disk.clone()),
-    };
-    let store = Store::open_with(&format!("file://{}", dir.path().display()), options).unwrap();
-    store
-        .create_table("//t", schema(), TableOptions::default())
-        .await
-        .unwrap();
+    let (_dir, disk, store) = recorded_table(dynql_storage::Durability::None).await;
     store
         .write_rows("//t", WriteKind::Overwrite, false, vec![row(1, 10)])
         .await

@@ -228,3 +228,44 @@ fn nan_in_a_double_key_is_refused_by_small_and_large_writes() {
     );
     assert_eq!(got.trim(), r#"{"d":1.5}"#);
 }
+
+/// A command that fails on a store that was never written leaves no directory behind and
+/// says there was no store; a shell that writes nothing creates none (issue 73, item 6).
+#[test]
+fn a_failed_command_or_an_idle_shell_leaves_no_store_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let store = root.path().join("x").join("a").join("b");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dynql"))
+        .arg("--store")
+        .arg(&store)
+        .args(["insert-rows", "//t"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no such table") && err.contains("no dynql store existed at"),
+        "{err}"
+    );
+    assert!(err.contains(&*store.to_string_lossy()), "{err}");
+    assert!(
+        !root.path().join("x").exists(),
+        "the failed command left directories"
+    );
+
+    let shell = root.path().join("new");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dynql"))
+        .arg("--store")
+        .arg(format!("file://{}", shell.display()))
+        .arg("shell")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"list /;\n").unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert!(!shell.exists(), "the shell left an empty store directory");
+}

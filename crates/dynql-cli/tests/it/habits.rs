@@ -286,3 +286,62 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
         assert!(status.success(), "{args:?}: {status:?} {stderr}");
     }
 }
+
+/// `<format=pretty>json` (and `<format=text>json`) are taken by select-rows and sql as by
+/// `get`: a row indented over several lines (issue 73, item 10).
+#[test]
+fn json_takes_the_pretty_format_attribute_for_rows() {
+    let s = TestStore::new();
+    s.ok(
+        &[
+            "create",
+            "table",
+            "//t",
+            "--attributes",
+            "{dynamic=%true; schema=[{name=k;type=int64;sort_order=ascending};{name=v;type=string}]}",
+        ],
+        None,
+    );
+    s.ok(&["insert-rows", "//t"], Some("{k=1;v=a}"));
+    let pretty = "{\n  \"k\": 1,\n  \"v\": \"a\"\n}\n";
+    let rows = s.ok(
+        &[
+            "select-rows",
+            "* from [//t]",
+            "--format",
+            "<format=pretty>json",
+        ],
+        None,
+    );
+    assert_eq!(rows, pretty);
+    let sql = s.ok(
+        &[
+            "sql",
+            "SELECT * FROM \"//t\"",
+            "--format",
+            "<format=pretty>json",
+        ],
+        None,
+    );
+    assert_eq!(sql, pretty);
+    let text = s.ok(
+        &[
+            "select-rows",
+            "* from [//t]",
+            "--format",
+            "<format=text>json",
+        ],
+        None,
+    );
+    assert_eq!(text, "{\"k\":1,\"v\":\"a\"}\n");
+    let err = s.fails(
+        &[
+            "select-rows",
+            "* from [//t]",
+            "--format",
+            "<format=binary>json",
+        ],
+        None,
+    );
+    assert!(err.contains("takes text or pretty"), "{err}");
+}
